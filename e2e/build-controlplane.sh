@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# build-controlplane.sh: build the local control plane from Go modules at pinned
+# versions, cached by version outside the repository. Prints the folder holding
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok.
+# Only what is missing from the cache is built.
+#
+# Each program is built in a wrapper module of its own so that their dependency
+# versions never mix (etcd and kwok keep theirs; Kubernetes gets its staging
+# modules pinned to the matching v0.N.M releases).
+set -euo pipefail
+K8S_VERSION=${K8S_VERSION:-1.34.2}
+ETCD_VERSION=${ETCD_VERSION:-3.6.16}
+KWOK_VERSION=${KWOK_VERSION:-0.7.0}
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+CACHE=${RANDOMSECRET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/randomsecret}
+OUT=$CACHE/controlplane/k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION-$(go env GOOS)-$(go env GOARCH)
+K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+
+have() { local b; for b in "$@"; do [[ -x $OUT/$b ]] || return 1; done; }
+if have "${K8S_BINS[@]}" etcd kwok; then echo "$OUT"; exit 0; fi
+
+log() { echo "build-controlplane: $*" >&2; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+bin=$work/bin; mkdir -p "$bin" "$OUT"
+start=$SECONDS
+
+# Binaries land in $OUT one by one, each only after a complete build (mv is
+# atomic), so an interrupted build leaves no broken file behind.
+
+# tools.go in a wrapper module: imports keep `go mod tidy` from dropping the requirement.
+wrapper() {  # dir module require-line import...
+  local dir=$1 mod=$2 req=$3; shift 3
+  mkdir -p "$dir"
+  printf 'module %s\n\ngo 1.24.0\n\nrequire %s\n' "$mod" "$req" >"$dir/go.mod"
+  { printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    local i; for i in "$@"; do printf '\t_ "%s"\n' "$i"; done
+    printf ')\n'; } >"$dir/tools.go"
+}
+
+# 1) Kubernetes: k8s.io/kubernetes requires its staging modules at v0.0.0 with
+#    replaces into ./staging, so replace every one with its published v0.N.M.
+build_kubernetes() {
+  log "kubernetes v$K8S_VERSION (cold: 15-30 minutes on 2 cores)"
+  k8s=$work/k8s
+  wrapper "$k8s" e2e-kubernetes "k8s.io/kubernetes v$K8S_VERSION" \
+    "${K8S_BINS[@]/#/k8s.io/kubernetes/cmd/}"
+  modjson=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION")
+  gomod=$(sed -n 's/.*"GoMod": "\(.*\)".*/\1/p' <<<"$modjson")
+  mapfile -t staging < <(sed -n 's#^\s*k8s.io/\([a-z0-9-]*\) => ./staging/.*#\1#p' "$gomod")
+  (( ${#staging[@]} > 20 )) || { log "could not read the staging modules from $gomod"; exit 1; }
+  minor=${K8S_VERSION#1.}; minor=${minor%%.*}
+  { printf '\nreplace (\n'
+    for m in "${staging[@]}"; do printf '\tk8s.io/%s => k8s.io/%s v0.%s\n' "$m" "$m" "${K8S_VERSION#1.}"; done
+    printf ')\n'; } >>"$k8s/go.mod"
+  ld="-s -w"   # the same version stamps as hack/lib/version.sh, or /version says v0.0.0
+  for kv in "gitVersion=v$K8S_VERSION" gitMajor=1 "gitMinor=$minor" gitTreeState=clean; do
+    ld+=" -X k8s.io/component-base/version.$kv -X k8s.io/client-go/pkg/version.$kv"
+  done
+  ( cd "$k8s"
+    go mod tidy
+    for c in "${K8S_BINS[@]}"; do
+      have "$c" && continue
+      log "go build $c"
+      go build -trimpath -ldflags "$ld" -o "$bin/$c" "k8s.io/kubernetes/cmd/$c"
+      mv "$bin/$c" "$OUT/$c"
+    done )
+}
+have "${K8S_BINS[@]}" || build_kubernetes
+
+# 2) etcd: its server/go.mod has replace directives, so `go install` is refused.
+if ! have etcd; then
+  log "etcd v$ETCD_VERSION"
+  wrapper "$work/etcd" e2e-etcd "go.etcd.io/etcd/server/v3 v$ETCD_VERSION" go.etcd.io/etcd/server/v3
+  ( cd "$work/etcd"; go mod tidy
+    go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3 )
+  mv "$bin/etcd" "$OUT/etcd"
+fi
+
+# 3) kwok: simulates a node so that pods are scheduled, Running and Ready.
+if ! have kwok; then
+  log "kwok v$KWOK_VERSION"
+  wrapper "$work/kwok" e2e-kwok "sigs.k8s.io/kwok v$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
+  ( cd "$work/kwok"; go mod tidy
+    go build -trimpath -ldflags "-s -w" -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok )
+  mv "$bin/kwok" "$OUT/kwok"
+fi
+
+{ "$OUT/etcd" --version | head -1; "$OUT/kube-apiserver" --version; "$OUT/kwok" --version 2>&1 | head -1; } >"$OUT/VERSIONS"
+log "built in $((SECONDS - start))s: $(du -sh "$OUT" | cut -f1)"
+echo "$OUT"

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# cluster.sh up|down|status|env: a real local Kubernetes control plane on 127.0.0.1
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as the
+# node simulator), built from Go modules by build-controlplane.sh and cached.
+# State, logs, pid files and the admin kubeconfig live under target/e2e/.
+#
+# Overrides: E2E_DIR, ETCD_PORT, ETCD_PEER_PORT, API_PORT, KCM_PORT, SCHED_PORT,
+# KWOK_PORT, BIN_DIR (skip the build), CRD_DIR (CRDs applied before the
+# controller-manager starts, so its garbage collector knows them at once).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+cmd=${1:-}
+DIR=${E2E_DIR:-$root/target/e2e}
+ETCD_PORT=${ETCD_PORT:-12379}; ETCD_PEER_PORT=${ETCD_PEER_PORT:-12380}
+API_PORT=${API_PORT:-16443};   KCM_PORT=${KCM_PORT:-20257}
+SCHED_PORT=${SCHED_PORT:-20259}; KWOK_PORT=${KWOK_PORT:-20261}
+SERVICE_CIDR=${SERVICE_CIDR:-10.0.0.0/24}   # 10.0.0.1 is in the serving cert's SANs
+CRD_DIR=${CRD_DIR:-$root/config/crd}
+START_TIMEOUT=${START_TIMEOUT:-120}; LOG_V=${LOG_V:-1}
+PKI=$DIR/pki; LOGS=$DIR/logs
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+NODE=kwok-node-0
+
+usage() { echo "usage: $0 up|down|status|env" >&2; exit 2; }
+[[ $cmd =~ ^(up|down|status|env)$ ]] || usage
+
+# A pid is ours only if alive and its command line names $DIR/ (every process
+# started here gets paths under DIR): never stop anything by name.
+owned() {
+  local c; [[ $1 =~ ^[0-9]+$ ]] && kill -0 "$1" 2>/dev/null || return 1
+  c=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) || return 1
+  [[ $c == *"$DIR/"* ]]
+}
+running() { [[ -f $DIR/$1.pid ]] && owned "$(cat "$DIR/$1.pid")"; }
+
+down() {
+  local i name pid
+  for (( i=${#COMPONENTS[@]}-1; i>=0; i-- )); do
+    name=${COMPONENTS[i]}; [[ -f $DIR/$name.pid ]] || continue
+    pid=$(cat "$DIR/$name.pid")
+    if owned "$pid"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 100); do owned "$pid" || break; sleep 0.1; done
+      if owned "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+    fi
+    rm -f "$DIR/$name.pid"
+  done
+}
+
+fail() { echo "cluster.sh: $*" >&2; down; exit 1; }
+show_log() { echo "--- last lines of $LOGS/$1.log:" >&2; tail -n 30 "$LOGS/$1.log" >&2 || true; }
+
+gen_pki() {
+  [[ -f $PKI/done ]] && return 0
+  mkdir -p "$PKI"; chmod 700 "$PKI"
+  cat >"$PKI/openssl.cnf" <<'CNF'
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = unused
+[v3_ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,digitalSignature,keyEncipherment,keyCertSign
+subjectKeyIdentifier = hash
+[v3_server]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+[v3_client]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = clientAuth
+CNF
+  local c=$PKI/openssl.cnf
+  openssl genrsa -out "$PKI/ca.key" 2048 2>/dev/null
+  openssl req -x509 -new -sha256 -days 3650 -key "$PKI/ca.key" -subj "/CN=randomsecret-e2e-ca" \
+    -config "$c" -extensions v3_ca -out "$PKI/ca.crt"
+  leaf() {  # name subject extension-section
+    openssl genrsa -out "$PKI/$1.key" 2048 2>/dev/null
+    openssl req -new -key "$PKI/$1.key" -subj "$2" -config "$c" -out "$PKI/$1.csr"
+    openssl x509 -req -sha256 -days 3650 -in "$PKI/$1.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" \
+      -CAcreateserial -CAserial "$PKI/ca.srl" -extfile "$c" -extensions "$3" -out "$PKI/$1.crt" 2>/dev/null
+  }
+  leaf apiserver "/CN=kube-apiserver" v3_server
+  leaf admin "/O=system:masters/CN=e2e-admin" v3_client
+  leaf kcm "/CN=system:kube-controller-manager" v3_client
+  leaf scheduler "/CN=system:kube-scheduler" v3_client
+  openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null   # service-account token signing key
+  openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+  touch "$PKI/done"
+}
+
+kubeconfig() {  # file user cert key
+  (umask 077; cat >"$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: https://127.0.0.1:$API_PORT
+    certificate-authority-data: $(base64 -w0 <"$PKI/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 <"$3")
+    client-key-data: $(base64 -w0 <"$4")
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: "$2"}
+current-context: e2e
+KC
+  )
+}
+
+start() {  # name binary args...
+  local name=$1; shift
+  running "$name" && return 0
+  [[ -x $1 ]] || fail "missing binary $1"
+  nohup "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
+  echo $! >"$DIR/$name.pid"
+}
+
+wait_for() {  # name description command...
+  local name=$1 what=$2; shift 2
+  local deadline=$((SECONDS + START_TIMEOUT))
+  until "$@" >/dev/null 2>&1; do
+    running "$name" || { show_log "$name"; fail "$name exited while waiting for $what"; }
+    (( SECONDS < deadline )) || { show_log "$name"; fail "timed out after ${START_TIMEOUT}s waiting for $what"; }
+    sleep 0.3
+  done
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+up() {
+  local t0=$SECONDS
+  for tool in openssl curl base64; do
+    command -v "$tool" >/dev/null || fail "$tool is required (see README: Prerequisites)"
+  done
+  BIN_DIR=${BIN_DIR:-$("$here/build-controlplane.sh")}
+  mkdir -p "$LOGS" "$DIR/kcm-certs" "$DIR/scheduler-certs"
+  local name p any=0
+  for name in "${COMPONENTS[@]}"; do running "$name" && any=1; done
+  if (( !any )); then
+    for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT" "$KCM_PORT" "$SCHED_PORT" "$KWOK_PORT"; do
+      port_free "$p" || fail "port $p on 127.0.0.1 is in use (set the matching *_PORT variable to move it)"
+    done
+  fi
+  gen_pki
+  kubeconfig "$DIR/kubeconfig" e2e-admin "$PKI/admin.crt" "$PKI/admin.key"
+  kubeconfig "$DIR/kcm.kubeconfig" system:kube-controller-manager "$PKI/kcm.crt" "$PKI/kcm.key"
+  kubeconfig "$DIR/scheduler.kubeconfig" system:kube-scheduler "$PKI/scheduler.crt" "$PKI/scheduler.key"
+  local admin=(--cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key")
+  local kc=("$BIN_DIR/kubectl" --kubeconfig "$DIR/kubeconfig")
+
+  start etcd "$BIN_DIR/etcd" --name=e2e --data-dir="$DIR/etcd-data" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="e2e=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --unsafe-no-fsync=true --quota-backend-bytes=8589934592 --log-level=warn
+  wait_for etcd "etcd health" curl -fsS --max-time 5 "http://127.0.0.1:$ETCD_PORT/health"
+
+  start kube-apiserver "$BIN_DIR/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+    --endpoint-reconciler-type=none \
+    --cert-dir="$DIR/apiserver-certs" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+    --client-ca-file="$PKI/ca.crt" \
+    --service-account-issuer=https://kubernetes.default.svc \
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --authorization-mode=Node,RBAC --allow-privileged=true \
+    --max-requests-inflight=1000 --max-mutating-requests-inflight=500 --v="$LOG_V"
+  wait_for kube-apiserver "kube-apiserver /readyz" \
+    curl -fsS --max-time 5 "${admin[@]}" "https://127.0.0.1:$API_PORT/readyz"
+
+  # CRDs before the controller-manager: its garbage collector sees new kinds
+  # only at its next discovery resync otherwise.
+  if compgen -G "$CRD_DIR/*.yaml" >/dev/null; then
+    "${kc[@]}" apply --server-side --force-conflicts -f "$CRD_DIR" >/dev/null || fail "applying CRDs from $CRD_DIR"
+    "${kc[@]}" wait --for=condition=Established --timeout=60s -f "$CRD_DIR" >/dev/null
+  fi
+
+  start kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+    --kubeconfig="$DIR/kcm.kubeconfig" \
+    --authentication-kubeconfig="$DIR/kcm.kubeconfig" --authorization-kubeconfig="$DIR/kcm.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$DIR/kcm-certs" \
+    --controllers='*' --use-service-account-credentials=true \
+    --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" --leader-elect=false \
+    --kube-api-qps=500 --kube-api-burst=1000 --concurrent-gc-syncs=50 --v="$LOG_V"
+  start kube-scheduler "$BIN_DIR/kube-scheduler" \
+    --kubeconfig="$DIR/scheduler.kubeconfig" \
+    --authentication-kubeconfig="$DIR/scheduler.kubeconfig" --authorization-kubeconfig="$DIR/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --cert-dir="$DIR/scheduler-certs" \
+    --leader-elect=false --v="$LOG_V"
+  start kwok "$BIN_DIR/kwok" --kubeconfig="$DIR/kubeconfig" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --server-address="127.0.0.1:$KWOK_PORT"
+  wait_for kube-controller-manager "kube-controller-manager /healthz" \
+    curl -fsS --max-time 5 -k "https://127.0.0.1:$KCM_PORT/healthz"
+  wait_for kube-scheduler "kube-scheduler /healthz" \
+    curl -fsS --max-time 5 -k "https://127.0.0.1:$SCHED_PORT/healthz"
+  # The service-account controller works (it runs with its own token).
+  wait_for kube-controller-manager "the default ServiceAccount" \
+    curl -fsS --max-time 5 "${admin[@]}" "https://127.0.0.1:$API_PORT/api/v1/namespaces/default/serviceaccounts/default"
+
+  # The one simulated node; kwok manages nodes with this annotation.
+  "${kc[@]}" apply -f - >/dev/null <<NODE || fail "creating node $NODE"
+apiVersion: v1
+kind: Node
+metadata:
+  name: $NODE
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels: {kubernetes.io/hostname: $NODE, kubernetes.io/os: linux, kubernetes.io/arch: amd64, type: kwok}
+status:
+  allocatable: {cpu: "64", memory: 256Gi, pods: "2000"}
+  capacity: {cpu: "64", memory: 256Gi, pods: "2000"}
+NODE
+  wait_for kwok "node $NODE to be Ready" \
+    "${kc[@]}" wait --for=condition=Ready "node/$NODE" --timeout=5s
+  echo "cluster.sh: up in $((SECONDS - t0))s; state in $DIR" >&2
+  echo "export KUBECONFIG=$DIR/kubeconfig"
+}
+
+case $cmd in
+  up) mkdir -p "$DIR"; up ;;
+  down) down ;;
+  env) echo "export KUBECONFIG=$DIR/kubeconfig" ;;
+  status)
+    rc=0
+    for n in "${COMPONENTS[@]}"; do
+      if running "$n"; then echo "$n running (pid $(cat "$DIR/$n.pid"))"; else echo "$n stopped"; rc=1; fi
+    done
+    exit $rc ;;
+esac
