@@ -1,0 +1,84 @@
+//! The admin HTTP servers: `/metrics` on one address, `/healthz` and `/readyz`
+//! on another (the controller-runtime convention).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::net::TcpListener;
+
+/// Readiness: set once the caches are synced.
+#[derive(Clone, Default)]
+pub struct Readiness(Arc<AtomicBool>);
+
+impl Readiness {
+    pub fn set(&self, ready: bool) {
+        self.0.store(ready, Ordering::Relaxed);
+    }
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+async fn metrics(State(registry): State<Arc<Registry>>) -> impl IntoResponse {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, &registry) {
+        Ok(()) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            body,
+        ),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain")],
+            String::new(),
+        ),
+    }
+}
+
+async fn readyz(State(ready): State<Readiness>) -> impl IntoResponse {
+    if ready.get() {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+    }
+}
+
+pub async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen for {what} on {addr}: {e}"))
+}
+
+pub fn metrics_router(registry: Arc<Registry>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(registry)
+}
+
+pub fn health_router(ready: Readiness) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(ready)
+}
+
+/// Serves until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,308 @@
+//! The `RandomSecret` API (group `randomsecret.io`, version `v1`): types, CRD
+//! schema and admission-time (CEL) validation. No IO here.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const GROUP: &str = "randomsecret.io";
+/// Label on produced Secrets: the RandomSecret that owns the version.
+pub const LABEL_NAME: &str = "randomsecret.io/name";
+/// Label on produced Secrets: the version's hash.
+pub const LABEL_HASH: &str = "randomsecret.io/hash";
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY: &str = "randomsecret";
+
+/// Longest generated value, in characters: a Secret's data is limited to 1 MiB.
+pub const MAX_LENGTH: i64 = 1_048_576;
+/// Longest base name: room for `-` and the 10-character hash within 253.
+pub const MAX_BASE_NAME: usize = 242;
+/// Most generated keys in one RandomSecret.
+pub const MAX_KEYS: usize = 64;
+/// Most distinct symbol characters (the alphabet stays below 256 entries).
+pub const MAX_SYMBOLS: usize = 128;
+
+/// Symbols of the original RandomSecret operator, used when symbols are on and
+/// `symbolCharacters` is not set.
+pub const DEFAULT_SYMBOLS: &str = "!@#$%^&*()-_=+[]{}|;:,.<>?/~`";
+/// Short form defaults of the original operator.
+pub const SHORT_FORM_KEY: &str = "password";
+pub const SHORT_FORM_LENGTH: i64 = 32;
+
+/// A RandomSecret describes generated and static values; the controller turns
+/// each version of it into an immutable Secret named `<secretName>-<hash>`.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "randomsecret.io",
+    version = "v1",
+    kind = "RandomSecret",
+    plural = "randomsecrets",
+    singular = "randomsecret",
+    namespaced,
+    status = "RandomSecretStatus",
+    shortname = "rsec",
+    shortname = "ransec",
+    shortname = "rasec",
+    doc = "RandomSecret generates random values into versioned, immutable Secrets named <secretName>-<hash>, where the hash is computed from the spec.",
+    printcolumn(name = "Secret", type_ = "string", json_path = ".status.secretName", description = "The current version's Secret"),
+    printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
+    printcolumn(name = "Reason", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].reason", priority = 1),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    validation = Rule::new("has(self.spec.secretName) || size(self.metadata.name) <= 242").message("metadata.name is longer than 242 characters, which leaves no room for the 11-character version suffix: set spec.secretName to a shorter base name")
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("!(has(self.keys) && (has(self.key) || has(self.length) || has(self.specialChar)))").message("use either keys or the short form (key, length, specialChar), not both"),
+    validation = Rule::new("(has(self.keys) && size(self.keys) > 0) || has(self.key) || has(self.length) || has(self.specialChar) || (has(self.static) && size(self.static) > 0)").message("no key at all: set keys (generated values), key/length (the short form), or static"),
+    validation = Rule::new("!has(self.keys) || !has(self.static) || self.keys.all(k, !(k in self.static))").message("a key is both generated (keys) and static: remove it from one of them"),
+    validation = Rule::new("!has(self.key) || !has(self.static) || !(self.key in self.static)").message("the short-form key is also in static: remove it from one of them"),
+    validation = Rule::new("has(self.key) || !(has(self.length) || has(self.specialChar)) || !has(self.static) || !('password' in self.static)").message("static.password collides with the short form's default key \"password\": set key to another name"),
+)]
+pub struct RandomSecretSpec {
+    /// Base name of the produced Secrets (default: metadata.name). Each version is
+    /// named <secretName>-<hash>. A DNS subdomain of at most 242 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 242))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')").message("secretName must be a DNS subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"))]
+    pub secret_name: Option<String>,
+
+    /// Generated values: a map from Secret data key to its generator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 64))]
+    #[x_kube(validation = Rule::new("self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$'))").message("every key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters"))]
+    pub keys: Option<BTreeMap<String, Generator>>,
+
+    /// Short form of the original RandomSecret operator: the one generated key
+    /// (default "password"). Do not combine with keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new("self.matches('^[-._a-zA-Z0-9]+$')").message("key must be a valid Secret data key: letters, digits, '-', '_' and '.'"))]
+    pub key: Option<String>,
+
+    /// Short form: length of the generated value (default 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1048576))]
+    pub length: Option<i64>,
+
+    /// Short form: include symbols (!@#$%^&*()-_=+[]{}|;:,.<>?/~`) in the
+    /// alphanumeric value (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub special_char: Option<bool>,
+
+    /// Literal values copied into every version.
+    #[serde(default, rename = "static", skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 64))]
+    #[x_kube(validation = Rule::new("self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$'))").message("every static key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters"))]
+    pub r#static: Option<BTreeMap<String, String>>,
+
+    /// Opaque rotation token: changing it produces a new version with new values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new("!self.matches('[\\\\x00-\\\\x1f\\\\x7f]')").message("rotation must not contain control characters"))]
+    pub rotation: Option<String>,
+
+    /// Type of the produced Secrets (default Opaque).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new("self.matches('^[-._a-zA-Z0-9/]+$')").message("type must be a Secret type such as Opaque or example.com/custom (letters, digits, '-', '_', '.', '/')"))]
+    pub r#type: Option<String>,
+
+    /// Labels for the produced Secrets (not part of the version hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_labels: Option<BTreeMap<String, String>>,
+
+    /// Annotations for the produced Secrets (not part of the version hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_annotations: Option<BTreeMap<String, String>>,
+
+    /// How many superseded versions to keep after nothing references them (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub history: Option<i32>,
+}
+
+/// How one value is generated.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.symbolCharacters) || !has(self.symbols) || self.symbols").message("symbolCharacters is set but symbols is false: remove one of them"))]
+pub struct Generator {
+    /// Number of characters to generate (1 to 1048576).
+    #[schemars(range(min = 1, max = 1048576))]
+    pub length: i64,
+    /// Base alphabet (default alphanumeric).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charset: Option<Charset>,
+    /// Add symbol characters to the alphabet (default false; true when
+    /// symbolCharacters is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<bool>,
+    /// The symbol characters to add (default !@#$%^&*()-_=+[]{}|;:,.<>?/~`).
+    /// Printable characters, no white space; duplicates count once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    #[x_kube(validation = Rule::new("!self.matches('[\\\\x00-\\\\x20\\\\x7f\\\\x{85}\\\\x{a0}\\\\x{1680}\\\\x{2000}-\\\\x{200a}\\\\x{2028}\\\\x{2029}\\\\x{202f}\\\\x{205f}\\\\x{3000}]')").message("symbolCharacters must not contain white space or control characters"))]
+    pub symbol_characters: Option<String>,
+}
+
+/// The base alphabet of a generated value.
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Charset {
+    /// A-Z a-z 0-9
+    #[default]
+    Alphanumeric,
+    /// A-Z a-z
+    Alpha,
+    /// a-z
+    Lower,
+    /// A-Z
+    Upper,
+    /// 0-9
+    Numeric,
+    /// 0-9 a-f
+    Hex,
+    /// A-Z a-z 0-9 + /
+    Base64,
+    /// A-Z a-z 0-9 - _
+    Base64url,
+    /// The 94 printable ASCII characters (! to ~)
+    Ascii,
+}
+
+impl Charset {
+    pub const ALL: [Charset; 9] = [
+        Charset::Alphanumeric,
+        Charset::Alpha,
+        Charset::Lower,
+        Charset::Upper,
+        Charset::Numeric,
+        Charset::Hex,
+        Charset::Base64,
+        Charset::Base64url,
+        Charset::Ascii,
+    ];
+
+    /// The name used in manifests and in the canonical form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Charset::Alphanumeric => "alphanumeric",
+            Charset::Alpha => "alpha",
+            Charset::Lower => "lower",
+            Charset::Upper => "upper",
+            Charset::Numeric => "numeric",
+            Charset::Hex => "hex",
+            Charset::Base64 => "base64",
+            Charset::Base64url => "base64url",
+            Charset::Ascii => "ascii",
+        }
+    }
+
+    /// The characters of the alphabet.
+    pub fn chars(self) -> &'static str {
+        const UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        const LOWER: &str = "abcdefghijklmnopqrstuvwxyz";
+        const DIGITS: &str = "0123456789";
+        match self {
+            Charset::Alphanumeric => const_str_alnum(),
+            Charset::Alpha => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+            Charset::Lower => LOWER,
+            Charset::Upper => UPPER,
+            Charset::Numeric => DIGITS,
+            Charset::Hex => "0123456789abcdef",
+            Charset::Base64 => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+            Charset::Base64url => {
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+            }
+            Charset::Ascii => {
+                "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
+            }
+        }
+    }
+}
+
+const fn const_str_alnum() -> &'static str {
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+}
+
+/// Observed state, kstatus-compatible.
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RandomSecretStatus {
+    /// The metadata.generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Full name of the current version's Secret (<secretName>-<hash>).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_name: Option<String>,
+    /// Live versions, current first.
+    #[serde(default)]
+    pub versions: Vec<VersionStatus>,
+    /// Ready (always present), Reconciling and Stalled, in the metav1.Condition shape.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// One version (one Secret) of a RandomSecret.
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionStatus {
+    /// The Secret's name.
+    pub name: String,
+    /// The version hash (the name's suffix).
+    pub hash: String,
+    /// When the Secret was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<Time>,
+    /// current, retained or released.
+    pub state: VersionState,
+    /// What references this version (kind/name).
+    #[serde(default)]
+    pub referenced_by: Vec<String>,
+}
+
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum VersionState {
+    /// The version the spec describes now.
+    #[default]
+    Current,
+    /// Superseded, kept because something references it or it is within history.
+    Retained,
+    /// Superseded and unreferenced: the garbage collector deletes it.
+    Released,
+}
+
+/// The CRD, generated from the types above.
+///
+/// `nullable` is removed everywhere: the apiserver then prunes an explicit
+/// `null` like an absent field, so `key: null` and no `key` store (and hash) alike.
+pub fn crd()
+-> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    use kube::CustomResourceExt;
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("nullable");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(RandomSecret::crd()).expect("the CRD serializes");
+    strip(&mut v);
+    serde_json::from_value(v).expect("the CRD deserializes")
+}
+
+/// The CRD as YAML (what `randomsecret crd` prints and `config/crd/` holds).
+pub fn crd_yaml() -> String {
+    format!(
+        "---\n{}",
+        serde_yaml::to_string(&crd()).expect("the CRD serializes")
+    )
+}

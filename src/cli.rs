@@ -1,0 +1,78 @@
+//! Command-line interface: one binary, one subcommand per entry point.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "randomsecret",
+    version,
+    about = "Versioned, immutable, rotation-safe generated Secrets for Kubernetes"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the controller (all namespaces unless --namespaces is given).
+    Controller(ControllerArgs),
+    /// Print the RandomSecret CRD YAML generated from the Rust types.
+    Crd,
+    /// Print the versioned Secret name of each RandomSecret in a YAML stream, one per line.
+    Name {
+        /// YAML file to read ("-" or absent: standard input).
+        #[arg(short = 'f', long = "filename")]
+        file: Option<PathBuf>,
+    },
+    /// Rewrite workload references to RandomSecret base names into versioned names.
+    Resolve,
+    /// The same as `resolve`, as a KRM function (ResourceList in and out).
+    Kustomize,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster config).
+    #[arg(long, env = "RANDOMSECRET_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Namespaces to watch, comma-separated (default: all).
+    #[arg(long, env = "RANDOMSECRET_NAMESPACES", value_delimiter = ',')]
+    pub namespaces: Vec<String>,
+    /// Address of the Prometheus /metrics endpoint.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_METRICS_BIND_ADDRESS",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_bind_address: SocketAddr,
+    /// Address of the /healthz and /readyz endpoints.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_HEALTH_PROBE_BIND_ADDRESS",
+        default_value = "0.0.0.0:8081"
+    )]
+    pub health_probe_bind_address: SocketAddr,
+    /// How many RandomSecrets are reconciled at once.
+    #[arg(long, env = "RANDOMSECRET_CONCURRENCY", default_value_t = 16)]
+    pub concurrency: u16,
+    /// Log format.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+    /// Log level or tracing filter (e.g. info, debug, randomsecret=debug,kube=info).
+    #[arg(long, env = "RANDOMSECRET_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+}

@@ -1,0 +1,43 @@
+//! randomsecret: turns `RandomSecret` objects into versioned, immutable Secrets
+//! whose names carry a hash of their spec.
+//!
+//! Pure parts: [`api`] (the CRD types), [`version`] (canonical form, hash,
+//! name), [`generate`] (random values), [`status`] (conditions), [`manifests`]
+//! (YAML streams for the CLI). IO at the edges: [`controller`] (the reconciler),
+//! [`manager`] (process wiring), [`admin`] (metrics and health servers).
+
+pub mod admin;
+pub mod api;
+pub mod cli;
+pub mod controller;
+pub mod generate;
+pub mod manager;
+pub mod manifests;
+pub mod metrics;
+pub mod status;
+pub mod version;
+
+/// Errors of the controller and the CLI.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("the operating system's random source failed: {0}")]
+    Random(String),
+    #[error("`randomsecret {0}` is not implemented yet")]
+    NotImplemented(&'static str),
+}
+
+impl Error {
+    /// A short, bounded label for metrics (never a name or a value).
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(kube::Error::Api(_)) => "ApiError",
+            Error::Kube(_) => "ClientError",
+            Error::Random(_) => "RandomSource",
+            Error::NotImplemented(_) => "NotImplemented",
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,68 @@
+use clap::Parser;
+use randomsecret::cli::{Cli, Command, ControllerArgs, LogFormat};
+use randomsecret::{Error, api, manager, manifests};
+use std::io::Read;
+use std::process::ExitCode;
+
+fn init_logging(args: &ControllerArgs) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level).unwrap_or_else(|e| {
+        eprintln!(
+            "randomsecret: invalid --log-level {:?} ({e}); using info",
+            args.log_level
+        );
+        tracing_subscriber::EnvFilter::new("info")
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+fn read_input(file: Option<&std::path::Path>) -> Result<String, String> {
+    match file {
+        None => Ok(String::new()).and_then(|mut s| {
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map(|_| s)
+                .map_err(|e| format!("reading standard input: {e}"))
+        }),
+        Some(p) if p.as_os_str() == "-" => read_input(None),
+        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display())),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result: Result<(), String> = match cli.command {
+        Command::Controller(args) => {
+            init_logging(&args);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            rt.block_on(manager::run(args))
+                .map_err(|e| format!("{e:#}"))
+        }
+        Command::Crd => {
+            print!("{}", api::crd_yaml());
+            Ok(())
+        }
+        Command::Name { file } => read_input(file.as_deref()).and_then(|input| {
+            let names = manifests::versioned_names(&input).map_err(|e| e.to_string())?;
+            names.iter().for_each(|n| println!("{n}"));
+            Ok(())
+        }),
+        Command::Resolve => Err(Error::NotImplemented("resolve").to_string()),
+        Command::Kustomize => Err(Error::NotImplemented("kustomize").to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("randomsecret: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

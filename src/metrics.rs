@@ -1,0 +1,73 @@
+//! Prometheus metrics. Labels carry kinds of outcome, never names or values.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: String,
+}
+
+#[derive(Clone)]
+pub struct Metrics {
+    pub reconciles: Family<ResultLabel, Counter>,
+    pub errors: Family<ReasonLabel, Counter>,
+    pub duration: Histogram,
+    pub versions_created: Counter,
+    pub versions_adopted: Counter,
+}
+
+impl Metrics {
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Metrics {
+            reconciles: Family::default(),
+            errors: Family::default(),
+            duration: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
+            versions_created: Counter::default(),
+            versions_adopted: Counter::default(),
+        };
+        let r = registry.sub_registry_with_prefix("randomsecret");
+        r.register(
+            "reconciles",
+            "Reconciles by result (ok, stalled, error)",
+            m.reconciles.clone(),
+        );
+        r.register(
+            "reconcile_errors",
+            "Reconcile problems by reason",
+            m.errors.clone(),
+        );
+        r.register(
+            "reconcile_duration_seconds",
+            "Time spent in one reconcile",
+            m.duration.clone(),
+        );
+        r.register(
+            "versions_created",
+            "Secret versions created",
+            m.versions_created.clone(),
+        );
+        r.register(
+            "versions_adopted",
+            "Existing Secret versions adopted by a re-created RandomSecret",
+            m.versions_adopted.clone(),
+        );
+        m
+    }
+
+    pub fn error(&self, reason: &str) {
+        self.errors
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+}

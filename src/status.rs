@@ -1,0 +1,196 @@
+//! What the status should say: pure functions from an outcome to the desired
+//! `status`, kstatus-compatible (Ready always present; Reconciling and Stalled
+//! say why it is not Ready).
+
+use crate::api::{RandomSecretStatus, VersionStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+pub const READY: &str = "Ready";
+pub const RECONCILING: &str = "Reconciling";
+pub const STALLED: &str = "Stalled";
+
+/// The result of one reconcile, as far as the status is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The current version exists and is ours.
+    Ready { secret_name: String },
+    /// A permanent problem the user has to fix (bad spec, name taken).
+    Stalled { reason: String, message: String },
+    /// A transient problem; the controller retries.
+    Retrying { reason: String, message: String },
+}
+
+fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+) -> Condition {
+    Condition {
+        type_: type_.to_string(),
+        status: if status { "True" } else { "False" }.to_string(),
+        reason: reason.to_string(),
+        message: message.to_string(),
+        observed_generation: generation,
+        last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+    }
+}
+
+/// The status for `outcome`. Conditions keep their `lastTransitionTime` while
+/// their status is unchanged, so an unchanged outcome gives an equal status
+/// (and no write).
+pub fn desired(
+    current: Option<&RandomSecretStatus>,
+    generation: Option<i64>,
+    outcome: &Outcome,
+    versions: Vec<VersionStatus>,
+    now: &Time,
+) -> RandomSecretStatus {
+    let g = generation;
+    let (conditions, secret_name) = match outcome {
+        Outcome::Ready { secret_name } => (
+            vec![
+                condition(
+                    READY,
+                    true,
+                    "VersionReady",
+                    &format!("Secret {secret_name} is the current version"),
+                    g,
+                ),
+                condition(RECONCILING, false, "VersionReady", "", g),
+                condition(STALLED, false, "VersionReady", "", g),
+            ],
+            Some(secret_name.clone()),
+        ),
+        Outcome::Stalled { reason, message } => (
+            vec![
+                condition(READY, false, reason, message, g),
+                condition(RECONCILING, false, reason, "", g),
+                condition(STALLED, true, reason, message, g),
+            ],
+            current.and_then(|s| s.secret_name.clone()),
+        ),
+        Outcome::Retrying { reason, message } => (
+            vec![
+                condition(READY, false, reason, message, g),
+                condition(RECONCILING, true, reason, message, g),
+                condition(STALLED, false, reason, "", g),
+            ],
+            current.and_then(|s| s.secret_name.clone()),
+        ),
+    };
+    let old = current.map(|s| s.conditions.as_slice()).unwrap_or_default();
+    let conditions = conditions
+        .into_iter()
+        .map(|mut c| {
+            c.last_transition_time = match old.iter().find(|o| o.type_ == c.type_) {
+                Some(o) if o.status == c.status => o.last_transition_time.clone(),
+                _ => now.clone(),
+            };
+            c
+        })
+        .collect();
+    RandomSecretStatus {
+        observed_generation: generation,
+        secret_name,
+        versions,
+        conditions,
+    }
+}
+
+/// The Ready condition's reason, if any (to tell transitions apart for Events).
+pub fn ready_reason(status: Option<&RandomSecretStatus>) -> Option<&str> {
+    status?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == READY)
+        .map(|c| c.reason.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(secs: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(secs).unwrap())
+    }
+
+    fn get<'a>(s: &'a RandomSecretStatus, t: &str) -> &'a Condition {
+        s.conditions.iter().find(|c| c.type_ == t).unwrap()
+    }
+
+    #[test]
+    fn ready_outcome_sets_ready_true_and_the_name() {
+        let s = desired(
+            None,
+            Some(3),
+            &Outcome::Ready {
+                secret_name: "a-hash".into(),
+            },
+            vec![],
+            &t(10),
+        );
+        assert_eq!(s.secret_name.as_deref(), Some("a-hash"));
+        assert_eq!(s.observed_generation, Some(3));
+        assert_eq!(get(&s, READY).status, "True");
+        assert_eq!(get(&s, STALLED).status, "False");
+        assert_eq!(get(&s, RECONCILING).status, "False");
+        assert!(
+            s.conditions
+                .iter()
+                .all(|c| c.observed_generation == Some(3))
+        );
+    }
+
+    #[test]
+    fn stalled_keeps_the_last_good_name_and_says_why() {
+        let ok = desired(
+            None,
+            Some(1),
+            &Outcome::Ready {
+                secret_name: "a-1".into(),
+            },
+            vec![],
+            &t(10),
+        );
+        let bad = Outcome::Stalled {
+            reason: "InvalidLength".into(),
+            message: "fix it".into(),
+        };
+        let s = desired(Some(&ok), Some(2), &bad, vec![], &t(20));
+        assert_eq!(s.secret_name.as_deref(), Some("a-1"));
+        assert_eq!(
+            (
+                get(&s, READY).status.as_str(),
+                get(&s, READY).reason.as_str()
+            ),
+            ("False", "InvalidLength")
+        );
+        assert_eq!(get(&s, STALLED).status, "True");
+        assert_eq!(get(&s, STALLED).message, "fix it");
+        assert_eq!(get(&s, READY).last_transition_time, t(20));
+    }
+
+    #[test]
+    fn unchanged_outcome_gives_an_equal_status() {
+        let o = Outcome::Ready {
+            secret_name: "a-1".into(),
+        };
+        let first = desired(None, Some(1), &o, vec![], &t(10));
+        let again = desired(Some(&first), Some(1), &o, vec![], &t(99));
+        assert_eq!(first, again);
+    }
+
+    #[test]
+    fn retrying_is_reconciling() {
+        let o = Outcome::Retrying {
+            reason: "ApiError".into(),
+            message: "x".into(),
+        };
+        let s = desired(None, Some(1), &o, vec![], &t(1));
+        assert_eq!(get(&s, RECONCILING).status, "True");
+        assert_eq!(get(&s, READY).status, "False");
+        assert_eq!(ready_reason(Some(&s)), Some("ApiError"));
+    }
+}
