@@ -2,12 +2,18 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: all build test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench clean-e2e
+CRD := config/crd/randomsecret.io_randomsecrets.yaml
+
+.PHONY: all build crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench clean-e2e
 
 all: build
 
 build:
 	$(CARGO) build --release --bin randomsecret
+
+## crd: regenerate the committed CRD from the Rust types (a unit test checks it)
+crd:
+	$(CARGO) run -q --bin randomsecret -- crd > $(CRD)
 
 ## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane
 test: fmt-check clippy unit e2e
@@ -34,12 +40,20 @@ cluster-up:
 cluster-down:
 	@e2e/cluster.sh down
 
-## run: start the local control plane when no cluster is configured, then run the controller
+## run: start the local control plane when no cluster is configured, install the CRD,
+## apply examples/basic and run the controller in the foreground
 run: build
-	@if [[ -z "$${KUBECONFIG:-}" ]] && ! kubectl version >/dev/null 2>&1; then \
-	  eval "$$(e2e/cluster.sh up)"; echo "KUBECONFIG=$$KUBECONFIG"; \
+	@set -e; \
+	if [[ -z "$${KUBECONFIG:-}" && ! -f $$HOME/.kube/config ]]; then \
+	  env_line=$$(e2e/cluster.sh up); eval "$$env_line"; \
+	  export PATH="$$(e2e/build-controlplane.sh):$$PATH"; \
+	  echo "make run: local control plane up; in another shell: $$env_line"; \
 	fi; \
-	target/release/randomsecret controller
+	target/release/randomsecret crd | kubectl apply --server-side --force-conflicts -f - >/dev/null; \
+	kubectl wait --for=condition=Established crd/randomsecrets.randomsecret.io --timeout=60s >/dev/null; \
+	kubectl apply -f examples/basic; \
+	echo "make run: try: kubectl get rsec; kubectl get secrets -l app.kubernetes.io/managed-by=randomsecret"; \
+	exec target/release/randomsecret controller --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
 bench:
 	@echo "make bench: not implemented yet (issue: Benchmarks)" >&2; exit 1

@@ -6,7 +6,8 @@
 #
 # Overrides: E2E_DIR, ETCD_PORT, ETCD_PEER_PORT, API_PORT, KCM_PORT, SCHED_PORT,
 # KWOK_PORT, BIN_DIR (skip the build), CRD_DIR (CRDs applied before the
-# controller-manager starts, so its garbage collector knows them at once).
+# controller-manager starts, so its garbage collector knows them at once),
+# E2E_FRESH=1 (start from an empty etcd instead of the previous state).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -120,7 +121,10 @@ start() {  # name binary args...
   running "$name" && return 0
   [[ -x $1 ]] || fail "missing binary $1"
   nohup "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
-  echo $! >"$DIR/$name.pid"
+  local pid=$!
+  echo "$pid" >"$DIR/$name.pid"
+  # Until the exec, /proc/PID/cmdline is this script's: wait for it to name DIR.
+  for _ in $(seq 50); do owned "$pid" || ! kill -0 "$pid" 2>/dev/null && break; sleep 0.1; done
 }
 
 wait_for() {  # name description command...
@@ -149,6 +153,7 @@ up() {
       port_free "$p" || fail "port $p on 127.0.0.1 is in use (set the matching *_PORT variable to move it)"
     done
   fi
+  if (( !any )) && [[ ${E2E_FRESH:-0} == 1 ]]; then rm -rf "$DIR/etcd-data"; fi
   gen_pki
   kubeconfig "$DIR/kubeconfig" e2e-admin "$PKI/admin.crt" "$PKI/admin.key"
   kubeconfig "$DIR/kcm.kubeconfig" system:kube-controller-manager "$PKI/kcm.crt" "$PKI/kcm.key"

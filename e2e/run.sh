@@ -1,16 +1,60 @@
 #!/usr/bin/env bash
 # run.sh [cargo test args...]: run the end-to-end suites against the local
 # control plane. Starts it if it is not running and stops it afterwards (also on
-# failure); a control plane that was already running is left running.
+# failure); a control plane that was already running is left running. Runs the
+# controller under test in the background, logging to target/e2e/controller.log,
+# and finally checks that no generated value the tests saw is in that log.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/.."
+root=$(cd "$here/.." && pwd)
+cd "$root"
+E2E_DIR=${E2E_DIR:-$root/target/e2e}
 BIN_DIR=$("$here/build-controlplane.sh")
-export BIN_DIR PATH="$BIN_DIR:$PATH"
+export BIN_DIR E2E_DIR PATH="$BIN_DIR:$PATH"
+cargo build --bin randomsecret
+cargo test -p randomsecret-e2e --no-run
+
+controller_pid=
+cleanup() {
+  if [[ -n $controller_pid ]]; then kill -TERM "$controller_pid" 2>/dev/null || true; wait "$controller_pid" 2>/dev/null || true; fi
+  [[ ${keep_cluster:-0} == 1 ]] || "$here/cluster.sh" down
+}
+keep_cluster=0
 if "$here/cluster.sh" status >/dev/null 2>&1; then
-  echo "run.sh: using the running control plane" >&2
-else
-  trap '"$here/cluster.sh" down' EXIT
+  echo "run.sh: using the running control plane" >&2; keep_cluster=1
 fi
-eval "$("$here/cluster.sh" up)"
-cargo test -p randomsecret-e2e "$@"
+trap cleanup EXIT
+env_line=$(E2E_FRESH=$((1 - keep_cluster)) "$here/cluster.sh" up)   # fails the script if the control plane does not come up
+eval "$env_line"
+kubectl apply --server-side --force-conflicts -f config/crd >/dev/null
+
+export RUST_LIB_BACKTRACE=0
+export RANDOMSECRET_BIN=$root/target/debug/randomsecret
+export E2E_VALUES_FILE=$E2E_DIR/values.txt CONTROLLER_LOG=$E2E_DIR/controller.log
+: >"$E2E_VALUES_FILE"
+METRICS_PORT=${E2E_METRICS_PORT:-18080}; HEALTH_PORT=${E2E_HEALTH_PORT:-18081}
+export E2E_METRICS_URL=http://127.0.0.1:$METRICS_PORT/metrics
+"$RANDOMSECRET_BIN" controller --log-level=debug \
+  --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
+  >"$CONTROLLER_LOG" 2>&1 &
+controller_pid=$!
+for _ in $(seq 100); do
+  curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1 && break
+  kill -0 "$controller_pid" 2>/dev/null || { tail -n 30 "$CONTROLLER_LOG" >&2; echo "run.sh: the controller exited" >&2; exit 1; }
+  sleep 0.2
+done
+
+status=0
+cargo test -p randomsecret-e2e "$@" || status=$?
+kill -TERM "$controller_pid"; wait "$controller_pid" || { echo "run.sh: the controller exited with an error on SIGTERM" >&2; status=1; }
+controller_pid=
+grep -q "finishing in-flight reconciles" "$CONTROLLER_LOG" || { echo "run.sh: no graceful shutdown in the controller log" >&2; status=1; }
+values=$(grep -c . "$E2E_VALUES_FILE" || true)
+if grep -F -q -f "$E2E_VALUES_FILE" "$CONTROLLER_LOG" 2>/dev/null; then
+  echo "run.sh: FAILED: a generated Secret value appears in $CONTROLLER_LOG" >&2; status=1
+elif (( values == 0 && $# == 0 )); then
+  echo "run.sh: FAILED: the suites recorded no generated values to check the log against" >&2; status=1
+else
+  echo "run.sh: none of the $values generated values the suites saw is in the controller's log" >&2
+fi
+exit $status

@@ -306,3 +306,22 @@ pub fn crd_yaml() -> String {
         serde_yaml::to_string(&crd()).expect("the CRD serializes")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    /// CI fails when the committed CRD drifts from the Rust types:
+    /// regenerate it with `make crd`.
+    #[test]
+    fn committed_crd_matches_the_types() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/crd/randomsecret.io_randomsecrets.yaml"
+        );
+        let committed =
+            std::fs::read_to_string(path).expect("config/crd/randomsecret.io_randomsecrets.yaml");
+        assert!(
+            committed == super::crd_yaml(),
+            "config/crd is out of date: run `make crd`"
+        );
+    }
+}

@@ -1,7 +1,7 @@
 use clap::Parser;
 use randomsecret::cli::{Cli, Command, ControllerArgs, LogFormat};
 use randomsecret::{Error, api, manager, manifests};
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 fn init_logging(args: &ControllerArgs) {
@@ -14,7 +14,8 @@ fn init_logging(args: &ControllerArgs) {
     });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     match args.log_format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),

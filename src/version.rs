@@ -522,6 +522,30 @@ mod tests {
         assert!(Version::of(&spec("keys: {k: {length: 4}}"), &long[..242]).is_ok());
     }
 
+    /// The shared fixture: every implementation of the name must agree with it.
+    #[test]
+    fn fixture_vectors() {
+        #[derive(serde::Deserialize)]
+        struct Vector {
+            description: String,
+            name: String,
+            spec: RandomSecretSpec,
+            canonical: String,
+            #[serde(rename = "secretName")]
+            secret_name: String,
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/name-vectors.yaml");
+        let vectors: Vec<Vector> =
+            serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert!(vectors.len() >= 10);
+        for v in vectors {
+            let got =
+                Version::of(&v.spec, &v.name).unwrap_or_else(|e| panic!("{}: {e}", v.description));
+            assert_eq!(got.spec.canonical(), v.canonical, "{}", v.description);
+            assert_eq!(got.secret_name, v.secret_name, "{}", v.description);
+        }
+    }
+
     #[test]
     fn generator_struct_round_trips() {
         let g = Generator {

@@ -103,3 +103,38 @@ where
         Err(_) => bail!("{name}: still exists after {WAIT:?}"),
     }
 }
+
+/// Appends generated values to `$E2E_VALUES_FILE` (set by `e2e/run.sh`), which
+/// is checked against the controller's log after the suite: no value may appear there.
+pub fn record_values<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("E2E_VALUES_FILE") else {
+        return Ok(());
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    for v in values {
+        // Short values could appear in a log by chance; 12+ characters cannot.
+        if v.len() >= 12 && !v.contains(&b'\n') {
+            f.write_all(v)?;
+            f.write_all(b"\n")?;
+        }
+    }
+    Ok(())
+}
+
+/// The `randomsecret` binary under test (`$RANDOMSECRET_BIN`, set by `e2e/run.sh`).
+pub fn randomsecret_bin() -> std::path::PathBuf {
+    std::env::var_os("RANDOMSECRET_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/randomsecret")
+        })
+}
+
+/// The repository's root folder.
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
