@@ -45,16 +45,23 @@ for _ in $(seq 100); do
 done
 
 status=0
-cargo test -p randomsecret-e2e "$@" || status=$?
+cargo test -p randomsecret-e2e "$@" 2>&1 | tee "$E2E_DIR/test-output.txt" || status=$?
+curl -fsS "$E2E_METRICS_URL" >"$E2E_DIR/metrics.txt" || { echo "run.sh: /metrics is not served" >&2; status=1; }
+if ! awk '$1 == "randomsecret_versions_created_total" && $2 > 0 {found=1} END {exit !found}' "$E2E_DIR/metrics.txt"; then
+  echo "run.sh: FAILED: /metrics does not count the versions the suites created" >&2; status=1
+fi
 kill -TERM "$controller_pid"; wait "$controller_pid" || { echo "run.sh: the controller exited with an error on SIGTERM" >&2; status=1; }
 controller_pid=
 grep -q "finishing in-flight reconciles" "$CONTROLLER_LOG" || { echo "run.sh: no graceful shutdown in the controller log" >&2; status=1; }
 values=$(grep -c . "$E2E_VALUES_FILE" || true)
-if grep -F -q -f "$E2E_VALUES_FILE" "$CONTROLLER_LOG" 2>/dev/null; then
-  echo "run.sh: FAILED: a generated Secret value appears in $CONTROLLER_LOG" >&2; status=1
+if grep -F -q -f "$E2E_VALUES_FILE" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" 2>/dev/null; then
+  echo "run.sh: FAILED: a generated Secret value appears in the controller's log or metrics" >&2; status=1
 elif (( values == 0 && $# == 0 )); then
   echo "run.sh: FAILED: the suites recorded no generated values to check the log against" >&2; status=1
 else
-  echo "run.sh: none of the $values generated values the suites saw is in the controller's log" >&2
+  echo "run.sh: none of the $values generated values the suites saw is in the controller's log or metrics" >&2
 fi
+read -r passed failed < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$E2E_DIR/test-output.txt")
+(( status == 0 )) || failed=$((failed > 0 ? failed : 1))
+echo "e2e: $passed passed, $failed failed"
 exit $status

@@ -350,6 +350,8 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
 
     let ensured = match ensure_version(rs, &v, ctx).await {
         Ok(e) => e,
+        // The namespace is going away, and this RandomSecret with it: nothing to retry.
+        Err(err) if namespace_terminating(&err) => return Ok((Action::await_change(), false)),
         Err(err) => {
             ctx.metrics.error(err.metric_label());
             let outcome = Outcome::Retrying {
@@ -432,6 +434,11 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
     };
     set_outcome(rs, &outcome, versions(rs, &v, created, ctx), ctx).await?;
     Ok((Action::await_change(), true))
+}
+
+/// Whether the apiserver refused a create because the namespace is being deleted.
+fn namespace_terminating(err: &Error) -> bool {
+    matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 403 && s.message.contains("because it is being terminated"))
 }
 
 pub fn error_policy(rs: Arc<RandomSecret>, err: &Error, _ctx: Arc<Context>) -> Action {
