@@ -11,6 +11,9 @@ pub const GROUP: &str = "randomsecret.io";
 pub const LABEL_NAME: &str = "randomsecret.io/name";
 /// Label on produced Secrets: the version's hash.
 pub const LABEL_HASH: &str = "randomsecret.io/hash";
+/// Annotation on produced Secrets: when the version was created, to the
+/// nanosecond (creationTimestamp has whole seconds; versions are ordered by it).
+pub const ANNOTATION_CREATED: &str = "randomsecret.io/created";
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "randomsecret";
 
@@ -47,6 +50,7 @@ pub const SHORT_FORM_LENGTH: i64 = 32;
     doc = "RandomSecret generates random values into versioned, immutable Secrets named <secretName>-<hash>, where the hash is computed from the spec.",
     printcolumn(name = "Secret", type_ = "string", json_path = ".status.secretName", description = "The current version's Secret"),
     printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
+    printcolumn(name = "Versions", type_ = "integer", json_path = ".status.liveVersions", priority = 1, description = "Live versions (current and retained)"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].reason", priority = 1),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     validation = Rule::new("has(self.spec.secretName) || size(self.metadata.name) <= 242").message("metadata.name is longer than 242 characters, which leaves no room for the 11-character version suffix: set spec.secretName to a shorter base name")
@@ -240,6 +244,9 @@ pub struct RandomSecretStatus {
     /// Live versions, current first.
     #[serde(default)]
     pub versions: Vec<VersionStatus>,
+    /// How many versions are live (the length of versions).
+    #[serde(default)]
+    pub live_versions: i32,
     /// Ready (always present), Reconciling and Stalled, in the metav1.Condition shape.
     #[serde(default)]
     pub conditions: Vec<Condition>,

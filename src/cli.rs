@@ -17,7 +17,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the controller (all namespaces unless --namespaces is given).
+    /// Run the controller (all namespaces unless --namespace is given).
     Controller(ControllerArgs),
     /// Print the RandomSecret CRD YAML generated from the Rust types.
     Crd,
@@ -44,9 +44,9 @@ pub struct ControllerArgs {
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster config).
     #[arg(long, env = "RANDOMSECRET_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
-    /// Namespaces to watch, comma-separated (default: all).
-    #[arg(long, env = "RANDOMSECRET_NAMESPACES", value_delimiter = ',')]
-    pub namespaces: Vec<String>,
+    /// The one namespace to watch (default: all namespaces).
+    #[arg(long, env = "RANDOMSECRET_NAMESPACE")]
+    pub namespace: Option<String>,
     /// Address of the Prometheus /metrics endpoint.
     #[arg(
         long,

@@ -2,21 +2,24 @@
 //!
 //! Per reconcile: compute the version (pure), look it up in the metadata-only
 //! Secret cache, create it if missing (AlreadyExists of our own Secret is
-//! success), then write status by server-side apply only when it changed.
-//! Secret data is written once and never read back.
+//! success), set every version's owner references from the retention plan
+//! (deleting released versions), then write status by server-side apply only
+//! when it changed. Secret data is written once and never read back.
 
 use crate::api::{
-    LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret, RandomSecretStatus,
-    VersionState, VersionStatus,
+    ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret,
+    RandomSecretStatus, VersionStatus,
 };
+use crate::index::Indexes;
 use crate::metrics::Metrics;
+use crate::retention::{self, Change, Observed};
 use crate::status::{self, Outcome};
 use crate::version::Version;
 use crate::{Error, Result, generate};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
@@ -39,6 +42,8 @@ pub struct Context {
     pub client: Client,
     /// Our Secrets (by label), metadata only.
     pub secrets: Store<PartialObjectMeta<Secret>>,
+    /// Who references which Secret, and which Secrets are whose versions.
+    pub indexes: Arc<Indexes>,
     pub recorder: Recorder,
     pub metrics: Metrics,
 }
@@ -83,18 +88,6 @@ pub fn classify(meta: &ObjectMeta, rs_name: &str, rs_uid: &str, hash: &str) -> E
     }
 }
 
-/// The owner references of an adopted Secret: every stale RandomSecret owner
-/// is replaced by `ours`; other owners (ReplicaSets) stay.
-pub fn adopted_owners(existing: &[OwnerReference], ours: OwnerReference) -> Vec<OwnerReference> {
-    let mut out: Vec<OwnerReference> = existing
-        .iter()
-        .filter(|o| !(o.kind == "RandomSecret" && o.api_version.starts_with("randomsecret.io/")))
-        .cloned()
-        .collect();
-    out.insert(0, ours);
-    out
-}
-
 fn owner_ref(rs: &RandomSecret) -> OwnerReference {
     let mut o = rs
         .controller_owner_ref(&())
@@ -104,8 +97,9 @@ fn owner_ref(rs: &RandomSecret) -> OwnerReference {
     o
 }
 
-/// The Secret for a new version (values freshly generated).
-fn build_secret(rs: &RandomSecret, v: &Version) -> Result<Secret> {
+/// The Secret for a new version (values freshly generated), owned by the
+/// RandomSecret and by whatever already references the name.
+fn build_secret(rs: &RandomSecret, v: &Version, ctx: &Context) -> Result<Secret> {
     let mut data = BTreeMap::new();
     for (key, g) in &v.spec.generated {
         let value = generate::value(g).map_err(|e| Error::Random(e.to_string()))?;
@@ -123,8 +117,24 @@ fn build_secret(rs: &RandomSecret, v: &Version) -> Result<Secret> {
             name: Some(v.secret_name.clone()),
             namespace: rs.namespace(),
             labels: Some(labels),
-            annotations: rs.spec.secret_annotations.clone(),
-            owner_references: Some(vec![owner_ref(rs)]),
+            annotations: Some({
+                let mut a = rs.spec.secret_annotations.clone().unwrap_or_default();
+                a.insert(
+                    ANNOTATION_CREATED.into(),
+                    k8s_openapi::jiff::Timestamp::now().to_string(),
+                );
+                a
+            }),
+            owner_references: Some(
+                std::iter::once(owner_ref(rs))
+                    .chain(
+                        ctx.indexes
+                            .holders(&rs.namespace().unwrap_or_default(), &v.secret_name)
+                            .iter()
+                            .map(|h| h.owner_reference()),
+                    )
+                    .collect(),
+            ),
             ..Default::default()
         },
         immutable: Some(true),
@@ -134,102 +144,173 @@ fn build_secret(rs: &RandomSecret, v: &Version) -> Result<Secret> {
     })
 }
 
-/// What ensuring the current version did.
+/// What ensuring the current version found or did.
 enum Ensured {
-    Created(Time),
-    Existed(Option<Time>),
-    Adopted(Option<Time>),
+    Created,
+    Existed,
+    /// Ours, left by an earlier RandomSecret of the same name: retention adopts it.
+    Adoptable,
     Conflict(String),
 }
 
-async fn ensure_version(rs: &RandomSecret, v: &Version, ctx: &Context) -> Result<Ensured> {
+/// Makes sure the current version exists; returns what happened and its metadata.
+async fn ensure_version(
+    rs: &RandomSecret,
+    v: &Version,
+    ctx: &Context,
+) -> Result<(Ensured, ObjectMeta)> {
     let ns = rs.namespace().unwrap_or_default();
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-    let uid = rs.uid().unwrap_or_default();
-    let cached = ctx.secrets.get(&ObjectRef::new(&v.secret_name).within(&ns));
-    let meta = match cached {
+    let meta = match ctx.secrets.get(&ObjectRef::new(&v.secret_name).within(&ns)) {
         Some(m) => m.metadata.clone(),
-        None => match api
-            .create(
-                &PostParams {
-                    field_manager: Some(MANAGER.into()),
-                    ..Default::default()
-                },
-                &build_secret(rs, v)?,
-            )
-            .await
-        {
-            Ok(s) => {
-                return Ok(Ensured::Created(
-                    s.metadata
-                        .creation_timestamp
-                        .unwrap_or_else(|| Time(k8s_openapi::jiff::Timestamp::now())),
-                ));
+        None => {
+            let pp = PostParams {
+                field_manager: Some(MANAGER.into()),
+                ..Default::default()
+            };
+            match api.create(&pp, &build_secret(rs, v, ctx)?).await {
+                Ok(s) => return Ok((Ensured::Created, s.metadata)),
+                // Cache lag, a retry, a second leader, or someone else's Secret.
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    api.get_metadata(&v.secret_name).await?.metadata
+                }
+                Err(e) => return Err(e.into()),
             }
-            // Cache lag, a retry, a second leader, or someone else's Secret.
-            Err(kube::Error::Api(s)) if s.code == 409 => {
-                api.get_metadata(&v.secret_name).await?.metadata
-            }
-            Err(e) => return Err(e.into()),
-        },
-    };
-    let created = meta.creation_timestamp.clone();
-    match classify(&meta, &rs.name_any(), &uid, &v.hash) {
-        Existing::Owned => Ok(Ensured::Existed(created)),
-        Existing::Foreign(why) => Ok(Ensured::Conflict(why)),
-        Existing::Adoptable => {
-            let owners = adopted_owners(
-                meta.owner_references.as_deref().unwrap_or_default(),
-                owner_ref(rs),
-            );
-            // resourceVersion makes this an optimistic, conflict-checked update of metadata only.
-            let patch = json!({"metadata": {"resourceVersion": meta.resource_version, "ownerReferences": owners}});
-            api.patch_metadata(
-                &v.secret_name,
-                &PatchParams {
-                    field_manager: Some(MANAGER.into()),
-                    ..Default::default()
-                },
-                &Patch::Merge(patch),
-            )
-            .await?;
-            Ok(Ensured::Adopted(created))
         }
+    };
+    let ensured = match classify(
+        &meta,
+        &rs.name_any(),
+        &rs.uid().unwrap_or_default(),
+        &v.hash,
+    ) {
+        Existing::Owned => Ensured::Existed,
+        Existing::Adoptable => Ensured::Adoptable,
+        Existing::Foreign(why) => Ensured::Conflict(why),
+    };
+    Ok((ensured, meta))
+}
+
+fn observed(name: &str, meta: &ObjectMeta) -> Observed {
+    Observed {
+        name: name.to_string(),
+        hash: meta
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(LABEL_HASH))
+            .cloned()
+            .unwrap_or_default(),
+        created: meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ANNOTATION_CREATED)?.parse().ok())
+            .map(Time)
+            .or_else(|| meta.creation_timestamp.clone()),
+        owners: meta.owner_references.clone().unwrap_or_default(),
     }
 }
 
-/// Versions for the status: the current one first, then those listed before that still exist.
-fn versions(
+/// Every version of `rs` in the cache, with the current one as just seen.
+fn observed_versions(
     rs: &RandomSecret,
-    v: &Version,
-    created: Option<Time>,
+    current: &str,
+    current_meta: &ObjectMeta,
     ctx: &Context,
-) -> Vec<VersionStatus> {
+) -> Vec<(Observed, ObjectMeta)> {
     let ns = rs.namespace().unwrap_or_default();
-    let mut out = vec![VersionStatus {
-        name: v.secret_name.clone(),
-        hash: v.hash.clone(),
-        created,
-        state: VersionState::Current,
-        referenced_by: vec![],
-    }];
-    for old in rs.status.iter().flat_map(|s| &s.versions) {
-        if old.name == v.secret_name {
+    let mut out = vec![(observed(current, current_meta), current_meta.clone())];
+    for name in ctx.indexes.versions_of(&ns, &rs.name_any()) {
+        if name == current {
             continue;
         }
-        if let Some(meta) = ctx.secrets.get(&ObjectRef::new(&old.name).within(&ns)) {
-            out.push(VersionStatus {
-                created: meta
-                    .metadata
-                    .creation_timestamp
-                    .clone()
-                    .or(old.created.clone()),
-                state: VersionState::Retained,
-                ..old.clone()
-            });
+        if let Some(m) = ctx.secrets.get(&ObjectRef::new(&name).within(&ns)) {
+            out.push((observed(&name, &m.metadata), m.metadata.clone()));
         }
     }
     out
+}
+
+/// Applies the retention plan: owner references, and deletion of released versions.
+/// Returns the versions for the status.
+async fn retain(
+    rs: &RandomSecret,
+    v: &Version,
+    current_meta: &ObjectMeta,
+    ctx: &Context,
+) -> Result<Vec<VersionStatus>> {
+    let ns = rs.namespace().unwrap_or_default();
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let versions = observed_versions(rs, &v.secret_name, current_meta, ctx);
+    let obs: Vec<Observed> = versions.iter().map(|(o, _)| o.clone()).collect();
+    let history = rs.spec.history.unwrap_or(0).max(0) as usize;
+    let planned = retention::plan(
+        &v.secret_name,
+        &owner_ref(rs),
+        &obs,
+        |n| ctx.indexes.holders(&ns, n),
+        history,
+    );
+    let mut status = Vec::with_capacity(planned.len());
+    for p in planned {
+        let meta = &versions
+            .iter()
+            .find(|(o, _)| o.name == p.name)
+            .expect("planned from observed")
+            .1;
+        match p.change {
+            Change::None => {}
+            Change::SetOwners => {
+                // resourceVersion: an optimistic, conflict-checked update of the owners only.
+                let patch = json!({"metadata": {"resourceVersion": meta.resource_version, "ownerReferences": p.owners}});
+                let pp = PatchParams {
+                    field_manager: Some(MANAGER.into()),
+                    ..Default::default()
+                };
+                api.patch_metadata(&p.name, &pp, &Patch::Merge(patch))
+                    .await?;
+            }
+            Change::Delete => {
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: meta.uid.clone(),
+                        resource_version: meta.resource_version.clone(),
+                    }),
+                    ..Default::default()
+                };
+                match api.delete(&p.name, &dp).await {
+                    Ok(_) => {
+                        ctx.metrics.versions_released.inc();
+                        info!(namespace = %ns, name = %rs.name_any(), secret = %p.name, "released version");
+                        let note = format!(
+                            "Deleted Secret {}: superseded, unreferenced and beyond spec.history",
+                            p.name
+                        );
+                        publish(
+                            ctx,
+                            rs,
+                            EventType::Normal,
+                            "VersionReleased",
+                            "ReleaseVersion",
+                            note,
+                        )
+                        .await;
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(e.into()),
+                }
+                continue;
+            }
+        }
+        status.push(VersionStatus {
+            name: p.name,
+            hash: p.hash,
+            // As stored (whole seconds), not the precise time used for ordering.
+            created: meta.creation_timestamp.clone(),
+            state: p.state,
+            referenced_by: p.referenced_by,
+        });
+    }
+    Ok(status)
 }
 
 async fn publish(
@@ -367,7 +448,8 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
             return Err(err);
         }
     };
-    let created = match ensured {
+    let (ensured, meta) = ensured;
+    match ensured {
         Ensured::Conflict(why) => {
             ctx.metrics.error("SecretNameConflict");
             let outcome = Outcome::Stalled {
@@ -394,7 +476,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
             }
             return Ok((Action::requeue(CONFLICT_RECHECK), false));
         }
-        Ensured::Created(t) => {
+        Ensured::Created => {
             ctx.metrics.versions_created.inc();
             info!(namespace = %ns, name = %name, secret = %v.secret_name, "created version");
             let note = format!("Created Secret {} (version {})", v.secret_name, v.hash);
@@ -407,11 +489,10 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
                 note,
             )
             .await;
-            Some(t)
         }
-        Ensured::Adopted(t) => {
+        Ensured::Adoptable => {
             ctx.metrics.versions_adopted.inc();
-            info!(namespace = %ns, name = %name, secret = %v.secret_name, "adopted existing version");
+            info!(namespace = %ns, name = %name, secret = %v.secret_name, "adopting existing version");
             let note = format!(
                 "Adopted existing Secret {}; its values are unchanged",
                 v.secret_name
@@ -425,14 +506,25 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
                 note,
             )
             .await;
-            t
         }
-        Ensured::Existed(t) => t,
+        Ensured::Existed => {}
+    }
+    if !ctx.indexes.synced() {
+        // Never decide what to release before every reference has been listed.
+        return Ok((Action::requeue(Duration::from_secs(1)), false));
+    }
+    let versions = match retain(rs, &v, &meta, ctx).await {
+        Ok(versions) => versions,
+        Err(err) if namespace_terminating(&err) => return Ok((Action::await_change(), false)),
+        Err(err) => {
+            ctx.metrics.error(err.metric_label());
+            return Err(err);
+        }
     };
     let outcome = Outcome::Ready {
         secret_name: v.secret_name.clone(),
     };
-    set_outcome(rs, &outcome, versions(rs, &v, created, ctx), ctx).await?;
+    set_outcome(rs, &outcome, versions, ctx).await?;
     Ok((Action::await_change(), true))
 }
 
@@ -504,27 +596,5 @@ mod tests {
             classify(&meta(&OURS, &["u1"]), "db", "u1", "xyz"),
             Existing::Foreign(_)
         ));
-    }
-
-    #[test]
-    fn adoption_replaces_stale_randomsecret_owners_only() {
-        let rs_old = OwnerReference {
-            uid: "old".into(),
-            kind: "RandomSecret".into(),
-            api_version: "randomsecret.io/v1".into(),
-            ..Default::default()
-        };
-        let replicaset = OwnerReference {
-            uid: "rs1".into(),
-            kind: "ReplicaSet".into(),
-            api_version: "apps/v1".into(),
-            ..Default::default()
-        };
-        let ours = OwnerReference {
-            uid: "new".into(),
-            ..rs_old.clone()
-        };
-        let out = adopted_owners(&[rs_old, replicaset.clone()], ours.clone());
-        assert_eq!(out, vec![ours, replicaset]);
     }
 }

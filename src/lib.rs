@@ -11,9 +11,12 @@ pub mod api;
 pub mod cli;
 pub mod controller;
 pub mod generate;
+pub mod index;
 pub mod manager;
 pub mod manifests;
 pub mod metrics;
+pub mod references;
+pub mod retention;
 pub mod status;
 pub mod version;
 

@@ -2,20 +2,24 @@
 //! reconciler, admin servers and graceful shutdown.
 
 use crate::admin::{self, Readiness};
-use crate::api::{LABEL_MANAGED_BY, MANAGED_BY, RandomSecret};
+use crate::api::{LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret};
 use crate::cli::ControllerArgs;
 use crate::controller::{self, Context};
+use crate::index::{Indexes, StreamId};
 use crate::metrics::Metrics;
+use crate::references::{self, Holder};
 use anyhow::{Context as _, bail};
 use futures::future::{BoxFuture, Shared};
-use futures::{FutureExt, Stream, StreamExt};
-use k8s_openapi::api::core::v1::Secret;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::{ControllerRevision, ReplicaSet};
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::core::PartialObjectMeta;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use tracing::{info, warn};
 
@@ -47,26 +51,78 @@ pub async fn check_crd(client: &Client) -> anyhow::Result<()> {
     }
 }
 
-/// One watch per namespace (or one cluster-wide), merged.
-fn watch_namespaces<K, S>(
-    client: &Client,
-    namespaces: &[String],
-    make: impl Fn(Api<K>) -> S,
-) -> futures::stream::SelectAll<S>
+/// The watched scope: one namespace, or all.
+fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     K::DynamicType: Default,
-    S: Stream + Unpin,
 {
-    let apis: Vec<Api<K>> = if namespaces.is_empty() {
-        vec![Api::all(client.clone())]
-    } else {
-        namespaces
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+// Stream ids of the indexes' watches (see `index::MultiIndex`).
+const REPLICASETS: StreamId = 0;
+const REVISIONS: StreamId = 1;
+const PODS: StreamId = 2;
+const SECRETS: StreamId = 3;
+
+/// Feeds the reference index from one holder kind's watch events.
+fn index_holders<K>(
+    indexes: &Arc<Indexes>,
+    stream: StreamId,
+    extract: fn(&K) -> (Holder, BTreeSet<String>),
+) -> impl Fn(&watcher::Event<K>) + Send + Sync + 'static
+where
+    K: Send + Sync + 'static,
+{
+    let indexes = indexes.clone();
+    move |ev| {
+        let mut ix = indexes.refs.write().expect("index lock");
+        match ev {
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                let (h, names) = extract(o);
+                let keys = names
+                    .into_iter()
+                    .map(|n| (h.namespace.clone(), n))
+                    .collect();
+                ix.apply(stream, h, keys);
+            }
+            watcher::Event::Delete(o) => ix.delete(&extract(o).0),
+            watcher::Event::Init => ix.init(stream),
+            watcher::Event::InitDone => ix.init_done(stream),
+        }
+    }
+}
+
+/// Maps a holder to the RandomSecrets whose versions it references.
+fn holder_to_randomsecrets<K>(
+    indexes: &Arc<Indexes>,
+    extract: fn(&K) -> (Holder, BTreeSet<String>),
+) -> impl Fn(K) -> Vec<ObjectRef<RandomSecret>> + Send + Sync + 'static
+where
+    K: Send + Sync + 'static,
+{
+    let indexes = indexes.clone();
+    move |obj| {
+        let (h, names) = extract(&obj);
+        names
             .iter()
-            .map(|ns| Api::namespaced(client.clone(), ns))
+            .filter_map(|n| indexes.owner_of(&h.namespace, n))
+            .map(|rs| ObjectRef::new(&rs).within(&h.namespace))
             .collect()
-    };
-    futures::stream::select_all(apis.into_iter().map(make))
+    }
+}
+
+fn secret_version(s: &PartialObjectMeta<Secret>) -> ((String, String), Option<(String, String)>) {
+    let ns = s.namespace().unwrap_or_default();
+    let owner = s
+        .labels()
+        .get(LABEL_NAME)
+        .map(|rs| (ns.clone(), rs.clone()));
+    ((ns, s.name_any()), owner)
 }
 
 fn shutdown_signal() -> Shared<BoxFuture<'static, ()>> {
@@ -103,35 +159,88 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         async move { tokio::try_join!(metrics_srv, health_srv) }
     });
 
+    let scope = args.namespace.as_deref();
+    let indexes = Arc::new(Indexes {
+        ref_streams: vec![REPLICASETS, REVISIONS, PODS],
+        version_streams: vec![SECRETS],
+        ..Default::default()
+    });
+
     // RandomSecrets: cached (without managedFields), reconciled on spec changes only.
     let (rs_store, rs_writer) = reflector::store::<RandomSecret>();
-    let rs_stream = watch_namespaces(&client, &args.namespaces, |api| {
-        watcher(api, watcher::Config::default()).boxed()
-    })
+    let rs_stream = watcher(
+        api::<RandomSecret>(&client, scope),
+        watcher::Config::default(),
+    )
     .default_backoff()
-    .modify(|rs: &mut RandomSecret| rs.managed_fields_mut().clear())
+    .modify(|rs| rs.managed_fields_mut().clear())
     .reflect(rs_writer)
     .applied_objects()
     .predicate_filter(predicates::generation, Default::default());
 
-    // Our Secrets: metadata only (never data), selected by label.
+    // Our Secrets: metadata only (never data), selected by label, indexed by RandomSecret.
     let selector = format!("{LABEL_MANAGED_BY}={MANAGED_BY}");
     let (secret_store, secret_writer) = reflector::store::<PartialObjectMeta<Secret>>();
-    let secret_stream = watch_namespaces(
-        &client,
-        &args.namespaces,
-        |api: Api<PartialObjectMeta<Secret>>| {
-            watcher(api, watcher::Config::default().labels(&selector)).boxed()
-        },
+    let version_index = indexes.clone();
+    let secret_stream = watcher(
+        api::<PartialObjectMeta<Secret>>(&client, scope),
+        watcher::Config::default().labels(&selector),
     )
     .default_backoff()
-    .modify(|s: &mut PartialObjectMeta<Secret>| s.managed_fields_mut().clear())
+    .modify(|s| s.managed_fields_mut().clear())
+    .inspect_ok(move |ev| {
+        let mut ix = version_index.versions.write().expect("index lock");
+        match ev {
+            watcher::Event::Apply(s) | watcher::Event::InitApply(s) => {
+                let (key, owner) = secret_version(s);
+                ix.apply(SECRETS, key, owner.into_iter().collect());
+            }
+            watcher::Event::Delete(s) => ix.delete(&secret_version(s).0),
+            watcher::Event::Init => ix.init(SECRETS),
+            watcher::Event::InitDone => ix.init_done(SECRETS),
+        }
+    })
     .reflect(secret_writer)
     .touched_objects();
+    let secret_to_randomsecret = |s: PartialObjectMeta<Secret>| {
+        let ns = s.namespace().unwrap_or_default();
+        s.labels()
+            .get(LABEL_NAME)
+            .map(|rs| ObjectRef::new(rs).within(&ns))
+    };
+
+    // What references Secrets: only the names are kept, in the reference index.
+    let replicasets = watcher(
+        api::<ReplicaSet>(&client, scope),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .inspect_ok(index_holders(
+        &indexes,
+        REPLICASETS,
+        references::replica_set,
+    ))
+    .touched_objects();
+    let revisions = watcher(
+        api::<ControllerRevision>(&client, scope),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .inspect_ok(index_holders(
+        &indexes,
+        REVISIONS,
+        references::controller_revision,
+    ))
+    .touched_objects();
+    let pods = watcher(api::<Pod>(&client, scope), watcher::Config::default())
+        .default_backoff()
+        .inspect_ok(index_holders(&indexes, PODS, references::pod))
+        .touched_objects();
 
     tokio::spawn(wait_ready(
         rs_store.clone(),
         secret_store.clone(),
+        indexes.clone(),
         readiness.clone(),
     ));
 
@@ -142,12 +251,22 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let ctx = Arc::new(Context {
         client: client.clone(),
         secrets: secret_store,
+        indexes: indexes.clone(),
         recorder: Recorder::new(client.clone(), reporter),
         metrics,
     });
-    info!(namespaces = ?args.namespaces, concurrency = args.concurrency, "starting controller");
+    info!(namespace = ?args.namespace, concurrency = args.concurrency, "starting controller");
     Controller::for_stream(rs_stream, rs_store)
-        .owns_stream(secret_stream)
+        .watches_stream(secret_stream, secret_to_randomsecret)
+        .watches_stream(
+            replicasets,
+            holder_to_randomsecrets(&indexes, references::replica_set),
+        )
+        .watches_stream(
+            revisions,
+            holder_to_randomsecrets(&indexes, references::controller_revision),
+        )
+        .watches_stream(pods, holder_to_randomsecrets(&indexes, references::pod))
         .with_config(kube::runtime::controller::Config::default().concurrency(args.concurrency))
         .graceful_shutdown_on(shutdown.clone())
         .run(controller::reconcile, controller::error_policy, ctx)
@@ -167,13 +286,18 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Ready once every cache and index has listed (before that nothing is released).
 async fn wait_ready(
     rs: Store<RandomSecret>,
     secrets: Store<PartialObjectMeta<Secret>>,
+    indexes: Arc<Indexes>,
     readiness: Readiness,
 ) {
     match tokio::try_join!(rs.wait_until_ready(), secrets.wait_until_ready()) {
         Ok(_) => {
+            while !indexes.synced() {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
             info!("caches synced; ready");
             readiness.set(true);
         }

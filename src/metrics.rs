@@ -23,6 +23,7 @@ pub struct Metrics {
     pub duration: Histogram,
     pub versions_created: Counter,
     pub versions_adopted: Counter,
+    pub versions_released: Counter,
 }
 
 impl Metrics {
@@ -33,6 +34,7 @@ impl Metrics {
             duration: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
             versions_created: Counter::default(),
             versions_adopted: Counter::default(),
+            versions_released: Counter::default(),
         };
         let r = registry.sub_registry_with_prefix("randomsecret");
         r.register(

@@ -94,6 +94,7 @@ pub fn desired(
     RandomSecretStatus {
         observed_generation: generation,
         secret_name,
+        live_versions: versions.len() as i32,
         versions,
         conditions,
     }

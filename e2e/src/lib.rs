@@ -138,3 +138,182 @@ pub fn randomsecret_bin() -> std::path::PathBuf {
 pub fn repo_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
+
+// RandomSecret helpers shared by the suites.
+use anyhow::ensure;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition as MetaCondition;
+use kube::ResourceExt;
+use randomsecret::api::RandomSecret;
+use serde_json::{Value, json};
+
+pub fn random_secret(name: &str, spec: Value) -> Result<RandomSecret> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
+        "metadata": {"name": name}, "spec": spec,
+    }))?)
+}
+
+pub fn condition<'a>(rs: &'a RandomSecret, type_: &str) -> Option<&'a MetaCondition> {
+    rs.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// Ready=True for the current generation.
+pub fn is_ready(rs: Option<&RandomSecret>) -> bool {
+    rs.is_some_and(|rs| {
+        rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation
+            && condition(rs, "Ready").is_some_and(|c| c.status == "True")
+    })
+}
+
+/// Ready=False with `reason` for the current generation.
+pub fn not_ready_because(reason: &'static str) -> impl Fn(Option<&RandomSecret>) -> bool {
+    move |rs| {
+        rs.is_some_and(|rs| {
+            rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation
+                && condition(rs, "Ready").is_some_and(|c| c.status == "False" && c.reason == reason)
+        })
+    }
+}
+
+pub async fn create_ready(
+    api: &Api<RandomSecret>,
+    name: &str,
+    spec: Value,
+) -> Result<RandomSecret> {
+    api.create(&PostParams::default(), &random_secret(name, spec)?)
+        .await?;
+    wait_for(api, name, "Ready", is_ready).await
+}
+
+/// The Secret of the current version, its values recorded for the log check.
+pub async fn current_secret(secrets: &Api<Secret>, rs: &RandomSecret) -> Result<Secret> {
+    let name = rs
+        .status
+        .as_ref()
+        .and_then(|s| s.secret_name.clone())
+        .context("status.secretName")?;
+    let s = secrets.get(&name).await?;
+    record_values(s.data.iter().flatten().map(|(_, v)| v.0.as_slice()))?;
+    Ok(s)
+}
+
+pub fn value(s: &Secret, key: &str) -> Result<String> {
+    let v = s
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .with_context(|| format!("key {key} in Secret {}", s.name_any()))?;
+    Ok(String::from_utf8(v.0.clone())?)
+}
+
+pub fn assert_alphabet(v: &str, len: usize, alphabet: &str) -> Result<()> {
+    ensure!(
+        v.chars().count() == len,
+        "value has {} characters, want {len}",
+        v.chars().count()
+    );
+    ensure!(
+        v.chars().all(|c| alphabet.contains(c)),
+        "value has characters outside {alphabet:?}"
+    );
+    Ok(())
+}
+
+/// Watches over a namespace for the whole of a test: every `interval` it
+/// checks that each running pod finds every Secret named `<prefix>...` it
+/// references. `finish` returns the violations and how many pods were checked.
+pub struct ReferenceChecker {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<Result<(Vec<String>, usize)>>,
+}
+
+impl ReferenceChecker {
+    pub fn start(client: &Client, namespace: &str, prefix: &str) -> Self {
+        use k8s_openapi::api::core::v1::Pod;
+        use kube::api::ListParams;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (pods, secrets): (Api<Pod>, Api<Secret>) = (
+            Api::namespaced(client.clone(), namespace),
+            Api::namespaced(client.clone(), namespace),
+        );
+        let (prefix, flag) = (prefix.to_string(), stop.clone());
+        let task = tokio::spawn(async move {
+            let (mut violations, mut checked) = (Vec::new(), 0);
+            while !flag.load(Ordering::Relaxed) {
+                let pod_list = pods.list(&ListParams::default()).await?;
+                let existing: std::collections::BTreeSet<String> = secrets
+                    .list_metadata(&ListParams::default())
+                    .await?
+                    .items
+                    .iter()
+                    .map(|s| s.name_any())
+                    .collect();
+                for p in pod_list
+                    .items
+                    .iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                {
+                    checked += 1;
+                    let refs = p
+                        .spec
+                        .as_ref()
+                        .map(randomsecret::references::pod_spec_secret_names)
+                        .unwrap_or_default();
+                    for r in refs
+                        .iter()
+                        .filter(|r| r.starts_with(&prefix) && !existing.contains(*r))
+                    {
+                        violations.push(format!(
+                            "pod {} references missing Secret {r}",
+                            p.name_any()
+                        ));
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Ok((violations, checked))
+        });
+        Self { stop, task }
+    }
+
+    /// Stops checking; fails if any pod ever missed a Secret, or nothing was checked.
+    pub async fn finish(self) -> Result<usize> {
+        self.stop.store(true, Ordering::Relaxed);
+        let (violations, checked) = self.task.await??;
+        ensure!(
+            violations.is_empty(),
+            "pods referenced missing Secrets:\n{}",
+            violations.join("\n")
+        );
+        ensure!(checked > 0, "the reference checker saw no pods");
+        Ok(checked)
+    }
+}
+
+/// Runs kubectl (from `PATH`, set by `e2e/run.sh`), failing with its stderr.
+pub fn kubectl(args: &[&str]) -> Result<String> {
+    let out = std::process::Command::new("kubectl").args(args).output()?;
+    if !out.status.success() {
+        bail!("kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// kubectl's notion of a completed rollout: the controller saw the latest
+/// spec and every replica is updated and available.
+pub fn rollout_complete(d: Option<&k8s_openapi::api::apps::v1::Deployment>) -> bool {
+    let Some(d) = d else { return false };
+    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let Some(s) = d.status.as_ref() else {
+        return false;
+    };
+    s.observed_generation >= d.metadata.generation
+        && s.updated_replicas == Some(want)
+        && s.replicas == Some(want)
+        && s.available_replicas == Some(want)
+}

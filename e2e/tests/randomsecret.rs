@@ -5,89 +5,13 @@
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use randomsecret::api::{DEFAULT_SYMBOLS, RandomSecret};
 use randomsecret::version::Version;
-use randomsecret_e2e::{
-    TestNamespace, client, randomsecret_bin, record_values, repo_root, wait_deleted, wait_for,
-};
+use randomsecret_e2e::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-
-fn random_secret(name: &str, spec: Value) -> Result<RandomSecret> {
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
-        "metadata": {"name": name}, "spec": spec,
-    }))?)
-}
-
-fn condition<'a>(rs: &'a RandomSecret, type_: &str) -> Option<&'a Condition> {
-    rs.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-}
-
-/// Ready=True for the current generation.
-fn is_ready(rs: Option<&RandomSecret>) -> bool {
-    rs.is_some_and(|rs| {
-        rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation
-            && condition(rs, "Ready").is_some_and(|c| c.status == "True")
-    })
-}
-
-/// Ready=False with `reason` for the current generation.
-fn not_ready_because(reason: &'static str) -> impl Fn(Option<&RandomSecret>) -> bool {
-    move |rs| {
-        rs.is_some_and(|rs| {
-            rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation
-                && condition(rs, "Ready").is_some_and(|c| c.status == "False" && c.reason == reason)
-        })
-    }
-}
-
-async fn create_ready(api: &Api<RandomSecret>, name: &str, spec: Value) -> Result<RandomSecret> {
-    api.create(&PostParams::default(), &random_secret(name, spec)?)
-        .await?;
-    wait_for(api, name, "Ready", is_ready).await
-}
-
-/// The Secret of the current version, its values recorded for the log check.
-async fn current_secret(secrets: &Api<Secret>, rs: &RandomSecret) -> Result<Secret> {
-    let name = rs
-        .status
-        .as_ref()
-        .and_then(|s| s.secret_name.clone())
-        .context("status.secretName")?;
-    let s = secrets.get(&name).await?;
-    record_values(s.data.iter().flatten().map(|(_, v)| v.0.as_slice()))?;
-    Ok(s)
-}
-
-fn value(s: &Secret, key: &str) -> Result<String> {
-    let v = s
-        .data
-        .as_ref()
-        .and_then(|d| d.get(key))
-        .with_context(|| format!("key {key} in Secret {}", s.name_any()))?;
-    Ok(String::from_utf8(v.0.clone())?)
-}
-
-fn assert_alphabet(v: &str, len: usize, alphabet: &str) -> Result<()> {
-    ensure!(
-        v.chars().count() == len,
-        "value has {} characters, want {len}",
-        v.chars().count()
-    );
-    ensure!(
-        v.chars().all(|c| alphabet.contains(c)),
-        "value has characters outside {alphabet:?}"
-    );
-    Ok(())
-}
 
 const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
@@ -234,7 +158,8 @@ async fn rotation_creates_a_new_version_and_keeps_the_old() -> Result<()> {
     let rs = create_ready(
         &api,
         "app",
-        json!({"keys": {"token": {"length": 32}}, "rotation": "1"}),
+        // history 1: the superseded version is kept even though nothing references it.
+        json!({"keys": {"token": {"length": 32}}, "rotation": "1", "history": 1}),
     )
     .await?;
     let v1 = current_secret(&secrets, &rs).await?;

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
-use randomsecret_e2e::{TestNamespace, client, wait_deleted, wait_for};
+use randomsecret_e2e::{TestNamespace, client, rollout_complete, wait_deleted, wait_for};
 use serde_json::json;
 
 fn deployment(name: &str, history: i32) -> Result<Deployment> {
@@ -27,20 +27,6 @@ fn deployment(name: &str, history: i32) -> Result<Deployment> {
             },
         },
     }))?)
-}
-
-/// kubectl's notion of a completed rollout: the controller saw the latest
-/// spec and every replica is updated and available.
-fn rollout_complete(d: Option<&Deployment>) -> bool {
-    let Some(d) = d else { return false };
-    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    let Some(s) = d.status.as_ref() else {
-        return false;
-    };
-    s.observed_generation >= d.metadata.generation
-        && s.updated_replicas == Some(want)
-        && s.replicas == Some(want)
-        && s.available_replicas == Some(want)
 }
 
 async fn set_rev(api: &Api<Deployment>, name: &str, rev: &str) -> Result<()> {

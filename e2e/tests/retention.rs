@@ -1,0 +1,374 @@
+//! Rollout safety: each version lives exactly as long as ReplicaSet,
+//! ControllerRevision or Pod history references it, with Ready pods on the
+//! simulated node and the real garbage collector.
+
+use anyhow::{Context, Result, ensure};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use randomsecret::api::{RandomSecret, VersionState};
+use randomsecret_e2e::*;
+use serde_json::{Value, json};
+
+fn pod_template(app: &str, secret: &str) -> Value {
+    json!({
+        "metadata": {"labels": {"app": app}},
+        "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1",
+                                 "envFrom": [{"secretRef": {"name": secret}}]}]},
+    })
+}
+
+fn deployment(name: &str, secret: &str) -> Result<Deployment> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": 2, "revisionHistoryLimit": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": pod_template(name, secret)},
+    }))?)
+}
+
+/// Points the workload's template at `secret` (and sets `rev` to force a new template).
+async fn use_secret<K>(api: &Api<K>, name: &str, secret: &str, rev: &str) -> Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = json!({"spec": {"template": {"metadata": {"annotations": {"rev": rev}}, "spec": {"containers": [
+        {"name": "app", "envFrom": [{"secretRef": {"name": secret}}]}]}}}});
+    api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+        .await?;
+    Ok(())
+}
+
+async fn rotate(api: &Api<RandomSecret>, name: &str, rotation: &str) -> Result<String> {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"rotation": rotation}})),
+    )
+    .await?;
+    let rs = wait_for(api, name, "Ready after rotation", is_ready).await?;
+    Ok(rs
+        .status
+        .and_then(|s| s.secret_name)
+        .context("status.secretName")?)
+}
+
+fn version<'a>(rs: &'a RandomSecret, secret: &str) -> Option<&'a randomsecret::api::VersionStatus> {
+    rs.status
+        .as_ref()?
+        .versions
+        .iter()
+        .find(|v| v.name == secret)
+}
+
+/// Waits until the status lists `secret` in `state`, referenced by `kind/...` when given.
+async fn wait_version(
+    api: &Api<RandomSecret>,
+    name: &str,
+    secret: &str,
+    state: VersionState,
+    by: Option<&str>,
+) -> Result<RandomSecret> {
+    let (secret, by) = (secret.to_string(), by.map(String::from));
+    wait_for(
+        api,
+        name,
+        &format!("{secret} {state:?} by {by:?}"),
+        move |rs: Option<&RandomSecret>| {
+            rs.and_then(|rs| version(rs, &secret)).is_some_and(|v| {
+                v.state == state
+                    && by
+                        .as_ref()
+                        .is_none_or(|b| v.referenced_by.iter().any(|r| r.starts_with(b.as_str())))
+            })
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn deployment_history_keeps_versions_until_pruned() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "ret-deploy").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let deploys: Api<Deployment> = ns.api();
+    let checker = ReferenceChecker::start(&client, &ns.name, "db-");
+
+    let rs = create_ready(
+        &api,
+        "db",
+        json!({"keys": {"password": {"length": 24}}, "rotation": "1"}),
+    )
+    .await?;
+    let v1 = current_secret(&secrets, &rs).await?;
+    let v1n = v1.name_any();
+    deploys
+        .create(&PostParams::default(), &deployment("web", &v1n)?)
+        .await?;
+    wait_for(&deploys, "web", "rolled out on v1", rollout_complete).await?;
+    wait_version(
+        &api,
+        "db",
+        &v1n,
+        VersionState::Current,
+        Some("ReplicaSet/web-"),
+    )
+    .await?;
+
+    // Rotate: v2 is created; v1 stays, held by the running ReplicaSet.
+    let v2n = rotate(&api, "db", "2").await?;
+    let rs = wait_version(
+        &api,
+        "db",
+        &v1n,
+        VersionState::Retained,
+        Some("ReplicaSet/web-"),
+    )
+    .await?;
+    ensure!(rs.status.as_ref().unwrap().secret_name.as_deref() == Some(v2n.as_str()));
+    let owners: Vec<String> = secrets
+        .get(&v1n)
+        .await?
+        .owner_references()
+        .iter()
+        .map(|o| o.kind.clone())
+        .collect();
+    ensure!(
+        owners == ["ReplicaSet"],
+        "v1 should be owned by its ReplicaSet only, got {owners:?}"
+    );
+
+    // Roll out v2: both ReplicaSets exist, so both versions do.
+    use_secret(&deploys, "web", &v2n, "2").await?;
+    wait_for(&deploys, "web", "rolled out on v2", rollout_complete).await?;
+    ensure!(secrets.get_opt(&v1n).await?.is_some() && secrets.get_opt(&v2n).await?.is_some());
+    let rss: Api<ReplicaSet> = ns.api();
+    ensure!(rss.list(&ListParams::default()).await?.items.len() == 2);
+
+    // kubectl rollout undo: pods of the old template find v1, values unchanged.
+    kubectl(&["rollout", "undo", "-n", &ns.name, "deployment/web"])?;
+    wait_for(
+        &deploys,
+        "web",
+        "rolled back to v1",
+        |d: Option<&Deployment>| {
+            rollout_complete(d)
+                && d.is_some_and(|d| {
+                    serde_json::to_string(&d.spec)
+                        .unwrap_or_default()
+                        .contains(&v1n)
+                })
+        },
+    )
+    .await?;
+    ensure!(
+        secrets.get(&v1n).await?.data == v1.data,
+        "v1's values changed"
+    );
+    let pods: Api<Pod> = ns.api();
+    let running = pods.list(&ListParams::default().labels("app=web")).await?;
+    ensure!(
+        running.items.iter().any(|p| serde_json::to_string(&p.spec)
+            .unwrap_or_default()
+            .contains(&v1n)),
+        "no pod uses v1 after undo"
+    );
+
+    // Further rotations with revisionHistoryLimit 1: a version whose ReplicaSets
+    // were pruned is deleted by the garbage collector.
+    let v3n = rotate(&api, "db", "3").await?;
+    use_secret(&deploys, "web", &v3n, "3").await?;
+    wait_for(&deploys, "web", "rolled out on v3", rollout_complete).await?;
+    // History now: v3's ReplicaSet and the newest old one (v1's, after the undo); v2's is pruned.
+    wait_deleted(&secrets, &v2n)
+        .await
+        .context("v2 is deleted once its ReplicaSet is pruned")?;
+    let v4n = rotate(&api, "db", "4").await?;
+    use_secret(&deploys, "web", &v4n, "4").await?;
+    wait_for(&deploys, "web", "rolled out on v4", rollout_complete).await?;
+    wait_deleted(&secrets, &v1n)
+        .await
+        .context("v1 is deleted once its ReplicaSet is pruned")?;
+    wait_version(
+        &api,
+        "db",
+        &v3n,
+        VersionState::Retained,
+        Some("ReplicaSet/web-"),
+    )
+    .await?;
+    wait_for(
+        &api,
+        "db",
+        "2 live versions",
+        |rs: Option<&RandomSecret>| {
+            rs.and_then(|rs| rs.status.as_ref())
+                .is_some_and(|s| s.live_versions == 2 && s.versions.len() == 2)
+        },
+    )
+    .await?;
+    ensure!(secrets.get_opt(&v3n).await?.is_some() && secrets.get_opt(&v4n).await?.is_some());
+
+    let checked = checker.finish().await?;
+    eprintln!("reference checker: {checked} pod checks");
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn statefulset_revision_history_keeps_versions() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "ret-sts").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let sts: Api<StatefulSet> = ns.api();
+    let checker = ReferenceChecker::start(&client, &ns.name, "db-");
+
+    let v1n = current_secret(
+        &secrets,
+        &create_ready(&api, "db", json!({"length": 16, "rotation": "1"})).await?,
+    )
+    .await?
+    .name_any();
+    let set: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "store"},
+        "spec": {"replicas": 1, "revisionHistoryLimit": 1, "serviceName": "store",
+                 "selector": {"matchLabels": {"app": "store"}}, "template": pod_template("store", &v1n)},
+    }))?;
+    sts.create(&PostParams::default(), &set).await?;
+    let rolled = |d: Option<&StatefulSet>| {
+        d.and_then(|d| Some((d.metadata.generation?, d.status.as_ref()?)))
+            .is_some_and(|(g, s)| {
+                s.observed_generation == Some(g)
+                    && s.ready_replicas == Some(1)
+                    && s.current_revision == s.update_revision
+            })
+    };
+    wait_for(&sts, "store", "ready on v1", rolled).await?;
+    wait_version(
+        &api,
+        "db",
+        &v1n,
+        VersionState::Current,
+        Some("ControllerRevision/store-"),
+    )
+    .await?;
+
+    let v2n = rotate(&api, "db", "2").await?;
+    use_secret(&sts, "store", &v2n, "2").await?;
+    wait_for(&sts, "store", "rolled out on v2", rolled).await?;
+    // The old revision is kept (revisionHistoryLimit 1), and with it v1.
+    wait_version(
+        &api,
+        "db",
+        &v1n,
+        VersionState::Retained,
+        Some("ControllerRevision/store-"),
+    )
+    .await?;
+
+    let v3n = rotate(&api, "db", "3").await?;
+    use_secret(&sts, "store", &v3n, "3").await?;
+    wait_for(&sts, "store", "rolled out on v3", rolled).await?;
+    wait_deleted(&secrets, &v1n)
+        .await
+        .context("v1 is deleted once its revision is pruned")?;
+    wait_version(
+        &api,
+        "db",
+        &v2n,
+        VersionState::Retained,
+        Some("ControllerRevision/store-"),
+    )
+    .await?;
+    checker.finish().await?;
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn history_keeps_unreferenced_versions_then_releases_them() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "ret-history").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let v1n = current_secret(
+        &secrets,
+        &create_ready(&api, "db", json!({"length": 16, "history": 1})).await?,
+    )
+    .await?
+    .name_any();
+    let v2n = rotate(&api, "db", "2").await?;
+    wait_version(&api, "db", &v1n, VersionState::Retained, None).await?;
+    let v3n = rotate(&api, "db", "3").await?;
+    // Only the newest superseded version (v2) is within history 1: v1 is released.
+    wait_deleted(&secrets, &v1n)
+        .await
+        .context("v1 is released beyond history")?;
+    let rs = wait_version(&api, "db", &v2n, VersionState::Retained, None).await?;
+    ensure!(
+        version(&rs, &v1n).is_none()
+            && version(&rs, &v3n).is_some_and(|v| v.state == VersionState::Current)
+    );
+    let events: Api<k8s_openapi::api::events::v1::Event> = ns.api();
+    let released = events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .any(|e| e.reason.as_deref() == Some("VersionReleased"));
+    ensure!(released, "no VersionReleased event");
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn a_bare_pod_holds_its_version_and_deletion_keeps_referenced_versions() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "ret-pod").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let pods: Api<Pod> = ns.api();
+    let v1n = current_secret(
+        &secrets,
+        &create_ready(&api, "db", json!({"length": 16})).await?,
+    )
+    .await?
+    .name_any();
+    let pod: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "debug"}, "spec": pod_template("debug", &v1n)["spec"]}),
+    )?;
+    pods.create(&PostParams::default(), &pod).await?;
+    wait_version(&api, "db", &v1n, VersionState::Current, Some("Pod/debug")).await?;
+
+    // Deleting the RandomSecret keeps the version the pod still uses; an
+    // unreferenced current version goes with it.
+    let other = current_secret(
+        &secrets,
+        &create_ready(&api, "other", json!({"length": 16})).await?,
+    )
+    .await?
+    .name_any();
+    api.delete("db", &DeleteParams::background()).await?;
+    api.delete("other", &DeleteParams::background()).await?;
+    wait_deleted(&api, "db").await?;
+    wait_deleted(&secrets, &other)
+        .await
+        .context("the unreferenced current version goes with its RandomSecret")?;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let kept = secrets
+        .get_opt(&v1n)
+        .await?
+        .context("a version a pod uses was deleted with its RandomSecret")?;
+    ensure!(
+        kept.owner_references().iter().all(|o| o.kind == "Pod"),
+        "{:?}",
+        kept.owner_references()
+    );
+
+    // When the pod goes, so does the version.
+    pods.delete("debug", &DeleteParams::default().grace_period(0))
+        .await?;
+    wait_deleted(&secrets, &v1n)
+        .await
+        .context("the version goes with its last pod")?;
+    ns.delete().await
+}

@@ -1,0 +1,313 @@
+//! Which versions to keep, as owner references: a pure function from what is
+//! observed (versions, who references them, `spec.history`) to what each
+//! version Secret's owners should be.
+//!
+//! A version is owned by its RandomSecret while it is current or within
+//! `history`, and by every ReplicaSet, ControllerRevision or (bare) Pod that
+//! references it. When its last owner goes, the Kubernetes garbage collector
+//! deletes it, even while this controller is down. A version with no owner left
+//! is released: the controller deletes it.
+
+use crate::api::VersionState;
+use crate::references::{Holder, HolderKind};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+
+/// A version Secret as observed in the cache.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Observed {
+    pub name: String,
+    pub hash: String,
+    pub created: Option<Time>,
+    pub owners: Vec<OwnerReference>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The owners are right.
+    None,
+    /// Replace the owner references with `Planned::owners`.
+    SetOwners,
+    /// No owner is left: delete the Secret.
+    Delete,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Planned {
+    pub name: String,
+    pub hash: String,
+    pub created: Option<Time>,
+    pub state: VersionState,
+    pub referenced_by: Vec<String>,
+    pub owners: Vec<OwnerReference>,
+    pub change: Change,
+}
+
+/// Owner references this controller manages: RandomSecrets and holders.
+fn managed(o: &OwnerReference) -> bool {
+    (o.kind == "RandomSecret" && o.api_version.starts_with("randomsecret.io/"))
+        || HolderKind::from_kind(&o.kind).is_some_and(|k| k.api_version() == o.api_version)
+}
+
+fn same_owners(a: &[OwnerReference], b: &[OwnerReference]) -> bool {
+    let key = |v: &[OwnerReference]| {
+        let mut k: Vec<(String, String, Option<bool>)> = v
+            .iter()
+            .map(|o| (o.kind.clone(), o.uid.clone(), o.controller))
+            .collect();
+        k.sort();
+        k
+    };
+    key(a) == key(b)
+}
+
+/// Plans every version of one RandomSecret. `current` is the current version's
+/// name, `owner` the RandomSecret's controller reference, `holders_of` who
+/// references a Secret name. Returns the current version first, then the others
+/// newest first.
+pub fn plan(
+    current: &str,
+    owner: &OwnerReference,
+    versions: &[Observed],
+    holders_of: impl Fn(&str) -> Vec<Holder>,
+    history: usize,
+) -> Vec<Planned> {
+    let mut ordered: Vec<&Observed> = versions.iter().collect();
+    // Current first, then newest first (a missing time sorts last).
+    ordered.sort_by(|a, b| {
+        (b.name == current).cmp(&(a.name == current)).then_with(|| {
+            b.created
+                .as_ref()
+                .map(|t| t.0)
+                .cmp(&a.created.as_ref().map(|t| t.0))
+        })
+    });
+    let mut unreferenced_superseded = 0;
+    ordered
+        .into_iter()
+        .map(|v| {
+            let mut holders = holders_of(&v.name);
+            holders.sort();
+            let is_current = v.name == current;
+            let in_history = !is_current && holders.is_empty() && {
+                unreferenced_superseded += 1;
+                unreferenced_superseded <= history
+            };
+            let state = if is_current {
+                VersionState::Current
+            } else if !holders.is_empty() || in_history {
+                VersionState::Retained
+            } else {
+                VersionState::Released
+            };
+            let mut owners: Vec<OwnerReference> = Vec::new();
+            if state != VersionState::Released && (is_current || in_history) {
+                owners.push(owner.clone());
+            }
+            owners.extend(holders.iter().map(Holder::owner_reference));
+            owners.extend(v.owners.iter().filter(|o| !managed(o)).cloned());
+            let change = if same_owners(&owners, &v.owners) {
+                Change::None
+            } else if owners.is_empty() {
+                Change::Delete
+            } else {
+                Change::SetOwners
+            };
+            Planned {
+                name: v.name.clone(),
+                hash: v.hash.clone(),
+                created: v.created.clone(),
+                state,
+                referenced_by: holders.iter().map(Holder::display).collect(),
+                owners,
+                change,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn t(s: i64) -> Option<Time> {
+        Some(Time(k8s_openapi::jiff::Timestamp::from_second(s).unwrap()))
+    }
+    fn rs_owner(uid: &str) -> OwnerReference {
+        OwnerReference {
+            api_version: "randomsecret.io/v1".into(),
+            kind: "RandomSecret".into(),
+            name: "db".into(),
+            uid: uid.into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }
+    }
+    fn holder(name: &str) -> Holder {
+        Holder {
+            kind: HolderKind::ReplicaSet,
+            namespace: "n".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+        }
+    }
+    fn obs(name: &str, created: i64, owners: Vec<OwnerReference>) -> Observed {
+        Observed {
+            name: name.into(),
+            hash: name.into(),
+            created: t(created),
+            owners,
+        }
+    }
+    fn run(
+        current: &str,
+        versions: &[Observed],
+        refs: &[(&str, &str)],
+        history: usize,
+    ) -> Vec<Planned> {
+        let mut map: HashMap<String, Vec<Holder>> = HashMap::new();
+        for (secret, rs) in refs {
+            map.entry(secret.to_string()).or_default().push(holder(rs));
+        }
+        plan(
+            current,
+            &rs_owner("me"),
+            versions,
+            |n| map.get(n).cloned().unwrap_or_default(),
+            history,
+        )
+    }
+    fn states(p: &[Planned]) -> Vec<(&str, VersionState)> {
+        p.iter().map(|v| (v.name.as_str(), v.state)).collect()
+    }
+
+    #[test]
+    fn current_is_owned_by_the_randomsecret_and_its_holders() {
+        let p = run(
+            "v1",
+            &[obs("v1", 1, vec![rs_owner("me")])],
+            &[("v1", "web-1")],
+            0,
+        );
+        assert_eq!(p[0].state, VersionState::Current);
+        assert_eq!(
+            p[0].owners
+                .iter()
+                .map(|o| o.kind.as_str())
+                .collect::<Vec<_>>(),
+            ["RandomSecret", "ReplicaSet"]
+        );
+        assert_eq!(p[0].referenced_by, ["ReplicaSet/web-1"]);
+        assert_eq!(p[0].change, Change::SetOwners);
+    }
+
+    #[test]
+    fn superseded_and_referenced_is_retained_by_its_holders_only() {
+        let v1 = obs(
+            "v1",
+            1,
+            vec![rs_owner("me"), holder("web-1").owner_reference()],
+        );
+        let v2 = obs("v2", 2, vec![rs_owner("me")]);
+        let p = run("v2", &[v1, v2], &[("v1", "web-1"), ("v2", "web-2")], 0);
+        assert_eq!(
+            states(&p),
+            [
+                ("v2", VersionState::Current),
+                ("v1", VersionState::Retained)
+            ]
+        );
+        assert_eq!(p[1].owners, vec![holder("web-1").owner_reference()]);
+        assert_eq!(p[1].change, Change::SetOwners);
+    }
+
+    #[test]
+    fn superseded_unreferenced_is_released_beyond_history() {
+        let vs = [
+            obs("v1", 1, vec![rs_owner("me")]),
+            obs("v2", 2, vec![rs_owner("me")]),
+            obs("v3", 3, vec![rs_owner("me")]),
+            obs("v4", 4, vec![rs_owner("me")]),
+        ];
+        let p = run("v4", &vs, &[], 2);
+        assert_eq!(
+            states(&p),
+            [
+                ("v4", VersionState::Current),
+                ("v3", VersionState::Retained),
+                ("v2", VersionState::Retained),
+                ("v1", VersionState::Released)
+            ]
+        );
+        assert_eq!(
+            (
+                p[1].change.clone(),
+                p[2].change.clone(),
+                p[3].change.clone()
+            ),
+            (Change::None, Change::None, Change::Delete)
+        );
+    }
+
+    #[test]
+    fn referenced_versions_do_not_use_up_history() {
+        let vs = [
+            obs("v1", 1, vec![]),
+            obs("v2", 2, vec![]),
+            obs("v3", 3, vec![]),
+        ];
+        let p = run("v3", &vs, &[("v2", "web-2")], 1);
+        assert_eq!(
+            states(&p),
+            [
+                ("v3", VersionState::Current),
+                ("v2", VersionState::Retained),
+                ("v1", VersionState::Retained)
+            ]
+        );
+        assert_eq!(p[2].owners, vec![rs_owner("me")]);
+    }
+
+    #[test]
+    fn stale_randomsecret_owners_are_replaced_and_foreign_owners_kept() {
+        let foreign = OwnerReference {
+            api_version: "example.com/v1".into(),
+            kind: "Thing".into(),
+            name: "t".into(),
+            uid: "t".into(),
+            ..Default::default()
+        };
+        let p = run(
+            "v1",
+            &[obs("v1", 1, vec![rs_owner("old"), foreign.clone()])],
+            &[],
+            0,
+        );
+        assert_eq!(p[0].owners, vec![rs_owner("me"), foreign.clone()]);
+        // A released version with a foreign owner is left to that owner, not deleted.
+        let p = run(
+            "v2",
+            &[
+                obs("v1", 1, vec![rs_owner("me"), foreign.clone()]),
+                obs("v2", 2, vec![rs_owner("me")]),
+            ],
+            &[],
+            0,
+        );
+        assert_eq!(
+            (p[1].state, p[1].change.clone(), p[1].owners.clone()),
+            (VersionState::Released, Change::SetOwners, vec![foreign])
+        );
+    }
+
+    #[test]
+    fn owners_already_right_need_no_change() {
+        let v1 = obs(
+            "v1",
+            1,
+            vec![holder("web-1").owner_reference(), rs_owner("me")],
+        );
+        let p = run("v1", &[v1], &[("v1", "web-1")], 0);
+        assert_eq!(p[0].change, Change::None);
+    }
+}
