@@ -47,10 +47,9 @@ async fn rotate(api: &Api<RandomSecret>, name: &str, rotation: &str) -> Result<S
     )
     .await?;
     let rs = wait_for(api, name, "Ready after rotation", is_ready).await?;
-    Ok(rs
-        .status
+    rs.status
         .and_then(|s| s.secret_name)
-        .context("status.secretName")?)
+        .context("status.secretName")
 }
 
 fn version<'a>(rs: &'a RandomSecret, secret: &str) -> Option<&'a randomsecret::api::VersionStatus> {
