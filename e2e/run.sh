@@ -38,11 +38,13 @@ export E2E_METRICS_URL=http://127.0.0.1:$METRICS_PORT/metrics
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
   >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!
-for _ in $(seq 100); do
-  curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1 && break
+ready=0
+for _ in $(seq 150); do
+  curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1 && { ready=1; break; }
   kill -0 "$controller_pid" 2>/dev/null || { tail -n 30 "$CONTROLLER_LOG" >&2; echo "run.sh: the controller exited" >&2; exit 1; }
   sleep 0.2
 done
+(( ready )) || { grep -v DEBUG "$CONTROLLER_LOG" | tail -n 30 >&2; echo "run.sh: the controller did not become ready in 30s" >&2; exit 1; }
 
 status=0
 cargo test -p randomsecret-e2e "$@" 2>&1 | tee "$E2E_DIR/test-output.txt" || status=$?

@@ -120,6 +120,14 @@ pub struct RandomSecretSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_annotations: Option<BTreeMap<String, String>>,
 
+    /// Time-based rotation, for tracking mode: a new version every period
+    /// (e.g. 720h, 90m; at least 1m), counted from the RandomSecret's creation.
+    /// Names then depend on time and cannot be computed offline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = 32))]
+    #[x_kube(validation = Rule::new("self.matches('^([0-9]+(h|m|s))+$')").message("rotateEvery must be a duration such as 720h, 90m or 1h30m"))]
+    pub rotate_every: Option<String>,
+
     /// How many superseded versions to keep after nothing references them (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
@@ -244,6 +252,9 @@ pub struct RandomSecretStatus {
     /// Live versions, current first.
     #[serde(default)]
     pub versions: Vec<VersionStatus>,
+    /// The most recently released (deleted) versions, newest first (at most 10).
+    #[serde(default)]
+    pub released: Vec<String>,
     /// How many versions are live (the length of versions).
     #[serde(default)]
     pub live_versions: i32,

@@ -14,12 +14,13 @@ use crate::index::Indexes;
 use crate::metrics::Metrics;
 use crate::retention::{self, Change, Observed};
 use crate::status::{self, Outcome};
+use crate::tracking;
 use crate::version::Version;
 use crate::{Error, Result, generate};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
@@ -46,6 +47,9 @@ pub struct Context {
     pub indexes: Arc<Indexes>,
     pub recorder: Recorder,
     pub metrics: Metrics,
+    /// Versions released by this process, per RandomSecret, until the cached
+    /// status shows them (the cache may lag behind our own status write).
+    pub released: std::sync::Mutex<std::collections::HashMap<(String, String), Vec<String>>>,
 }
 
 /// How an existing Secret with the version's name relates to a RandomSecret.
@@ -231,13 +235,13 @@ fn observed_versions(
 }
 
 /// Applies the retention plan: owner references, and deletion of released versions.
-/// Returns the versions for the status.
+/// Returns the versions for the status (live ones, and the names released now).
 async fn retain(
     rs: &RandomSecret,
     v: &Version,
     current_meta: &ObjectMeta,
     ctx: &Context,
-) -> Result<Vec<VersionStatus>> {
+) -> Result<status::Versions> {
     let ns = rs.namespace().unwrap_or_default();
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
     let versions = observed_versions(rs, &v.secret_name, current_meta, ctx);
@@ -250,7 +254,7 @@ async fn retain(
         |n| ctx.indexes.holders(&ns, n),
         history,
     );
-    let mut status = Vec::with_capacity(planned.len());
+    let mut status = status::Versions::default();
     for p in planned {
         let meta = &versions
             .iter()
@@ -280,6 +284,7 @@ async fn retain(
                 match api.delete(&p.name, &dp).await {
                     Ok(_) => {
                         ctx.metrics.versions_released.inc();
+                        status.released.push(p.name.clone());
                         info!(namespace = %ns, name = %rs.name_any(), secret = %p.name, "released version");
                         let note = format!(
                             "Deleted Secret {}: superseded, unreferenced and beyond spec.history",
@@ -301,7 +306,7 @@ async fn retain(
                 continue;
             }
         }
-        status.push(VersionStatus {
+        status.live.push(VersionStatus {
             name: p.name,
             hash: p.hash,
             // As stored (whole seconds), not the precise time used for ordering.
@@ -311,6 +316,50 @@ async fn retain(
         });
     }
     Ok(status)
+}
+
+/// Tracking mode: points the templates of workloads annotated
+/// `randomsecret.io/track: <this RandomSecret>` at the current version.
+async fn retarget_tracking_workloads(rs: &RandomSecret, v: &Version, ctx: &Context) -> Result<()> {
+    let ns = rs.namespace().unwrap_or_default();
+    let name = rs.name_any();
+    for w in ctx.indexes.tracking(&ns, &name) {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(ctx.client.clone(), &ns, &w.kind.api_resource());
+        let Some(obj) = api.get_opt(&w.name).await? else {
+            continue;
+        };
+        let Some(mut pod_spec) = obj.data.pointer("/spec/template/spec").cloned() else {
+            continue;
+        };
+        if tracking::retarget(&mut pod_spec, &v.base, &v.secret_name) == 0 {
+            continue;
+        }
+        // resourceVersion: an optimistic update; a concurrent change means a retry.
+        let patch = json!({"metadata": {"resourceVersion": obj.metadata.resource_version}, "spec": {"template": {"spec": pod_spec}}});
+        let pp = PatchParams {
+            field_manager: Some(MANAGER.into()),
+            ..Default::default()
+        };
+        api.patch(&w.name, &pp, &Patch::Merge(patch)).await?;
+        info!(namespace = %ns, name = %name, workload = %format!("{}/{}", w.kind.as_str(), w.name), secret = %v.secret_name, "pointed tracking workload at the current version");
+        let note = format!(
+            "Pointed {} {} at Secret {}",
+            w.kind.as_str(),
+            w.name,
+            v.secret_name
+        );
+        publish(
+            ctx,
+            rs,
+            EventType::Normal,
+            "WorkloadUpdated",
+            "TrackVersion",
+            note,
+        )
+        .await;
+    }
+    Ok(())
 }
 
 async fn publish(
@@ -355,10 +404,11 @@ async fn write_status(
     Ok(true)
 }
 
+/// Writes the status for `outcome`; `versions` None keeps the listed versions.
 async fn set_outcome(
     rs: &RandomSecret,
     outcome: &Outcome,
-    versions: Vec<VersionStatus>,
+    versions: Option<status::Versions>,
     ctx: &Context,
 ) -> Result<bool> {
     let now = Time(k8s_openapi::jiff::Timestamp::now());
@@ -398,7 +448,13 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
     let ns = rs.namespace().unwrap_or_default();
     let previous_reason = status::ready_reason(rs.status.as_ref()).map(str::to_string);
 
-    let v = match Version::of(&rs.spec, &name) {
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let created = rs
+        .meta()
+        .creation_timestamp
+        .as_ref()
+        .map_or(now, |t| t.0.as_second());
+    let (v, next_epoch) = match Version::at(&rs.spec, &name, created, now) {
         Ok(v) => v,
         Err(e) => {
             // A permanent error: report it and wait for the spec to change (no retry storm).
@@ -407,12 +463,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
                 reason: e.reason().into(),
                 message: e.to_string(),
             };
-            let keep = rs
-                .status
-                .as_ref()
-                .map(|s| s.versions.clone())
-                .unwrap_or_default();
-            set_outcome(rs, &outcome, keep, ctx).await?;
+            set_outcome(rs, &outcome, None, ctx).await?;
             if previous_reason.as_deref() != Some(e.reason()) {
                 warn!(namespace = %ns, name = %name, reason = e.reason(), "invalid spec");
                 publish(
@@ -439,12 +490,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
                 reason: "ApiError".into(),
                 message: format!("creating Secret {}: {err}", v.secret_name),
             };
-            let keep = rs
-                .status
-                .as_ref()
-                .map(|s| s.versions.clone())
-                .unwrap_or_default();
-            let _ = set_outcome(rs, &outcome, keep, ctx).await;
+            let _ = set_outcome(rs, &outcome, None, ctx).await;
             return Err(err);
         }
     };
@@ -456,12 +502,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
                 reason: "SecretNameConflict".into(),
                 message: why.clone(),
             };
-            let keep = rs
-                .status
-                .as_ref()
-                .map(|s| s.versions.clone())
-                .unwrap_or_default();
-            set_outcome(rs, &outcome, keep, ctx).await?;
+            set_outcome(rs, &outcome, None, ctx).await?;
             if previous_reason.as_deref() != Some("SecretNameConflict") {
                 warn!(namespace = %ns, name = %name, secret = %v.secret_name, "Secret name taken");
                 publish(
@@ -479,16 +520,20 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
         Ensured::Created => {
             ctx.metrics.versions_created.inc();
             info!(namespace = %ns, name = %name, secret = %v.secret_name, "created version");
-            let note = format!("Created Secret {} (version {})", v.secret_name, v.hash);
-            publish(
-                ctx,
-                rs,
-                EventType::Normal,
-                "VersionCreated",
-                "CreateVersion",
-                note,
-            )
-            .await;
+            // A revert to a rotation whose version was already released.
+            let (reason, note) = if was_released(rs, &v.secret_name, ctx) {
+                let note = format!(
+                    "Created Secret {} again, with new values: this version was released earlier, after no pod referenced it",
+                    v.secret_name
+                );
+                ("VersionRecreated", note)
+            } else {
+                (
+                    "VersionCreated",
+                    format!("Created Secret {} (version {})", v.secret_name, v.hash),
+                )
+            };
+            publish(ctx, rs, EventType::Normal, reason, "CreateVersion", note).await;
         }
         Ensured::Adoptable => {
             ctx.metrics.versions_adopted.inc();
@@ -521,11 +566,71 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
             return Err(err);
         }
     };
+    if let Err(err) = retarget_tracking_workloads(rs, &v, ctx).await {
+        ctx.metrics.error(err.metric_label());
+        return Err(err);
+    }
     let outcome = Outcome::Ready {
         secret_name: v.secret_name.clone(),
     };
-    set_outcome(rs, &outcome, versions, ctx).await?;
-    Ok((Action::await_change(), true))
+    // Remember recently released names (newest first), to tell a re-creation apart.
+    let mut versions = versions;
+    versions.released = remember_released(rs, &v.secret_name, versions.released, ctx);
+    set_outcome(rs, &outcome, Some(versions), ctx).await?;
+    // With rotateEvery, come back when the next version is due.
+    let next = match next_epoch {
+        Some(at) => Action::requeue(Duration::from_secs((at - now).max(1) as u64)),
+        None => Action::await_change(),
+    };
+    Ok((next, true))
+}
+
+/// Whether this process or the cached status says `name` was released before.
+fn was_released(rs: &RandomSecret, name: &str, ctx: &Context) -> bool {
+    let key = (rs.namespace().unwrap_or_default(), rs.name_any());
+    let in_status = rs
+        .status
+        .as_ref()
+        .is_some_and(|s| s.released.iter().any(|n| n == name));
+    let memory = ctx.released.lock().expect("released lock");
+    in_status
+        || memory
+            .get(&key)
+            .is_some_and(|m| m.iter().any(|n| n == name))
+}
+
+/// Released names for the status: `now` (just released), then what this
+/// process released earlier (the cached status may not show it yet), then the
+/// cached status; without the current name, at most `RELEASED_KEPT`.
+fn remember_released(
+    rs: &RandomSecret,
+    current: &str,
+    now: Vec<String>,
+    ctx: &Context,
+) -> Vec<String> {
+    let key = (rs.namespace().unwrap_or_default(), rs.name_any());
+    let cached = rs
+        .status
+        .as_ref()
+        .map(|s| s.released.clone())
+        .unwrap_or_default();
+    let mut memory = ctx.released.lock().expect("released lock");
+    let mine = memory.entry(key.clone()).or_default();
+    mine.splice(0..0, now);
+    let mut out: Vec<String> = Vec::new();
+    for n in mine.iter().chain(cached.iter()) {
+        if n != current && !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    out.truncate(status::RELEASED_KEPT);
+    // Once the cache shows everything this process released, it remembers for us.
+    if mine.iter().all(|n| cached.contains(n) || n == current) {
+        memory.remove(&key);
+    } else {
+        mine.truncate(status::RELEASED_KEPT);
+    }
+    out
 }
 
 /// Whether the apiserver refused a create because the namespace is being deleted.

@@ -170,6 +170,8 @@ pub struct Indexes {
     pub refs: std::sync::RwLock<MultiIndex<crate::references::Holder, (String, String)>>,
     /// (namespace, version Secret) -> (namespace, RandomSecret name), from the Secret's label.
     pub versions: std::sync::RwLock<MultiIndex<(String, String), (String, String)>>,
+    /// Workload (tracking mode) -> (namespace, RandomSecret name) it tracks.
+    pub tracking: std::sync::RwLock<MultiIndex<crate::tracking::Workload, (String, String)>>,
     pub ref_streams: Vec<StreamId>,
     pub version_streams: Vec<StreamId>,
 }
@@ -207,6 +209,17 @@ impl Indexes {
             .expect("index lock")
             .get(&key)
             .map(|(_, s)| s.clone())
+            .collect()
+    }
+
+    /// The workloads that track RandomSecret `name`.
+    pub fn tracking(&self, namespace: &str, name: &str) -> Vec<crate::tracking::Workload> {
+        let key = (namespace.to_string(), name.to_string());
+        self.tracking
+            .read()
+            .expect("index lock")
+            .get(&key)
+            .cloned()
             .collect()
     }
 

@@ -17,7 +17,9 @@ pub mod manifests;
 pub mod metrics;
 pub mod references;
 pub mod retention;
+pub mod rewrite;
 pub mod status;
+pub mod tracking;
 pub mod version;
 
 /// Errors of the controller and the CLI.

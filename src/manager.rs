@@ -8,10 +8,13 @@ use crate::controller::{self, Context};
 use crate::index::{Indexes, StreamId};
 use crate::metrics::Metrics;
 use crate::references::{self, Holder};
+use crate::tracking::{self, WorkloadKind};
 use anyhow::{Context as _, bail};
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::{ControllerRevision, ReplicaSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::core::PartialObjectMeta;
 use kube::runtime::events::{Recorder, Reporter};
@@ -68,6 +71,57 @@ const REPLICASETS: StreamId = 0;
 const REVISIONS: StreamId = 1;
 const PODS: StreamId = 2;
 const SECRETS: StreamId = 3;
+const DEPLOYMENTS: StreamId = 4;
+const STATEFULSETS: StreamId = 5;
+const DAEMONSETS: StreamId = 6;
+
+/// Feeds the tracking index from one workload kind's watch events, and maps
+/// each workload to the RandomSecrets it tracks.
+fn track<K>(
+    client: &Client,
+    scope: Option<&str>,
+    indexes: &Arc<Indexes>,
+    stream: StreamId,
+    kind: WorkloadKind,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let ix = indexes.clone();
+    watcher(api::<K>(client, scope), watcher::Config::default())
+        .default_backoff()
+        .inspect_ok(move |ev| {
+            let mut t = ix.tracking.write().expect("index lock");
+            match ev {
+                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                    let (w, names) = tracking::workload(kind, o);
+                    let keys = names
+                        .into_iter()
+                        .map(|n| (w.namespace.clone(), n))
+                        .collect();
+                    t.apply(stream, w, keys);
+                }
+                watcher::Event::Delete(o) => t.delete(&tracking::workload(kind, o).0),
+                watcher::Event::Init => t.init(stream),
+                watcher::Event::InitDone => t.init_done(stream),
+            }
+        })
+        .touched_objects()
+}
+
+fn tracked_randomsecrets<K: ResourceExt>(obj: K) -> Vec<ObjectRef<RandomSecret>> {
+    let ns = obj.namespace().unwrap_or_default();
+    tracking::tracked_names(obj.annotations())
+        .iter()
+        .map(|n| ObjectRef::new(n).within(&ns))
+        .collect()
+}
 
 /// Feeds the reference index from one holder kind's watch events.
 fn index_holders<K>(
@@ -237,6 +291,29 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         .inspect_ok(index_holders(&indexes, PODS, references::pod))
         .touched_objects();
 
+    // Tracking mode: workloads annotated randomsecret.io/track.
+    let deployments = track::<Deployment>(
+        &client,
+        scope,
+        &indexes,
+        DEPLOYMENTS,
+        WorkloadKind::Deployment,
+    );
+    let statefulsets = track::<StatefulSet>(
+        &client,
+        scope,
+        &indexes,
+        STATEFULSETS,
+        WorkloadKind::StatefulSet,
+    );
+    let daemonsets = track::<DaemonSet>(
+        &client,
+        scope,
+        &indexes,
+        DAEMONSETS,
+        WorkloadKind::DaemonSet,
+    );
+
     tokio::spawn(wait_ready(
         rs_store.clone(),
         secret_store.clone(),
@@ -254,6 +331,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         indexes: indexes.clone(),
         recorder: Recorder::new(client.clone(), reporter),
         metrics,
+        released: Default::default(),
     });
     info!(namespace = ?args.namespace, concurrency = args.concurrency, "starting controller");
     Controller::for_stream(rs_stream, rs_store)
@@ -267,6 +345,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             holder_to_randomsecrets(&indexes, references::controller_revision),
         )
         .watches_stream(pods, holder_to_randomsecrets(&indexes, references::pod))
+        .watches_stream(deployments, tracked_randomsecrets::<Deployment>)
+        .watches_stream(statefulsets, tracked_randomsecrets::<StatefulSet>)
+        .watches_stream(daemonsets, tracked_randomsecrets::<DaemonSet>)
         .with_config(kube::runtime::controller::Config::default().concurrency(args.concurrency))
         .graceful_shutdown_on(shutdown.clone())
         .run(controller::reconcile, controller::error_policy, ctx)
@@ -293,14 +374,34 @@ async fn wait_ready(
     indexes: Arc<Indexes>,
     readiness: Readiness,
 ) {
-    match tokio::try_join!(rs.wait_until_ready(), secrets.wait_until_ready()) {
-        Ok(_) => {
-            while !indexes.synced() {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
+    let started = std::time::Instant::now();
+    let mut said = 0;
+    loop {
+        let (rs_ready, secrets_ready) = (
+            rs.wait_until_ready()
+                .now_or_never()
+                .is_some_and(|r| r.is_ok()),
+            secrets
+                .wait_until_ready()
+                .now_or_never()
+                .is_some_and(|r| r.is_ok()),
+        );
+        let synced = indexes.synced();
+        if rs_ready && secrets_ready && synced {
             info!("caches synced; ready");
             readiness.set(true);
+            return;
         }
-        Err(e) => warn!(error = %e, "cache never became ready"),
+        let waited = started.elapsed().as_secs();
+        if waited / 10 > said {
+            said = waited / 10;
+            warn!(
+                rs_ready,
+                secrets_ready,
+                indexes_synced = synced,
+                "still waiting for the first list of every watch"
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }

@@ -20,6 +20,16 @@ pub enum Outcome {
     Retrying { reason: String, message: String },
 }
 
+/// The versions part of the status: live versions and recently released names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Versions {
+    pub live: Vec<VersionStatus>,
+    pub released: Vec<String>,
+}
+
+/// How many released names the status remembers.
+pub const RELEASED_KEPT: usize = 10;
+
 fn condition(
     type_: &str,
     status: bool,
@@ -44,9 +54,16 @@ pub fn desired(
     current: Option<&RandomSecretStatus>,
     generation: Option<i64>,
     outcome: &Outcome,
-    versions: Vec<VersionStatus>,
+    versions: Option<Versions>,
     now: &Time,
 ) -> RandomSecretStatus {
+    let Versions {
+        live: versions,
+        released,
+    } = versions.unwrap_or_else(|| Versions {
+        live: current.map(|s| s.versions.clone()).unwrap_or_default(),
+        released: current.map(|s| s.released.clone()).unwrap_or_default(),
+    });
     let g = generation;
     let (conditions, secret_name) = match outcome {
         Outcome::Ready { secret_name } => (
@@ -96,6 +113,7 @@ pub fn desired(
         secret_name,
         live_versions: versions.len() as i32,
         versions,
+        released,
         conditions,
     }
 }
@@ -129,7 +147,7 @@ mod tests {
             &Outcome::Ready {
                 secret_name: "a-hash".into(),
             },
-            vec![],
+            None,
             &t(10),
         );
         assert_eq!(s.secret_name.as_deref(), Some("a-hash"));
@@ -152,14 +170,14 @@ mod tests {
             &Outcome::Ready {
                 secret_name: "a-1".into(),
             },
-            vec![],
+            None,
             &t(10),
         );
         let bad = Outcome::Stalled {
             reason: "InvalidLength".into(),
             message: "fix it".into(),
         };
-        let s = desired(Some(&ok), Some(2), &bad, vec![], &t(20));
+        let s = desired(Some(&ok), Some(2), &bad, None, &t(20));
         assert_eq!(s.secret_name.as_deref(), Some("a-1"));
         assert_eq!(
             (
@@ -178,9 +196,39 @@ mod tests {
         let o = Outcome::Ready {
             secret_name: "a-1".into(),
         };
-        let first = desired(None, Some(1), &o, vec![], &t(10));
-        let again = desired(Some(&first), Some(1), &o, vec![], &t(99));
+        let first = desired(None, Some(1), &o, None, &t(10));
+        let again = desired(Some(&first), Some(1), &o, None, &t(99));
         assert_eq!(first, again);
+    }
+
+    #[test]
+    fn no_versions_keeps_the_listed_ones() {
+        let v = Versions {
+            live: vec![VersionStatus {
+                name: "a-1".into(),
+                ..Default::default()
+            }],
+            released: vec!["a-0".into()],
+        };
+        let ok = desired(
+            None,
+            Some(1),
+            &Outcome::Ready {
+                secret_name: "a-1".into(),
+            },
+            Some(v.clone()),
+            &t(1),
+        );
+        assert_eq!(
+            (ok.live_versions, ok.released.clone()),
+            (1, vec!["a-0".to_string()])
+        );
+        let bad = Outcome::Stalled {
+            reason: "X".into(),
+            message: "y".into(),
+        };
+        let s = desired(Some(&ok), Some(2), &bad, None, &t(2));
+        assert_eq!((s.versions, s.released), (v.live, v.released));
     }
 
     #[test]
@@ -189,7 +237,7 @@ mod tests {
             reason: "ApiError".into(),
             message: "x".into(),
         };
-        let s = desired(None, Some(1), &o, vec![], &t(1));
+        let s = desired(None, Some(1), &o, None, &t(1));
         assert_eq!(get(&s, RECONCILING).status, "True");
         assert_eq!(get(&s, READY).status, "False");
         assert_eq!(ready_reason(Some(&s)), Some("ApiError"));

@@ -31,6 +31,8 @@ pub struct VersionSpec {
     pub rotation: String,
     pub generated: BTreeMap<String, Generated>,
     pub statics: BTreeMap<String, String>,
+    /// With `rotateEvery`: how many periods have passed since the RandomSecret's creation.
+    pub epoch: Option<u64>,
 }
 
 /// Why a spec cannot produce a version. Each message says what to fix.
@@ -62,6 +64,12 @@ pub enum SpecError {
         "the Secret would hold up to {0} bytes, more than the 1 MiB limit: shorten lengths or static values"
     )]
     TooLarge(usize),
+    #[error("rotateEvery {0:?} is not a duration of at least 1m (such as 720h, 90m or 1h30m)")]
+    InvalidRotateEvery(String),
+    #[error(
+        "rotateEvery makes the name depend on time: it cannot be computed offline (read status.secretName instead)"
+    )]
+    TimeBased,
 }
 
 impl SpecError {
@@ -78,6 +86,8 @@ impl SpecError {
             SpecError::InvalidType(_) => "InvalidType",
             SpecError::InvalidRotation => "InvalidRotation",
             SpecError::TooLarge(_) => "SecretTooLarge",
+            SpecError::InvalidRotateEvery(_) => "InvalidRotateEvery",
+            SpecError::TimeBased => "TimeBased",
         }
     }
 }
@@ -226,6 +236,7 @@ impl VersionSpec {
             rotation,
             generated: generated_map,
             statics,
+            epoch: None,
         };
         let size = v.max_data_bytes();
         if size > MAX_SECRET_BYTES {
@@ -281,6 +292,9 @@ impl VersionSpec {
             s(&mut out, v);
             out.push('\n');
         }
+        if let Some(epoch) = self.epoch {
+            out.push_str(&format!("epoch:{epoch}\n"));
+        }
         out
     }
 
@@ -307,6 +321,43 @@ pub fn hash_canonical(canonical: &str) -> String {
             n => char::from_digit(u32::from(n), 16).expect("a nibble is a hex digit"),
         })
         .collect()
+}
+
+/// Parses a duration such as `720h`, `90m` or `1h30m` into seconds (at least 60).
+pub fn parse_period(text: &str) -> Result<u64, SpecError> {
+    let bad = || SpecError::InvalidRotateEvery(text.to_string());
+    let (mut total, mut digits) = (0u64, String::new());
+    for c in text.chars() {
+        match c {
+            '0'..='9' => digits.push(c),
+            'h' | 'm' | 's' if !digits.is_empty() => {
+                let n: u64 = digits.parse().map_err(|_| bad())?;
+                let unit = match c {
+                    'h' => 3600,
+                    'm' => 60,
+                    _ => 1,
+                };
+                total = n
+                    .checked_mul(unit)
+                    .and_then(|x| total.checked_add(x))
+                    .ok_or_else(bad)?;
+                digits.clear();
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if !digits.is_empty() || total < 60 {
+        return Err(bad());
+    }
+    Ok(total)
+}
+
+/// Whether `c` can appear in a version hash.
+pub fn hash_alphabet_contains(c: char) -> bool {
+    matches!(
+        c,
+        'b' | 'c' | 'd' | 'f' | 'g' | 'h' | 'k' | 'm' | 't' | '2' | '4'..='9'
+    )
 }
 
 /// The base name: `spec.secretName`, else the object's name, checked to leave
@@ -340,18 +391,55 @@ pub fn base_name<'a>(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Version {
     pub spec: VersionSpec,
+    /// `spec.secretName`, else the object's name.
+    pub base: String,
     pub hash: String,
     /// `<base>-<hash>`
     pub secret_name: String,
 }
 
 impl Version {
+    /// The version a spec names, as computed offline (the CLI and GitOps filters).
     pub fn of(spec: &RandomSecretSpec, object_name: &str) -> Result<Self, SpecError> {
+        if spec.rotate_every.is_some() {
+            return Err(SpecError::TimeBased);
+        }
+        Self::build(spec, object_name, None)
+    }
+
+    /// The version at time `now` (seconds) of a RandomSecret created at
+    /// `created`: with `rotateEvery`, one more epoch per period. Also returns
+    /// when the next epoch starts.
+    pub fn at(
+        spec: &RandomSecretSpec,
+        object_name: &str,
+        created: i64,
+        now: i64,
+    ) -> Result<(Self, Option<i64>), SpecError> {
+        let Some(every) = spec.rotate_every.as_deref() else {
+            return Ok((Self::build(spec, object_name, None)?, None));
+        };
+        let period = parse_period(every)? as i64;
+        let epoch = (now - created).max(0) / period;
+        let next = created + (epoch + 1) * period;
+        Ok((
+            Self::build(spec, object_name, Some(epoch as u64))?,
+            Some(next),
+        ))
+    }
+
+    fn build(
+        spec: &RandomSecretSpec,
+        object_name: &str,
+        epoch: Option<u64>,
+    ) -> Result<Self, SpecError> {
         let base = base_name(spec, object_name)?;
-        let vspec = VersionSpec::from_spec(spec)?;
+        let mut vspec = VersionSpec::from_spec(spec)?;
+        vspec.epoch = epoch;
         let hash = vspec.hash();
         Ok(Version {
             secret_name: format!("{base}-{hash}"),
+            base: base.to_string(),
             hash,
             spec: vspec,
         })
@@ -372,6 +460,12 @@ mod tests {
         let h = hash_canonical("anything");
         assert_eq!(h.len(), 10);
         assert!(h.chars().all(|c| "bcdfghkmt2456789".contains(c)), "{h}");
+        assert!(h.chars().all(hash_alphabet_contains));
+        assert!(
+            "aeijlnopqrsuvwxyz013"
+                .chars()
+                .all(|c| !hash_alphabet_contains(c))
+        );
     }
 
     #[test]
@@ -544,6 +638,34 @@ mod tests {
             assert_eq!(got.spec.canonical(), v.canonical, "{}", v.description);
             assert_eq!(got.secret_name, v.secret_name, "{}", v.description);
         }
+    }
+
+    #[test]
+    fn periods_parse_like_go_durations() {
+        assert_eq!(parse_period("720h").unwrap(), 720 * 3600);
+        assert_eq!(parse_period("1h30m").unwrap(), 5400);
+        assert_eq!(parse_period("90m").unwrap(), 5400);
+        for bad in ["", "30s", "10", "h", "1d", "1h-", "99999999999999999999h"] {
+            assert!(parse_period(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rotate_every_changes_the_name_once_per_period() {
+        let s = spec("keys: {k: {length: 8}}\nrotateEvery: 1h");
+        assert_eq!(Version::of(&s, "x").unwrap_err(), SpecError::TimeBased);
+        let (a, next_a) = Version::at(&s, "x", 1000, 1000).unwrap();
+        let (b, _) = Version::at(&s, "x", 1000, 1000 + 3599).unwrap();
+        let (c, next_c) = Version::at(&s, "x", 1000, 1000 + 3600).unwrap();
+        assert_eq!(a.secret_name, b.secret_name);
+        assert_ne!(a.secret_name, c.secret_name);
+        assert_eq!((next_a, next_c), (Some(4600), Some(8200)));
+        // Without rotateEvery, the controller's version is the offline one.
+        let plain = spec("keys: {k: {length: 8}}");
+        assert_eq!(
+            Version::at(&plain, "x", 1, 99999).unwrap().0,
+            Version::of(&plain, "x").unwrap()
+        );
     }
 
     #[test]

@@ -16,8 +16,19 @@ use std::time::{Duration, Instant};
 
 const HEALTH: &str = "127.0.0.1:18091";
 
-/// A controller process of this test's own, logging to target/e2e/controller-outage.log.
-fn start_controller() -> Result<Child> {
+/// A controller process of this test's own; killed when dropped, so a failing
+/// test leaves no process behind.
+struct Controller(Child);
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a controller logging to target/e2e/controller-outage.log and waits until it is ready.
+fn start_controller() -> Result<Controller> {
     let log_path = std::env::var("E2E_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| repo_root().join("target/e2e"));
@@ -35,14 +46,18 @@ fn start_controller() -> Result<Child> {
         .stdout(Stdio::from(log.try_clone()?))
         .stderr(Stdio::from(log))
         .spawn()?;
+    let mut controller = Controller(child);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
+        if let Some(status) = controller.0.try_wait()? {
+            bail!("the controller exited ({status}): see target/e2e/controller-outage.log");
+        }
         let ok = Command::new("curl")
             .args(["-fsS", &format!("http://{HEALTH}/readyz")])
             .output()
             .is_ok_and(|o| o.status.success());
         if ok {
-            return Ok(child);
+            return Ok(controller);
         }
         if Instant::now() > deadline {
             bail!("the controller did not become ready");
@@ -76,7 +91,7 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     let deploys: Api<Deployment> = ns.api();
     let checker = ReferenceChecker::start(&client, &ns.name, "db-");
 
-    let mut controller = start_controller()?;
+    let controller = start_controller()?;
     let v1n = current_secret(
         &secrets,
         &create_ready(&api, "db", json!({"length": 20, "rotation": "1"})).await?,
@@ -116,8 +131,7 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
         .context("secretName")?;
 
     // The controller dies in the middle of the rotation's rollout.
-    controller.kill()?;
-    controller.wait()?;
+    drop(controller); // SIGKILL
     patch_deployment(&deploys, &v2n, "2").await?;
     // A further template change prunes v1's ReplicaSet (revisionHistoryLimit 1):
     // the garbage collector deletes v1 with no controller running.
@@ -178,10 +192,10 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     checker.finish().await?;
     // SIGTERM: a graceful stop.
     Command::new("kill")
-        .args(["-TERM", &controller.id().to_string()])
+        .args(["-TERM", &controller.0.id().to_string()])
         .status()?;
     ensure!(
-        controller.wait()?.success(),
+        controller.0.wait()?.success(),
         "the controller failed on SIGTERM"
     );
     ns.delete().await

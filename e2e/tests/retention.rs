@@ -290,12 +290,9 @@ async fn history_keeps_unreferenced_versions_then_releases_them() -> Result<()> 
     let ns = TestNamespace::new(&client, "ret-history").await?;
     let api: Api<RandomSecret> = ns.api();
     let secrets: Api<Secret> = ns.api();
-    let v1n = current_secret(
-        &secrets,
-        &create_ready(&api, "db", json!({"length": 16, "history": 1})).await?,
-    )
-    .await?
-    .name_any();
+    let spec = json!({"length": 16, "history": 1, "rotation": "1"});
+    let v1 = current_secret(&secrets, &create_ready(&api, "db", spec).await?).await?;
+    let v1n = v1.name_any();
     let v2n = rotate(&api, "db", "2").await?;
     wait_version(&api, "db", &v1n, VersionState::Retained, None).await?;
     let v3n = rotate(&api, "db", "3").await?;
@@ -316,6 +313,29 @@ async fn history_keeps_unreferenced_versions_then_releases_them() -> Result<()> 
         .iter()
         .any(|e| e.reason.as_deref() == Some("VersionReleased"));
     ensure!(released, "no VersionReleased event");
+    ensure!(
+        rs.status.as_ref().unwrap().released.contains(&v1n),
+        "status.released lacks {v1n}"
+    );
+
+    // Reverting to the released rotation creates that name again, with new values, and says so.
+    ensure!(rotate(&api, "db", "1").await? == v1n);
+    let again = secrets.get(&v1n).await?;
+    record_values(again.data.iter().flatten().map(|(_, v)| v.0.as_slice()))?;
+    ensure!(
+        again.data != v1.data,
+        "a re-created version must have new values"
+    );
+    let recreated = events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .any(|e| {
+            e.reason.as_deref() == Some("VersionRecreated")
+                && e.note.as_deref().is_some_and(|n| n.contains(&v1n))
+        });
+    ensure!(recreated, "no VersionRecreated event");
     ns.delete().await
 }
 
@@ -369,5 +389,133 @@ async fn a_bare_pod_holds_its_version_and_deletion_keeps_referenced_versions() -
     wait_deleted(&secrets, &v1n)
         .await
         .context("the version goes with its last pod")?;
+    ns.delete().await
+}
+
+fn template_secret(d: &Deployment) -> Option<String> {
+    d.spec.as_ref()?.template.spec.as_ref()?.containers[0]
+        .env_from
+        .as_ref()?[0]
+        .secret_ref
+        .as_ref()
+        .map(|r| r.name.clone())
+}
+
+/// Rolled out, with the template on `secret`.
+fn rolled_out_on(secret: String) -> impl Fn(Option<&Deployment>) -> bool {
+    move |d| rollout_complete(d) && d.and_then(template_secret).as_deref() == Some(secret.as_str())
+}
+
+#[tokio::test]
+async fn tracking_mode_rolls_workloads_to_each_new_version() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "ret-track").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let deploys: Api<Deployment> = ns.api();
+    let checker = ReferenceChecker::start(&client, &ns.name, "db-");
+    let v1n = current_secret(
+        &secrets,
+        &create_ready(&api, "db", json!({"length": 16, "rotation": "1"})).await?,
+    )
+    .await?
+    .name_any();
+
+    // The manifest names the base name; the controller points it at the current version.
+    let mut d = deployment("web", "db")?;
+    d.metadata.annotations = Some([("randomsecret.io/track".to_string(), "db".to_string())].into());
+    deploys.create(&PostParams::default(), &d).await?;
+    wait_for(
+        &deploys,
+        "web",
+        "rolled out on v1",
+        rolled_out_on(v1n.clone()),
+    )
+    .await?;
+
+    // A rotation rolls the Deployment to v2; the old ReplicaSet keeps v1.
+    let v2n = rotate(&api, "db", "2").await?;
+    wait_for(
+        &deploys,
+        "web",
+        "rolled out on v2",
+        rolled_out_on(v2n.clone()),
+    )
+    .await?;
+    wait_version(
+        &api,
+        "db",
+        &v1n,
+        VersionState::Retained,
+        Some("ReplicaSet/web-"),
+    )
+    .await?;
+    let events: Api<k8s_openapi::api::events::v1::Event> = ns.api();
+    // Repeats of one reason on one object form an event series (series.count).
+    let updated: i32 = events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("WorkloadUpdated"))
+        .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+        .sum();
+    ensure!(
+        updated >= 2,
+        "expected a WorkloadUpdated event per version, got {updated}"
+    );
+
+    // Time-based rotation: with rotateEvery 1m a new version comes within a minute, and rolls out.
+    api.patch(
+        "db",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"rotateEvery": "1m"}})),
+    )
+    .await?;
+    let v3 = wait_for(&api, "db", "Ready with rotateEvery", is_ready).await?;
+    let v3n = v3
+        .status
+        .and_then(|s| s.secret_name)
+        .context("secretName")?;
+    wait_for(
+        &deploys,
+        "web",
+        "rolled out on the rotateEvery version",
+        rolled_out_on(v3n.clone()),
+    )
+    .await?;
+    let v3n_ = v3n.clone();
+    let rotated = wait_for(
+        &api,
+        "db",
+        "rotated by time",
+        move |rs: Option<&RandomSecret>| {
+            is_ready(rs)
+                && rs
+                    .and_then(|r| r.status.as_ref()?.secret_name.clone())
+                    .is_some_and(|n| n != v3n_)
+        },
+    )
+    .await?;
+    let v4n = rotated
+        .status
+        .and_then(|s| s.secret_name)
+        .context("secretName")?;
+    wait_for(
+        &deploys,
+        "web",
+        "rolled out on the time-rotated version",
+        rolled_out_on(v4n),
+    )
+    .await?;
+    wait_version(
+        &api,
+        "db",
+        &v3n,
+        VersionState::Retained,
+        Some("ReplicaSet/web-"),
+    )
+    .await?;
+    checker.finish().await?;
     ns.delete().await
 }

@@ -1,0 +1,123 @@
+//! Tracking mode, for users who do not pin versioned names in git: a
+//! Deployment, StatefulSet or DaemonSet annotated
+//! `randomsecret.io/track: <RandomSecret>[,<RandomSecret>...]` has its pod
+//! template's references to those RandomSecrets (base name or any version)
+//! pointed at the current version, which starts an ordinary rollout.
+
+use crate::version::hash_alphabet_contains;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use kube::ResourceExt;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub const ANNOTATION_TRACK: &str = "randomsecret.io/track";
+
+/// The workload kinds tracking mode rewrites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkloadKind {
+    Deployment,
+    StatefulSet,
+    DaemonSet,
+}
+
+impl WorkloadKind {
+    pub fn api_resource(self) -> kube::core::ApiResource {
+        match self {
+            WorkloadKind::Deployment => kube::core::ApiResource::erase::<Deployment>(&()),
+            WorkloadKind::StatefulSet => kube::core::ApiResource::erase::<StatefulSet>(&()),
+            WorkloadKind::DaemonSet => kube::core::ApiResource::erase::<DaemonSet>(&()),
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "Deployment",
+            WorkloadKind::StatefulSet => "StatefulSet",
+            WorkloadKind::DaemonSet => "DaemonSet",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Workload {
+    pub kind: WorkloadKind,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// The RandomSecrets a workload's annotation names.
+pub fn tracked_names(annotations: &BTreeMap<String, String>) -> Vec<String> {
+    annotations
+        .get(ANNOTATION_TRACK)
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The workload and the RandomSecrets it tracks.
+pub fn workload<K: ResourceExt>(kind: WorkloadKind, obj: &K) -> (Workload, Vec<String>) {
+    let w = Workload {
+        kind,
+        namespace: obj.namespace().unwrap_or_default(),
+        name: obj.name_any(),
+    };
+    (w, tracked_names(obj.annotations()))
+}
+
+/// Whether `name` is the base name or a version (`<base>-<hash>`) of it.
+pub fn refers_to(name: &str, base: &str) -> bool {
+    name == base
+        || name
+            .strip_prefix(base)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|hash| hash.len() == 10 && hash.chars().all(hash_alphabet_contains))
+}
+
+/// Points every reference to `base` (or one of its versions) in a pod template
+/// spec at `current`; returns how many changed.
+pub fn retarget(pod_spec: &mut Value, base: &str, current: &str) -> usize {
+    crate::rewrite::rewrite_pod_spec(pod_spec, &|name| {
+        refers_to(name, base).then(|| current.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn annotation_lists_names() {
+        let a = BTreeMap::from([(ANNOTATION_TRACK.to_string(), " db, api ,,".to_string())]);
+        assert_eq!(tracked_names(&a), ["db", "api"]);
+        assert!(tracked_names(&BTreeMap::new()).is_empty());
+    }
+
+    #[test]
+    fn base_name_and_versions_are_recognised() {
+        assert!(refers_to("db", "db"));
+        assert!(refers_to("db-tmm2ctc5b4", "db"));
+        assert!(!refers_to("db-creds", "db"));
+        assert!(!refers_to("db-tmm2ctc5b", "db"));
+        assert!(!refers_to("db-tmm2ctc5ba", "db")); // 'a' is never in a hash
+        assert!(!refers_to("other-tmm2ctc5b4", "db"));
+    }
+
+    #[test]
+    fn retarget_moves_base_and_old_versions_only() {
+        let mut spec = json!({"containers": [{"name": "a", "envFrom": [
+            {"secretRef": {"name": "db"}}, {"secretRef": {"name": "db-hgkm245tbc"}}, {"secretRef": {"name": "db-creds"}}]}]});
+        assert_eq!(retarget(&mut spec, "db", "db-tmm2ctc5b4"), 2);
+        let names: Vec<&str> = spec["containers"][0]["envFrom"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["secretRef"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["db-tmm2ctc5b4", "db-tmm2ctc5b4", "db-creds"]);
+    }
+}
