@@ -14,6 +14,7 @@ build:
 ## crd: regenerate the committed CRD from the Rust types (a unit test checks it)
 crd:
 	$(CARGO) run -q --bin randomsecret -- crd > $(CRD)
+	cp $(CRD) charts/randomsecret/crds/
 
 ## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane
 test: fmt-check clippy unit e2e

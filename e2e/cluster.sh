@@ -186,9 +186,9 @@ up() {
 
   # CRDs before the controller-manager: its garbage collector sees new kinds
   # only at its next discovery resync otherwise.
-  if compgen -G "$CRD_DIR/*.yaml" >/dev/null; then
-    "${kc[@]}" apply --server-side --force-conflicts -f "$CRD_DIR" >/dev/null || fail "applying CRDs from $CRD_DIR"
-    "${kc[@]}" wait --for=condition=Established --timeout=60s -f "$CRD_DIR" >/dev/null
+  if [[ -f $CRD_DIR/kustomization.yaml ]]; then
+    "${kc[@]}" apply --server-side --force-conflicts -k "$CRD_DIR" >/dev/null || fail "applying CRDs from $CRD_DIR"
+    "${kc[@]}" wait --for=condition=Established --timeout=60s crd --all >/dev/null
   fi
 
   start kube-controller-manager "$BIN_DIR/kube-controller-manager" \

@@ -10,7 +10,8 @@ root=$(cd "$here/.." && pwd)
 cd "$root"
 E2E_DIR=${E2E_DIR:-$root/target/e2e}
 BIN_DIR=$("$here/build-controlplane.sh")
-export BIN_DIR E2E_DIR PATH="$BIN_DIR:$PATH"
+TOOLS_DIR=$("$here/build-tools.sh")
+export BIN_DIR TOOLS_DIR E2E_DIR PATH="$BIN_DIR:$TOOLS_DIR:$PATH"
 cargo build --bin randomsecret
 cargo test -p randomsecret-e2e --no-run
 
@@ -26,7 +27,32 @@ fi
 trap cleanup EXIT
 env_line=$(E2E_FRESH=$((1 - keep_cluster)) "$here/cluster.sh" up)   # fails the script if the control plane does not come up
 eval "$env_line"
-kubectl apply --server-side --force-conflicts -f config/crd >/dev/null
+kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
+
+# The controller under test runs with the Helm chart's ServiceAccount and RBAC
+# (not the admin credentials), so every suite also proves the RBAC is enough.
+helm template randomsecret charts/randomsecret --namespace randomsecret-system --set replicaCount=0 >"$E2E_DIR/chart.yaml"
+kubectl create namespace randomsecret-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl apply --server-side --force-conflicts -f "$E2E_DIR/chart.yaml" >/dev/null
+token=$(kubectl -n randomsecret-system create token randomsecret --duration=4h)
+export E2E_CONTROLLER_KUBECONFIG=$E2E_DIR/controller.kubeconfig
+(umask 077; cat >"$E2E_CONTROLLER_KUBECONFIG" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: $(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+    certificate-authority-data: $(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+users:
+- name: randomsecret
+  user: {token: "$token"}
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: randomsecret}
+current-context: e2e
+KC
+)
 
 export RUST_LIB_BACKTRACE=0
 export RANDOMSECRET_BIN=$root/target/debug/randomsecret
@@ -34,7 +60,8 @@ export E2E_VALUES_FILE=$E2E_DIR/values.txt CONTROLLER_LOG=$E2E_DIR/controller.lo
 : >"$E2E_VALUES_FILE"
 METRICS_PORT=${E2E_METRICS_PORT:-18080}; HEALTH_PORT=${E2E_HEALTH_PORT:-18081}
 export E2E_METRICS_URL=http://127.0.0.1:$METRICS_PORT/metrics
-"$RANDOMSECRET_BIN" controller --log-level=debug \
+"$RANDOMSECRET_BIN" controller --log-level=debug --kubeconfig "$E2E_CONTROLLER_KUBECONFIG" \
+  --leader-elect --leader-election-namespace randomsecret-system --leader-election-id e2e-shared \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
   >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!
@@ -47,7 +74,7 @@ done
 (( ready )) || { grep -v DEBUG "$CONTROLLER_LOG" | tail -n 30 >&2; echo "run.sh: the controller did not become ready in 30s" >&2; exit 1; }
 
 status=0
-cargo test -p randomsecret-e2e "$@" 2>&1 | tee "$E2E_DIR/test-output.txt" || status=$?
+cargo test -p randomsecret-e2e --no-fail-fast "$@" 2>&1 | tee "$E2E_DIR/test-output.txt" || status=$?
 curl -fsS "$E2E_METRICS_URL" >"$E2E_DIR/metrics.txt" || { echo "run.sh: /metrics is not served" >&2; status=1; }
 if ! awk '$1 == "randomsecret_versions_created_total" && $2 > 0 {found=1} END {exit !found}' "$E2E_DIR/metrics.txt"; then
   echo "run.sh: FAILED: /metrics does not count the versions the suites created" >&2; status=1
@@ -57,11 +84,11 @@ controller_pid=
 grep -q "finishing in-flight reconciles" "$CONTROLLER_LOG" || { echo "run.sh: no graceful shutdown in the controller log" >&2; status=1; }
 if (( $# == 0 )); then
   # Suites that stop and start a controller of their own, now that the shared one is gone.
-  : >"$E2E_DIR/controller-outage.log"
-  cargo test -p randomsecret-e2e --test outage -- --ignored 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
+  : >"$E2E_DIR/controller-outage.log"; : >"$E2E_DIR/controller-ha.log"
+  cargo test -p randomsecret-e2e --no-fail-fast --test outage --test ha -- --ignored --test-threads=1 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
 fi
 values=$(grep -c . "$E2E_VALUES_FILE" || true)
-if grep -F -q -f "$E2E_VALUES_FILE" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log 2>/dev/null; then
+if grep -F -q -f "$E2E_VALUES_FILE" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log 2>/dev/null; then
   echo "run.sh: FAILED: a generated Secret value appears in the controller's log or metrics" >&2; status=1
 elif (( values == 0 && $# == 0 )); then
   echo "run.sh: FAILED: the suites recorded no generated values to check the log against" >&2; status=1

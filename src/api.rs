@@ -330,16 +330,14 @@ mod tests {
     /// CI fails when the committed CRD drifts from the Rust types:
     /// regenerate it with `make crd`.
     #[test]
-    fn committed_crd_matches_the_types() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/config/crd/randomsecret.io_randomsecrets.yaml"
-        );
-        let committed =
-            std::fs::read_to_string(path).expect("config/crd/randomsecret.io_randomsecrets.yaml");
-        assert!(
-            committed == super::crd_yaml(),
-            "config/crd is out of date: run `make crd`"
-        );
+    fn committed_crds_match_the_types() {
+        for file in [
+            "config/crd/randomsecret.io_randomsecrets.yaml",
+            "charts/randomsecret/crds/randomsecret.io_randomsecrets.yaml",
+        ] {
+            let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+            let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert!(committed == super::crd_yaml(), "{file} is out of date: run `make crd`");
+        }
     }
 }

@@ -64,6 +64,28 @@ pub struct ControllerArgs {
     /// How many RandomSecrets are reconciled at once.
     #[arg(long, env = "RANDOMSECRET_CONCURRENCY", default_value_t = 16)]
     pub concurrency: u16,
+    /// Elect a leader on a Lease, so that only one replica reconciles (the others keep warm caches).
+    #[arg(long, env = "RANDOMSECRET_LEADER_ELECT", default_value_t = false)]
+    pub leader_elect: bool,
+    /// Namespace of the leader election Lease (default: $POD_NAMESPACE, else "default").
+    #[arg(long, env = "RANDOMSECRET_LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the leader election Lease.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_LEADER_ELECTION_ID",
+        default_value = "randomsecret-controller"
+    )]
+    pub leader_election_id: String,
+    /// Seconds a lease stays valid after its last renewal; a standby takes over after this when the leader dies.
+    #[arg(long, env = "RANDOMSECRET_LEASE_DURATION_SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
+    pub lease_duration_seconds: u64,
+    /// Seconds the leader keeps trying to renew before it stops reconciling.
+    #[arg(long, env = "RANDOMSECRET_RENEW_DEADLINE_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub renew_deadline_seconds: u64,
+    /// Seconds between renewals by the leader and attempts by standbys.
+    #[arg(long, env = "RANDOMSECRET_RETRY_PERIOD_SECONDS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    pub retry_period_seconds: u64,
     /// Log format.
     #[arg(
         long,

@@ -50,6 +50,8 @@ pub struct Context {
     /// Versions released by this process, per RandomSecret, until the cached
     /// status shows them (the cache may lag behind our own status write).
     pub released: std::sync::Mutex<std::collections::HashMap<(String, String), Vec<String>>>,
+    /// Whether this replica leads (always true without leader election).
+    pub leader: tokio::sync::watch::Receiver<bool>,
 }
 
 /// How an existing Secret with the version's name relates to a RandomSecret.
@@ -424,11 +426,12 @@ async fn set_outcome(
 
 pub async fn reconcile(rs: Arc<RandomSecret>, ctx: Arc<Context>) -> Result<Action> {
     let start = Instant::now();
+    ctx.metrics.in_flight.inc();
     let result = reconcile_inner(&rs, &ctx).await;
+    ctx.metrics.in_flight.dec();
     ctx.metrics.duration.observe(start.elapsed().as_secs_f64());
     let label = match &result {
-        Ok((_, true)) => "ok",
-        Ok((_, false)) => "stalled",
+        Ok((_, label)) => *label,
         Err(_) => "error",
     };
     ctx.metrics
@@ -438,11 +441,16 @@ pub async fn reconcile(rs: Arc<RandomSecret>, ctx: Arc<Context>) -> Result<Actio
     result.map(|(action, _)| action)
 }
 
-/// Returns the next action and whether the RandomSecret is Ready.
-async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bool)> {
+/// Returns the next action and a metrics label for the outcome
+/// (ok, stalled, waiting, deleting, standby).
+async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'static str)> {
+    if !*ctx.leader.borrow() {
+        // A standby: caches stay warm; everything is reconciled on taking over.
+        return Ok((Action::await_change(), "standby"));
+    }
     if rs.meta().deletion_timestamp.is_some() {
         // The garbage collector removes what is owned; nothing to do.
-        return Ok((Action::await_change(), false));
+        return Ok((Action::await_change(), "deleting"));
     }
     let name = rs.name_any();
     let ns = rs.namespace().unwrap_or_default();
@@ -476,14 +484,14 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
                 )
                 .await;
             }
-            return Ok((Action::await_change(), false));
+            return Ok((Action::await_change(), "stalled"));
         }
     };
 
     let ensured = match ensure_version(rs, &v, ctx).await {
         Ok(e) => e,
         // The namespace is going away, and this RandomSecret with it: nothing to retry.
-        Err(err) if namespace_terminating(&err) => return Ok((Action::await_change(), false)),
+        Err(err) if namespace_terminating(&err) => return Ok((Action::await_change(), "deleting")),
         Err(err) => {
             ctx.metrics.error(err.metric_label());
             let outcome = Outcome::Retrying {
@@ -515,7 +523,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
                 )
                 .await;
             }
-            return Ok((Action::requeue(CONFLICT_RECHECK), false));
+            return Ok((Action::requeue(CONFLICT_RECHECK), "stalled"));
         }
         Ensured::Created => {
             ctx.metrics.versions_created.inc();
@@ -556,11 +564,11 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
     }
     if !ctx.indexes.synced() {
         // Never decide what to release before every reference has been listed.
-        return Ok((Action::requeue(Duration::from_secs(1)), false));
+        return Ok((Action::requeue(Duration::from_secs(1)), "waiting"));
     }
     let versions = match retain(rs, &v, &meta, ctx).await {
         Ok(versions) => versions,
-        Err(err) if namespace_terminating(&err) => return Ok((Action::await_change(), false)),
+        Err(err) if namespace_terminating(&err) => return Ok((Action::await_change(), "deleting")),
         Err(err) => {
             ctx.metrics.error(err.metric_label());
             return Err(err);
@@ -582,7 +590,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, bo
         Some(at) => Action::requeue(Duration::from_secs((at - now).max(1) as u64)),
         None => Action::await_change(),
     };
-    Ok((next, true))
+    Ok((next, "ok"))
 }
 
 /// Whether this process or the cached status says `name` was released before.

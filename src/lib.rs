@@ -12,6 +12,7 @@ pub mod cli;
 pub mod controller;
 pub mod generate;
 pub mod index;
+pub mod leader;
 pub mod manager;
 pub mod manifests;
 pub mod metrics;

@@ -6,6 +6,7 @@ use crate::api::{LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret};
 use crate::cli::ControllerArgs;
 use crate::controller::{self, Context};
 use crate::index::{Indexes, StreamId};
+use crate::leader::{Elector, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::references::{self, Holder};
 use crate::tracking::{self, WorkloadKind};
@@ -24,6 +25,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 use tracing::{info, warn};
 
 /// Builds the client from `--kubeconfig`, else `KUBECONFIG`/~/.kube/config, else in-cluster.
@@ -179,6 +181,43 @@ fn secret_version(s: &PartialObjectMeta<Secret>) -> ((String, String), Option<(S
     ((ns, s.name_any()), owner)
 }
 
+fn lease_config(args: &ControllerArgs) -> anyhow::Result<LeaseConfig> {
+    // As client-go requires: the leader gives up (renew deadline) before a standby may take over.
+    if !(args.lease_duration_seconds > args.renew_deadline_seconds
+        && args.renew_deadline_seconds > args.retry_period_seconds)
+    {
+        bail!(
+            "leader election needs --lease-duration-seconds > --renew-deadline-seconds > --retry-period-seconds (got {} > {} > {})",
+            args.lease_duration_seconds,
+            args.renew_deadline_seconds,
+            args.retry_period_seconds
+        );
+    }
+    let namespace = args
+        .leader_election_namespace
+        .clone()
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .unwrap_or_else(|| "default".into());
+    // The pod name where there is one; a random suffix keeps two processes on one host apart.
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "randomsecret".into());
+    let suffix: String = crate::generate::value(&crate::version::Generated {
+        length: 6,
+        charset: crate::api::Charset::Lower,
+        symbols: String::new(),
+    })
+    .unwrap_or_default();
+    Ok(LeaseConfig {
+        namespace,
+        name: args.leader_election_id.clone(),
+        identity: format!("{host}-{suffix}"),
+        lease_duration: Duration::from_secs(args.lease_duration_seconds),
+        renew_deadline: Duration::from_secs(args.renew_deadline_seconds),
+        retry_period: Duration::from_secs(args.retry_period_seconds),
+    })
+}
+
 fn shutdown_signal() -> Shared<BoxFuture<'static, ()>> {
     async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -193,6 +232,11 @@ fn shutdown_signal() -> Shared<BoxFuture<'static, ()>> {
 }
 
 pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
+    let lease = if args.leader_elect {
+        Some(lease_config(&args)?)
+    } else {
+        None
+    };
     let client = client(&args).await?;
     check_crd(&client).await?;
     let shutdown = shutdown_signal();
@@ -321,6 +365,38 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         readiness.clone(),
     ));
 
+    // Leader election: only the leader reconciles; on taking over it
+    // reconciles everything, since a standby skipped what changed meanwhile.
+    let (leader_tx, leader_rx) = tokio::sync::watch::channel(!args.leader_elect);
+    let elector = if let Some(config) = lease {
+        info!(lease = %format!("{}/{}", config.namespace, config.name), identity = %config.identity, "leader election on");
+        Some(tokio::spawn(
+            Elector::new(client.clone(), config).run(leader_tx, shutdown.clone()),
+        ))
+    } else {
+        None
+    };
+    // One item per take-over (false -> true), for reconcile_all_on.
+    metrics.leader.set(i64::from(!args.leader_elect));
+    let gauge = metrics.leader.clone();
+    let takeovers = futures::stream::unfold(
+        (leader_rx.clone(), !args.leader_elect),
+        move |(mut rx, mut was)| {
+            let gauge = gauge.clone();
+            async move {
+                loop {
+                    rx.changed().await.ok()?;
+                    let leading = *rx.borrow_and_update();
+                    gauge.set(i64::from(leading));
+                    if leading && !was {
+                        return Some(((), (rx, leading)));
+                    }
+                    was = leading;
+                }
+            }
+        },
+    );
+
     let reporter = Reporter {
         controller: "randomsecret".into(),
         instance: std::env::var("POD_NAME").ok(),
@@ -332,6 +408,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         recorder: Recorder::new(client.clone(), reporter),
         metrics,
         released: Default::default(),
+        leader: leader_rx.clone(),
     });
     info!(namespace = ?args.namespace, concurrency = args.concurrency, "starting controller");
     Controller::for_stream(rs_stream, rs_store)
@@ -349,6 +426,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         .watches_stream(statefulsets, tracked_randomsecrets::<StatefulSet>)
         .watches_stream(daemonsets, tracked_randomsecrets::<DaemonSet>)
         .with_config(kube::runtime::controller::Config::default().concurrency(args.concurrency))
+        .reconcile_all_on(takeovers)
         .graceful_shutdown_on(shutdown.clone())
         .run(controller::reconcile, controller::error_policy, ctx)
         .for_each(|res| async move {
@@ -358,6 +436,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         })
         .await;
     info!("controller stopped");
+    if let Some(e) = elector {
+        // Releases the lease (if held) so a standby takes over at once.
+        let _ = e.await;
+    }
     readiness.set(false);
     shutdown.await;
     match servers.await {

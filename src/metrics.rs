@@ -3,6 +3,7 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -24,6 +25,8 @@ pub struct Metrics {
     pub versions_created: Counter,
     pub versions_adopted: Counter,
     pub versions_released: Counter,
+    pub leader: Gauge,
+    pub in_flight: Gauge,
 }
 
 impl Metrics {
@@ -35,11 +38,13 @@ impl Metrics {
             versions_created: Counter::default(),
             versions_adopted: Counter::default(),
             versions_released: Counter::default(),
+            leader: Gauge::default(),
+            in_flight: Gauge::default(),
         };
         let r = registry.sub_registry_with_prefix("randomsecret");
         r.register(
             "reconciles",
-            "Reconciles by result (ok, stalled, error)",
+            "Reconciles by result (ok, stalled, waiting, deleting, standby, error)",
             m.reconciles.clone(),
         );
         r.register(
@@ -56,6 +61,21 @@ impl Metrics {
             "versions_created",
             "Secret versions created",
             m.versions_created.clone(),
+        );
+        r.register(
+            "versions_released",
+            "Superseded, unreferenced versions deleted",
+            m.versions_released.clone(),
+        );
+        r.register(
+            "leader",
+            "1 while this replica holds the leader lease (or runs without leader election)",
+            m.leader.clone(),
+        );
+        r.register(
+            "reconciles_in_flight",
+            "Reconciles running now",
+            m.in_flight.clone(),
         );
         r.register(
             "versions_adopted",

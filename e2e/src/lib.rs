@@ -317,3 +317,105 @@ pub fn rollout_complete(d: Option<&k8s_openapi::api::apps::v1::Deployment>) -> b
         && s.replicas == Some(want)
         && s.available_replicas == Some(want)
 }
+
+/// A controller process of a test's own (for suites that stop and start
+/// controllers), with the chart's RBAC when `e2e/run.sh` provides it. Killed
+/// when dropped, so a failing test leaves no process behind.
+pub struct ControllerProcess {
+    pub child: std::process::Child,
+    pub metrics_port: u16,
+    pub health_port: u16,
+}
+
+impl ControllerProcess {
+    /// Starts `randomsecret controller` on `port` (metrics) and `port + 1`
+    /// (health), logging to `target/e2e/controller-<log>.log`, and waits until
+    /// it is ready.
+    pub fn start(log: &str, port: u16, args: &[&str]) -> Result<Self> {
+        use std::process::{Command, Stdio};
+        let dir = std::env::var("E2E_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|_| repo_root().join("target/e2e"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(format!("controller-{log}.log")))?;
+        let mut cmd = Command::new(randomsecret_bin());
+        cmd.args(["controller", "--log-level=debug"])
+            .arg(format!("--metrics-bind-address=127.0.0.1:{port}"))
+            .arg(format!(
+                "--health-probe-bind-address=127.0.0.1:{}",
+                port + 1
+            ))
+            .args(args)
+            .stdout(Stdio::from(file.try_clone()?))
+            .stderr(Stdio::from(file));
+        if let Some(kc) = std::env::var_os("E2E_CONTROLLER_KUBECONFIG") {
+            cmd.arg("--kubeconfig").arg(kc);
+        }
+        let mut p = ControllerProcess {
+            child: cmd.spawn()?,
+            metrics_port: port,
+            health_port: port + 1,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = p.child.try_wait()? {
+                bail!("the controller exited ({status}): see target/e2e/controller-{log}.log");
+            }
+            if p.get("/readyz", p.health_port).is_ok() {
+                return Ok(p);
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("the controller did not become ready: see target/e2e/controller-{log}.log");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn get(&self, path: &str, port: u16) -> Result<String> {
+        let out = std::process::Command::new("curl")
+            .args(["-fsS", &format!("http://127.0.0.1:{port}{path}")])
+            .output()?;
+        ensure!(
+            out.status.success(),
+            "GET {path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8(out.stdout)?)
+    }
+
+    /// The value of a metric line (`name{labels} value`), if present.
+    pub fn metric(&self, line_prefix: &str) -> Result<Option<f64>> {
+        let text = self.get("/metrics", self.metrics_port)?;
+        Ok(text
+            .lines()
+            .find(|l| l.starts_with(line_prefix))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok()))
+    }
+
+    /// Whether this replica holds the lease (the `randomsecret_leader` gauge).
+    pub fn is_leader(&self) -> bool {
+        self.metric("randomsecret_leader ").ok().flatten() == Some(1.0)
+    }
+
+    /// SIGTERM, then waits: a graceful stop that must succeed.
+    pub fn terminate(mut self) -> Result<()> {
+        std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()?;
+        let status = self.child.wait()?;
+        ensure!(
+            status.success(),
+            "the controller failed on SIGTERM: {status}"
+        );
+        Ok(())
+    }
+}
+
+impl Drop for ControllerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill(); // SIGKILL; a no-op after terminate()
+        let _ = self.child.wait();
+    }
+}

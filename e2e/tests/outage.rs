@@ -3,7 +3,7 @@
 //! when it comes back. This suite runs its own controller process, so
 //! `e2e/run.sh` runs it (`--ignored`) after stopping the shared one.
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -11,60 +11,6 @@ use kube::{Api, ResourceExt};
 use randomsecret::api::{RandomSecret, VersionState};
 use randomsecret_e2e::*;
 use serde_json::json;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-const HEALTH: &str = "127.0.0.1:18091";
-
-/// A controller process of this test's own; killed when dropped, so a failing
-/// test leaves no process behind.
-struct Controller(Child);
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts a controller logging to target/e2e/controller-outage.log and waits until it is ready.
-fn start_controller() -> Result<Controller> {
-    let log_path = std::env::var("E2E_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join("target/e2e"));
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log_path.join("controller-outage.log"))?;
-    let child = Command::new(randomsecret_bin())
-        .args([
-            "controller",
-            "--log-level=debug",
-            "--metrics-bind-address=127.0.0.1:18090",
-        ])
-        .arg(format!("--health-probe-bind-address={HEALTH}"))
-        .stdout(Stdio::from(log.try_clone()?))
-        .stderr(Stdio::from(log))
-        .spawn()?;
-    let mut controller = Controller(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = controller.0.try_wait()? {
-            bail!("the controller exited ({status}): see target/e2e/controller-outage.log");
-        }
-        let ok = Command::new("curl")
-            .args(["-fsS", &format!("http://{HEALTH}/readyz")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Ok(controller);
-        }
-        if Instant::now() > deadline {
-            bail!("the controller did not become ready");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 async fn patch_deployment(api: &Api<Deployment>, secret: &str, rev: &str) -> Result<()> {
     let patch = json!({"spec": {"template": {"metadata": {"annotations": {"rev": rev}}, "spec": {"containers": [
@@ -91,7 +37,7 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     let deploys: Api<Deployment> = ns.api();
     let checker = ReferenceChecker::start(&client, &ns.name, "db-");
 
-    let controller = start_controller()?;
+    let controller = ControllerProcess::start("outage", 18090, &[])?;
     let v1n = current_secret(
         &secrets,
         &create_ready(&api, "db", json!({"length": 20, "rotation": "1"})).await?,
@@ -152,7 +98,7 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     .await?;
 
     // Back up: it creates v3 and hands v2 to the two ReplicaSets that use it.
-    let mut controller = start_controller()?;
+    let controller = ControllerProcess::start("outage", 18090, &[])?;
     let v2 = v2n.clone();
     let rs = wait_for(
         &api,
@@ -190,13 +136,6 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     );
 
     checker.finish().await?;
-    // SIGTERM: a graceful stop.
-    Command::new("kill")
-        .args(["-TERM", &controller.0.id().to_string()])
-        .status()?;
-    ensure!(
-        controller.0.wait()?.success(),
-        "the controller failed on SIGTERM"
-    );
+    controller.terminate()?;
     ns.delete().await
 }

@@ -1,0 +1,170 @@
+//! Installing: the Helm chart and the kustomize config render, pass the
+//! apiserver's dry run and apply; they grant the same RBAC; and the
+//! controller's ServiceAccount is refused what its rules do not allow.
+
+use anyhow::{Context, Result, ensure};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::ListParams;
+use kube::{Api, Client};
+use randomsecret_e2e::*;
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Result<String> {
+    let mut child = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    ensure!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+fn docs(yaml: &str) -> Result<Vec<Value>> {
+    let mut out = vec![];
+    for d in serde_yaml::Deserializer::from_str(yaml) {
+        let v: Value = serde::Deserialize::deserialize(d)?;
+        if !v.is_null() {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+fn cluster_role_rules(rendered: &[Value]) -> Result<Value> {
+    rendered
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole")
+        .map(|d| d["rules"].clone())
+        .context("no ClusterRole")
+}
+
+fn apply_twice(yaml: &str) -> Result<()> {
+    run(
+        "kubectl",
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            "-",
+        ],
+        Some(yaml),
+    )?;
+    run(
+        "kubectl",
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(yaml),
+    )?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn helm_chart_and_kustomize_config_install() -> Result<()> {
+    let root = repo_root();
+    let chart = root.join("charts/randomsecret");
+    let chart = chart.to_str().unwrap();
+    let lint = run("helm", &["lint", "--strict", chart], None)?;
+    ensure!(lint.contains("0 chart(s) failed"), "{lint}");
+    run("kubectl", &["create", "namespace", "rs-install-helm"], None).ok();
+    let helm = run(
+        "helm",
+        &[
+            "template",
+            "rs-helm-test",
+            chart,
+            "--namespace",
+            "rs-install-helm",
+            "--include-crds",
+            "--set",
+            "replicaCount=2",
+        ],
+        None,
+    )?;
+    apply_twice(&helm)?;
+    let kustomize = run("kubectl", &["kustomize", root.to_str().unwrap()], None)?;
+    apply_twice(&kustomize)?;
+
+    // The two installs are equivalent: same kinds, same RBAC rules.
+    let (h, k) = (docs(&helm)?, docs(&kustomize)?);
+    ensure!(
+        cluster_role_rules(&h)? == cluster_role_rules(&k)?,
+        "the chart and config/rbac grant different rules"
+    );
+    for kind in [
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+    ] {
+        ensure!(
+            h.iter().any(|d| d["kind"] == kind) && k.iter().any(|d| d["kind"] == kind),
+            "{kind} missing from one install"
+        );
+    }
+    // The restricted Pod Security profile is what the Deployment asks for.
+    let dep = h.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    ensure!(
+        c["securityContext"]["readOnlyRootFilesystem"] == true
+            && c["securityContext"]["capabilities"]["drop"][0] == "ALL"
+    );
+    ensure!(dep["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] == true);
+    // The applied Deployment passes the namespace's restricted Pod Security admission.
+    run(
+        "kubectl",
+        &[
+            "label",
+            "--overwrite",
+            "namespace",
+            "rs-install-helm",
+            "pod-security.kubernetes.io/enforce=restricted",
+        ],
+        None,
+    )?;
+    apply_twice(&helm)?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_controller_service_account_is_refused_outside_its_rules() -> Result<()> {
+    let Some(kc) = std::env::var_os("E2E_CONTROLLER_KUBECONFIG") else {
+        anyhow::bail!("E2E_CONTROLLER_KUBECONFIG is not set: run through e2e/run.sh");
+    };
+    let kubeconfig = kube::config::Kubeconfig::read_from(kc)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let sa = Client::try_from(config)?;
+    let cms: Api<ConfigMap> = Api::all(sa.clone());
+    match cms.list(&ListParams::default()).await {
+        Err(kube::Error::Api(s)) if s.code == 403 => {}
+        other => anyhow::bail!(
+            "listing configmaps must be forbidden, got {:?}",
+            other.map(|l| l.items.len())
+        ),
+    }
+    let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(sa);
+    match nss.delete("default", &Default::default()).await {
+        Err(kube::Error::Api(s)) if s.code == 403 => {}
+        other => anyhow::bail!(
+            "deleting a namespace must be forbidden, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+    Ok(())
+}

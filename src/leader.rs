@@ -1,0 +1,236 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, client-go style: the
+//! holder renews `renewTime` every retry period; a candidate takes the lease
+//! when its record has not changed for the lease duration (by the candidate's
+//! own clock, so clock skew between nodes does not matter). Updates carry the
+//! resourceVersion, so two candidates can never both win.
+//!
+//! Correctness never depends on the lease (versions are create-only); it only
+//! keeps a standby from doing duplicate work.
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::Client;
+use kube::api::{Api, PostParams};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+#[derive(Clone, Debug)]
+pub struct LeaseConfig {
+    pub namespace: String,
+    pub name: String,
+    pub identity: String,
+    /// How long a lease is valid after its last renewal.
+    pub lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it gives up leadership.
+    pub renew_deadline: Duration,
+    /// How often the leader renews and candidates retry.
+    pub retry_period: Duration,
+}
+
+/// What a candidate should do with the lease it just read (pure).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// We hold it: renew.
+    Renew,
+    /// Free or expired: take it.
+    Acquire,
+    /// Someone else holds a live lease.
+    Follow,
+}
+
+/// Decides the next step from the lease's holder and how long its record has
+/// been unchanged (as observed locally).
+pub fn decide(
+    holder: Option<&str>,
+    me: &str,
+    unchanged_for: Duration,
+    lease_duration: Duration,
+) -> Step {
+    match holder {
+        Some(h) if h == me => Step::Renew,
+        None | Some("") => Step::Acquire,
+        Some(_) if unchanged_for >= lease_duration => Step::Acquire,
+        Some(_) => Step::Follow,
+    }
+}
+
+fn now() -> MicroTime {
+    MicroTime(k8s_openapi::jiff::Timestamp::now())
+}
+
+pub struct Elector {
+    api: Api<Lease>,
+    config: LeaseConfig,
+    /// The record last seen (holder, renewTime, resourceVersion) and when it changed.
+    observed: Option<(String, Instant)>,
+    last_renew: Option<Instant>,
+}
+
+impl Elector {
+    pub fn new(client: Client, config: LeaseConfig) -> Self {
+        Elector {
+            api: Api::namespaced(client, &config.namespace),
+            config,
+            observed: None,
+            last_renew: None,
+        }
+    }
+
+    fn desired(&self, lease: &Lease, acquire: bool) -> Lease {
+        let mut l = lease.clone();
+        let spec = l.spec.get_or_insert_with(LeaseSpec::default);
+        if acquire {
+            spec.holder_identity = Some(self.config.identity.clone());
+            spec.acquire_time = Some(now());
+            spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
+        }
+        spec.lease_duration_seconds = Some(self.config.lease_duration.as_secs().max(1) as i32);
+        spec.renew_time = Some(now());
+        l.metadata.managed_fields = None;
+        l
+    }
+
+    /// One round: read the lease and renew, acquire or follow. Returns whether we lead.
+    async fn round(&mut self, leading: bool) -> kube::Result<bool> {
+        let lease = match self.api.get_opt(&self.config.name).await? {
+            Some(l) => l,
+            None => {
+                let fresh = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(self.config.name.clone()),
+                        ..Default::default()
+                    },
+                    spec: Some(LeaseSpec::default()),
+                };
+                match self.api.create(&PostParams::default(), &fresh).await {
+                    Ok(l) => l,
+                    Err(kube::Error::Api(s)) if s.code == 409 => return Ok(leading),
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        let record = format!(
+            "{:?}/{:?}/{:?}",
+            spec.holder_identity,
+            spec.renew_time.as_ref().map(|t| t.0),
+            lease.metadata.resource_version
+        );
+        let changed_at = match &self.observed {
+            Some((r, at)) if *r == record => *at,
+            _ => Instant::now(),
+        };
+        self.observed = Some((record, changed_at));
+        let step = decide(
+            spec.holder_identity.as_deref(),
+            &self.config.identity,
+            changed_at.elapsed(),
+            self.config.lease_duration,
+        );
+        match step {
+            Step::Follow => Ok(false),
+            Step::Renew | Step::Acquire => {
+                let desired = self.desired(&lease, step == Step::Acquire);
+                // replace() sends the resourceVersion: a concurrent writer makes this fail with 409.
+                match self
+                    .api
+                    .replace(&self.config.name, &PostParams::default(), &desired)
+                    .await
+                {
+                    Ok(_) => {
+                        self.last_renew = Some(Instant::now());
+                        Ok(true)
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// Runs until `shutdown`, publishing whether we lead; on shutdown releases
+    /// the lease if we hold it, so a standby takes over at once.
+    pub async fn run(
+        mut self,
+        leader: watch::Sender<bool>,
+        mut shutdown: impl std::future::Future<Output = ()> + Unpin,
+    ) {
+        loop {
+            let leading = *leader.borrow();
+            let now_leading = match self.round(leading).await {
+                Ok(l) => l,
+                Err(e) => {
+                    warn!(error = %e, "leader election: lease request failed");
+                    // Keep leading only while within the renew deadline.
+                    leading
+                        && self
+                            .last_renew
+                            .is_some_and(|t| t.elapsed() < self.config.renew_deadline)
+                }
+            };
+            if now_leading != leading {
+                if now_leading {
+                    info!(identity = %self.config.identity, lease = %self.config.name, "became the leader");
+                } else {
+                    warn!(identity = %self.config.identity, lease = %self.config.name, "lost the lease: stopping reconciles");
+                }
+                leader.send_replace(now_leading);
+            }
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tokio::time::sleep(self.config.retry_period) => {}
+            }
+        }
+        if *leader.borrow() {
+            leader.send_replace(false);
+            self.release().await;
+        }
+    }
+
+    async fn release(&self) {
+        let Ok(Some(lease)) = self.api.get_opt(&self.config.name).await else {
+            return;
+        };
+        let mut l = lease.clone();
+        let spec = l.spec.get_or_insert_with(LeaseSpec::default);
+        if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
+            return;
+        }
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time = Some(now());
+        l.metadata.managed_fields = None;
+        match self
+            .api
+            .replace(&self.config.name, &PostParams::default(), &l)
+            .await
+        {
+            Ok(_) => info!(lease = %self.config.name, "released the lease"),
+            Err(e) => warn!(error = %e, "releasing the lease"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const D: Duration = Duration::from_secs(15);
+
+    #[test]
+    fn holder_renews_free_lease_is_acquired() {
+        assert_eq!(decide(Some("me"), "me", Duration::ZERO, D), Step::Renew);
+        assert_eq!(decide(None, "me", Duration::ZERO, D), Step::Acquire);
+        assert_eq!(decide(Some(""), "me", Duration::ZERO, D), Step::Acquire);
+    }
+
+    #[test]
+    fn another_holder_is_followed_until_its_record_is_stale() {
+        assert_eq!(
+            decide(Some("other"), "me", Duration::from_secs(14), D),
+            Step::Follow
+        );
+        assert_eq!(decide(Some("other"), "me", D, D), Step::Acquire);
+    }
+}
