@@ -1,0 +1,15 @@
+# A static randomsecret binary on distroless, non-root.
+# Build: docker build -t randomsecret .   (needs network access for crates and images)
+FROM rust:1.95-alpine AS build
+RUN apk add --no-cache musl-dev
+WORKDIR /src
+COPY . .
+# musl: a fully static binary (make static proves the same build links here).
+RUN cargo build --release --locked --bin randomsecret \
+ && cp target/release/randomsecret /randomsecret
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /randomsecret /randomsecret
+USER 65532:65532
+ENTRYPOINT ["/randomsecret"]
+CMD ["controller"]
