@@ -336,8 +336,12 @@ mod tests {
             "charts/randomsecret/crds/randomsecret.io_randomsecrets.yaml",
         ] {
             let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
-            let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
-            assert!(committed == super::crd_yaml(), "{file} is out of date: run `make crd`");
+            let committed =
+                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert!(
+                committed == super::crd_yaml(),
+                "{file} is out of date: run `make crd`"
+            );
         }
     }
 }
