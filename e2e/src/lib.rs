@@ -419,3 +419,62 @@ impl Drop for ControllerProcess {
         let _ = self.child.wait();
     }
 }
+
+/// A pod template whose container reads `secret` with `envFrom`.
+pub fn pod_template(app: &str, secret: &str) -> Value {
+    json!({
+        "metadata": {"labels": {"app": app}},
+        "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1",
+                                 "envFrom": [{"secretRef": {"name": secret}}]}]},
+    })
+}
+
+/// A Deployment of 2 replicas (revisionHistoryLimit 1) reading `secret`.
+pub fn deployment(name: &str, secret: &str) -> Result<k8s_openapi::api::apps::v1::Deployment> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": 2, "revisionHistoryLimit": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": pod_template(name, secret)},
+    }))?)
+}
+
+/// Points a workload's template at `secret` (the `rev` annotation forces a new template).
+pub async fn point_at<K>(api: &Api<K>, name: &str, secret: &str, rev: &str) -> Result<()>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let patch = json!({"spec": {"template": {"metadata": {"annotations": {"rev": rev}}, "spec": {"containers": [
+        {"name": "app", "envFrom": [{"secretRef": {"name": secret}}]}]}}}});
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Strategic(patch),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Creates a RandomSecret, waits until Ready and returns its current version's Secret.
+pub async fn first_version(
+    api: &Api<RandomSecret>,
+    secrets: &Api<Secret>,
+    name: &str,
+    spec: Value,
+) -> Result<Secret> {
+    current_secret(secrets, &create_ready(api, name, spec).await?).await
+}
+
+/// Sets `spec.rotation`, waits until Ready and returns the new current Secret name.
+pub async fn rotate(api: &Api<RandomSecret>, name: &str, rotation: &str) -> Result<String> {
+    let patch = json!({"spec": {"rotation": rotation}});
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(patch),
+    )
+    .await?;
+    let rs = wait_for(api, name, "Ready after rotation", is_ready).await?;
+    rs.status
+        .and_then(|s| s.secret_name)
+        .context("status.secretName")
+}

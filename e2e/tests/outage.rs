@@ -12,11 +12,8 @@ use randomsecret::api::{RandomSecret, VersionState};
 use randomsecret_e2e::*;
 use serde_json::json;
 
-async fn patch_deployment(api: &Api<Deployment>, secret: &str, rev: &str) -> Result<()> {
-    let patch = json!({"spec": {"template": {"metadata": {"annotations": {"rev": rev}}, "spec": {"containers": [
-        {"name": "app", "envFrom": [{"secretRef": {"name": secret}}]}]}}}});
-    api.patch("web", &PatchParams::default(), &Patch::Strategic(patch))
-        .await?;
+async fn roll_out(api: &Api<Deployment>, secret: &str, rev: &str) -> Result<()> {
+    point_at(api, "web", secret, rev).await?;
     wait_for(
         api,
         "web",
@@ -38,19 +35,10 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     let checker = ReferenceChecker::start(&client, &ns.name, "db-");
 
     let controller = ControllerProcess::start("outage", 18090, &[])?;
-    let v1n = current_secret(
-        &secrets,
-        &create_ready(&api, "db", json!({"length": 20, "rotation": "1"})).await?,
-    )
-    .await?
-    .name_any();
-    let deployment: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"replicas": 2, "revisionHistoryLimit": 1, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1",
-                                                       "envFrom": [{"secretRef": {"name": v1n}}]}]}}},
-    }))?;
+    let v1n = first_version(&api, &secrets, "db", json!({"length": 20, "rotation": "1"}))
+        .await?
+        .name_any();
+    let deployment = deployment("web", &v1n)?;
     deploys.create(&PostParams::default(), &deployment).await?;
     wait_for(&deploys, "web", "rolled out on v1", rollout_complete).await?;
     api.patch(
@@ -78,10 +66,10 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
 
     // The controller dies in the middle of the rotation's rollout.
     drop(controller); // SIGKILL
-    patch_deployment(&deploys, &v2n, "2").await?;
+    roll_out(&deploys, &v2n, "2").await?;
     // A further template change prunes v1's ReplicaSet (revisionHistoryLimit 1):
     // the garbage collector deletes v1 with no controller running.
-    patch_deployment(&deploys, &v2n, "3").await?;
+    roll_out(&deploys, &v2n, "3").await?;
     wait_deleted(&secrets, &v1n)
         .await
         .context("v1 is garbage-collected while the controller is down")?;
@@ -129,7 +117,7 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
         owners == ["ReplicaSet", "ReplicaSet"],
         "v2 owners after the outage: {owners:?}"
     );
-    patch_deployment(&deploys, &v3n, "4").await?;
+    roll_out(&deploys, &v3n, "4").await?;
     ensure!(
         secrets.get_opt(&v2n).await?.is_some(),
         "v2 is still referenced by a ReplicaSet in history"

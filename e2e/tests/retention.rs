@@ -9,48 +9,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use randomsecret::api::{RandomSecret, VersionState};
 use randomsecret_e2e::*;
-use serde_json::{Value, json};
-
-fn pod_template(app: &str, secret: &str) -> Value {
-    json!({
-        "metadata": {"labels": {"app": app}},
-        "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1",
-                                 "envFrom": [{"secretRef": {"name": secret}}]}]},
-    })
-}
-
-fn deployment(name: &str, secret: &str) -> Result<Deployment> {
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"replicas": 2, "revisionHistoryLimit": 1, "selector": {"matchLabels": {"app": name}},
-                 "template": pod_template(name, secret)},
-    }))?)
-}
-
-/// Points the workload's template at `secret` (and sets `rev` to force a new template).
-async fn use_secret<K>(api: &Api<K>, name: &str, secret: &str, rev: &str) -> Result<()>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let patch = json!({"spec": {"template": {"metadata": {"annotations": {"rev": rev}}, "spec": {"containers": [
-        {"name": "app", "envFrom": [{"secretRef": {"name": secret}}]}]}}}});
-    api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
-        .await?;
-    Ok(())
-}
-
-async fn rotate(api: &Api<RandomSecret>, name: &str, rotation: &str) -> Result<String> {
-    api.patch(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"rotation": rotation}})),
-    )
-    .await?;
-    let rs = wait_for(api, name, "Ready after rotation", is_ready).await?;
-    rs.status
-        .and_then(|s| s.secret_name)
-        .context("status.secretName")
-}
+use serde_json::json;
 
 fn version<'a>(rs: &'a RandomSecret, secret: &str) -> Option<&'a randomsecret::api::VersionStatus> {
     rs.status
@@ -139,7 +98,7 @@ async fn deployment_history_keeps_versions_until_pruned() -> Result<()> {
     );
 
     // Roll out v2: both ReplicaSets exist, so both versions do.
-    use_secret(&deploys, "web", &v2n, "2").await?;
+    point_at(&deploys, "web", &v2n, "2").await?;
     wait_for(&deploys, "web", "rolled out on v2", rollout_complete).await?;
     ensure!(secrets.get_opt(&v1n).await?.is_some() && secrets.get_opt(&v2n).await?.is_some());
     let rss: Api<ReplicaSet> = ns.api();
@@ -177,14 +136,14 @@ async fn deployment_history_keeps_versions_until_pruned() -> Result<()> {
     // Further rotations with revisionHistoryLimit 1: a version whose ReplicaSets
     // were pruned is deleted by the garbage collector.
     let v3n = rotate(&api, "db", "3").await?;
-    use_secret(&deploys, "web", &v3n, "3").await?;
+    point_at(&deploys, "web", &v3n, "3").await?;
     wait_for(&deploys, "web", "rolled out on v3", rollout_complete).await?;
     // History now: v3's ReplicaSet and the newest old one (v1's, after the undo); v2's is pruned.
     wait_deleted(&secrets, &v2n)
         .await
         .context("v2 is deleted once its ReplicaSet is pruned")?;
     let v4n = rotate(&api, "db", "4").await?;
-    use_secret(&deploys, "web", &v4n, "4").await?;
+    point_at(&deploys, "web", &v4n, "4").await?;
     wait_for(&deploys, "web", "rolled out on v4", rollout_complete).await?;
     wait_deleted(&secrets, &v1n)
         .await
@@ -223,12 +182,9 @@ async fn statefulset_revision_history_keeps_versions() -> Result<()> {
     let sts: Api<StatefulSet> = ns.api();
     let checker = ReferenceChecker::start(&client, &ns.name, "db-");
 
-    let v1n = current_secret(
-        &secrets,
-        &create_ready(&api, "db", json!({"length": 16, "rotation": "1"})).await?,
-    )
-    .await?
-    .name_any();
+    let v1n = first_version(&api, &secrets, "db", json!({"length": 16, "rotation": "1"}))
+        .await?
+        .name_any();
     let set: StatefulSet = serde_json::from_value(json!({
         "metadata": {"name": "store"},
         "spec": {"replicas": 1, "revisionHistoryLimit": 1, "serviceName": "store",
@@ -254,7 +210,7 @@ async fn statefulset_revision_history_keeps_versions() -> Result<()> {
     .await?;
 
     let v2n = rotate(&api, "db", "2").await?;
-    use_secret(&sts, "store", &v2n, "2").await?;
+    point_at(&sts, "store", &v2n, "2").await?;
     wait_for(&sts, "store", "rolled out on v2", rolled).await?;
     // The old revision is kept (revisionHistoryLimit 1), and with it v1.
     wait_version(
@@ -267,7 +223,7 @@ async fn statefulset_revision_history_keeps_versions() -> Result<()> {
     .await?;
 
     let v3n = rotate(&api, "db", "3").await?;
-    use_secret(&sts, "store", &v3n, "3").await?;
+    point_at(&sts, "store", &v3n, "3").await?;
     wait_for(&sts, "store", "rolled out on v3", rolled).await?;
     wait_deleted(&secrets, &v1n)
         .await
@@ -291,7 +247,7 @@ async fn history_keeps_unreferenced_versions_then_releases_them() -> Result<()> 
     let api: Api<RandomSecret> = ns.api();
     let secrets: Api<Secret> = ns.api();
     let spec = json!({"length": 16, "history": 1, "rotation": "1"});
-    let v1 = current_secret(&secrets, &create_ready(&api, "db", spec).await?).await?;
+    let v1 = first_version(&api, &secrets, "db", spec).await?;
     let v1n = v1.name_any();
     let v2n = rotate(&api, "db", "2").await?;
     wait_version(&api, "db", &v1n, VersionState::Retained, None).await?;
@@ -346,12 +302,9 @@ async fn a_bare_pod_holds_its_version_and_deletion_keeps_referenced_versions() -
     let api: Api<RandomSecret> = ns.api();
     let secrets: Api<Secret> = ns.api();
     let pods: Api<Pod> = ns.api();
-    let v1n = current_secret(
-        &secrets,
-        &create_ready(&api, "db", json!({"length": 16})).await?,
-    )
-    .await?
-    .name_any();
+    let v1n = first_version(&api, &secrets, "db", json!({"length": 16}))
+        .await?
+        .name_any();
     let pod: Pod = serde_json::from_value(
         json!({"metadata": {"name": "debug"}, "spec": pod_template("debug", &v1n)["spec"]}),
     )?;
@@ -360,12 +313,9 @@ async fn a_bare_pod_holds_its_version_and_deletion_keeps_referenced_versions() -
 
     // Deleting the RandomSecret keeps the version the pod still uses; an
     // unreferenced current version goes with it.
-    let other = current_secret(
-        &secrets,
-        &create_ready(&api, "other", json!({"length": 16})).await?,
-    )
-    .await?
-    .name_any();
+    let other = first_version(&api, &secrets, "other", json!({"length": 16}))
+        .await?
+        .name_any();
     api.delete("db", &DeleteParams::background()).await?;
     api.delete("other", &DeleteParams::background()).await?;
     wait_deleted(&api, "db").await?;
@@ -414,12 +364,9 @@ async fn tracking_mode_rolls_workloads_to_each_new_version() -> Result<()> {
     let secrets: Api<Secret> = ns.api();
     let deploys: Api<Deployment> = ns.api();
     let checker = ReferenceChecker::start(&client, &ns.name, "db-");
-    let v1n = current_secret(
-        &secrets,
-        &create_ready(&api, "db", json!({"length": 16, "rotation": "1"})).await?,
-    )
-    .await?
-    .name_any();
+    let v1n = first_version(&api, &secrets, "db", json!({"length": 16, "rotation": "1"}))
+        .await?
+        .name_any();
 
     // The manifest names the base name; the controller points it at the current version.
     let mut d = deployment("web", "db")?;
