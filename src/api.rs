@@ -21,6 +21,8 @@ pub const MANAGED_BY: &str = "randomsecret";
 pub const MAX_LENGTH: i64 = 1_048_576;
 /// Longest base name: room for `-` and the 10-character hash within 253.
 pub const MAX_BASE_NAME: usize = 242;
+/// Longest RandomSecret name: it is the `randomsecret.io/name` label value.
+pub const MAX_OBJECT_NAME: usize = 63;
 /// Most generated keys in one RandomSecret.
 pub const MAX_KEYS: usize = 64;
 /// Most distinct symbol characters (the alphabet stays below 256 entries).
@@ -53,7 +55,7 @@ pub const SHORT_FORM_LENGTH: i64 = 32;
     printcolumn(name = "Versions", type_ = "integer", json_path = ".status.liveVersions", priority = 1, description = "Live versions (current and retained)"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].reason", priority = 1),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
-    validation = Rule::new("has(self.spec.secretName) || size(self.metadata.name) <= 242").message("metadata.name is longer than 242 characters, which leaves no room for the 11-character version suffix: set spec.secretName to a shorter base name")
+    validation = Rule::new("size(self.metadata.name) <= 63").message("metadata.name must be at most 63 characters (it is a label value on every version Secret): use a shorter name, and spec.secretName for a longer base name")
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(

@@ -27,9 +27,15 @@ pub enum Command {
         #[arg(short = 'f', long = "filename")]
         file: Option<PathBuf>,
     },
-    /// Rewrite workload references to RandomSecret base names into versioned names.
-    Resolve,
-    /// The same as `resolve`, as a KRM function (ResourceList in and out).
+    /// Rewrite workload references to RandomSecret base names into versioned names
+    /// (a YAML stream in and out; also a Helm --post-renderer).
+    Resolve {
+        /// YAML file to read ("-" or absent: standard input).
+        #[arg(short = 'f', long = "filename")]
+        file: Option<PathBuf>,
+    },
+    /// The same as `resolve`, as a KRM function (ResourceList in and out) for
+    /// `kustomize build --enable-alpha-plugins --enable-exec`.
     Kustomize,
 }
 

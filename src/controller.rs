@@ -454,7 +454,6 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
     }
     let name = rs.name_any();
     let ns = rs.namespace().unwrap_or_default();
-    let previous_reason = status::ready_reason(rs.status.as_ref()).map(str::to_string);
 
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let created = rs
@@ -466,24 +465,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
         Ok(v) => v,
         Err(e) => {
             // A permanent error: report it and wait for the spec to change (no retry storm).
-            ctx.metrics.error(e.reason());
-            let outcome = Outcome::Stalled {
-                reason: e.reason().into(),
-                message: e.to_string(),
-            };
-            set_outcome(rs, &outcome, None, ctx).await?;
-            if previous_reason.as_deref() != Some(e.reason()) {
-                warn!(namespace = %ns, name = %name, reason = e.reason(), "invalid spec");
-                publish(
-                    ctx,
-                    rs,
-                    EventType::Warning,
-                    e.reason(),
-                    "Validate",
-                    e.to_string(),
-                )
-                .await;
-            }
+            stall(rs, ctx, e.reason(), e.to_string(), "Validate").await?;
             return Ok((Action::await_change(), "stalled"));
         }
     };
@@ -492,6 +474,15 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
         Ok(e) => e,
         // The namespace is going away, and this RandomSecret with it: nothing to retry.
         Err(err) if namespace_terminating(&err) => return Ok((Action::await_change(), "deleting")),
+        // The apiserver refused the Secret itself (a Secret type's rules, say): retrying cannot help.
+        Err(Error::Kube(kube::Error::Api(status))) if status.code == 422 => {
+            let message = format!(
+                "the apiserver rejected Secret {}: {}: fix the spec",
+                v.secret_name, status.message
+            );
+            stall(rs, ctx, "SecretRejected", message, "CreateVersion").await?;
+            return Ok((Action::await_change(), "stalled"));
+        }
         Err(err) => {
             ctx.metrics.error(err.metric_label());
             let outcome = Outcome::Retrying {
@@ -505,24 +496,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
     let (ensured, meta) = ensured;
     match ensured {
         Ensured::Conflict(why) => {
-            ctx.metrics.error("SecretNameConflict");
-            let outcome = Outcome::Stalled {
-                reason: "SecretNameConflict".into(),
-                message: why.clone(),
-            };
-            set_outcome(rs, &outcome, None, ctx).await?;
-            if previous_reason.as_deref() != Some("SecretNameConflict") {
-                warn!(namespace = %ns, name = %name, secret = %v.secret_name, "Secret name taken");
-                publish(
-                    ctx,
-                    rs,
-                    EventType::Warning,
-                    "SecretNameConflict",
-                    "CreateVersion",
-                    why,
-                )
-                .await;
-            }
+            stall(rs, ctx, "SecretNameConflict", why, "CreateVersion").await?;
             return Ok((Action::requeue(CONFLICT_RECHECK), "stalled"));
         }
         Ensured::Created => {
@@ -591,6 +565,29 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
         None => Action::await_change(),
     };
     Ok((next, "ok"))
+}
+
+/// Reports a permanent problem: `Ready=False`, `Stalled=True` with `reason`,
+/// counted, and a Warning Event when the reason is new (not on every retry).
+async fn stall(
+    rs: &RandomSecret,
+    ctx: &Context,
+    reason: &str,
+    message: String,
+    action: &str,
+) -> Result<()> {
+    ctx.metrics.error(reason);
+    let previous = status::ready_reason(rs.status.as_ref()).map(str::to_string);
+    let outcome = Outcome::Stalled {
+        reason: reason.into(),
+        message: message.clone(),
+    };
+    set_outcome(rs, &outcome, None, ctx).await?;
+    if previous.as_deref() != Some(reason) {
+        warn!(namespace = %rs.namespace().unwrap_or_default(), name = %rs.name_any(), reason, "stalled: {message}");
+        publish(ctx, rs, EventType::Warning, reason, action, message).await;
+    }
+    Ok(())
 }
 
 /// Whether this process or the cached status says `name` was released before.

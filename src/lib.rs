@@ -3,7 +3,8 @@
 //!
 //! Pure parts: [`api`] (the CRD types), [`version`] (canonical form, hash,
 //! name), [`generate`] (random values), [`status`] (conditions), [`manifests`]
-//! (YAML streams for the CLI). IO at the edges: [`controller`] (the reconciler),
+//! and [`gitops`] (YAML streams for the CLI), [`references`], [`index`],
+//! [`retention`], [`rewrite`], [`tracking`], [`leader`] (decisions). IO at the edges: [`controller`] (the reconciler),
 //! [`manager`] (process wiring), [`admin`] (metrics and health servers).
 
 pub mod admin;
@@ -11,6 +12,7 @@ pub mod api;
 pub mod cli;
 pub mod controller;
 pub mod generate;
+pub mod gitops;
 pub mod index;
 pub mod leader;
 pub mod manager;
@@ -30,8 +32,6 @@ pub enum Error {
     Kube(#[from] kube::Error),
     #[error("the operating system's random source failed: {0}")]
     Random(String),
-    #[error("`randomsecret {0}` is not implemented yet")]
-    NotImplemented(&'static str),
 }
 
 impl Error {
@@ -41,7 +41,6 @@ impl Error {
             Error::Kube(kube::Error::Api(_)) => "ApiError",
             Error::Kube(_) => "ClientError",
             Error::Random(_) => "RandomSource",
-            Error::NotImplemented(_) => "NotImplemented",
         }
     }
 }

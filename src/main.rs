@@ -1,6 +1,6 @@
 use clap::Parser;
 use randomsecret::cli::{Cli, Command, ControllerArgs, LogFormat};
-use randomsecret::{Error, api, manager, manifests};
+use randomsecret::{api, gitops, manager, manifests};
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
@@ -56,8 +56,21 @@ fn main() -> ExitCode {
             names.iter().for_each(|n| println!("{n}"));
             Ok(())
         }),
-        Command::Resolve => Err(Error::NotImplemented("resolve").to_string()),
-        Command::Kustomize => Err(Error::NotImplemented("kustomize").to_string()),
+        Command::Resolve { file } => read_input(file.as_deref()).and_then(|input| {
+            let (out, _) = gitops::resolve_stream(&input).map_err(|e| e.to_string())?;
+            print!("{out}");
+            Ok(())
+        }),
+        Command::Kustomize => read_input(None).and_then(|input| {
+            let (out, changed) = gitops::krm_function(&input).map_err(|e| e.to_string())?;
+            if changed == 0 {
+                eprintln!(
+                    "randomsecret kustomize: no reference was rewritten (no RandomSecret here, or nothing references its base name)"
+                );
+            }
+            print!("{out}");
+            Ok(())
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

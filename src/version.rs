@@ -6,8 +6,8 @@
 //! `testdata/name-vectors.yaml` pins it. Changing it renames every version.
 
 use crate::api::{
-    Charset, DEFAULT_SYMBOLS, MAX_BASE_NAME, MAX_KEYS, MAX_LENGTH, MAX_SYMBOLS, RandomSecretSpec,
-    SHORT_FORM_KEY, SHORT_FORM_LENGTH,
+    Charset, DEFAULT_SYMBOLS, MAX_BASE_NAME, MAX_KEYS, MAX_LENGTH, MAX_OBJECT_NAME, MAX_SYMBOLS,
+    RandomSecretSpec, SHORT_FORM_KEY, SHORT_FORM_LENGTH,
 };
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -54,12 +54,21 @@ pub enum SpecError {
     InvalidSymbols { key: String, why: &'static str },
     #[error("too many keys ({0}): at most {MAX_KEYS} generated and {MAX_KEYS} static")]
     TooManyKeys(usize),
+    #[error(
+        "metadata.name {0:?} is longer than 63 characters (it is a label value on every version Secret): use a shorter name, and spec.secretName for a longer base name"
+    )]
+    NameTooLong(String),
     #[error("base name {name:?} {why}")]
     InvalidBaseName { name: String, why: &'static str },
     #[error("type {0:?} is not a valid Secret type: use letters, digits, '-', '_', '.' and '/'")]
     InvalidType(String),
     #[error("rotation must not contain control characters")]
     InvalidRotation,
+    #[error("type {secret_type} requires {needs}: add it to keys or static, or use another type")]
+    TypeRequiresKeys {
+        secret_type: String,
+        needs: &'static str,
+    },
     #[error(
         "the Secret would hold up to {0} bytes, more than the 1 MiB limit: shorten lengths or static values"
     )]
@@ -83,8 +92,10 @@ impl SpecError {
             SpecError::InvalidLength { .. } => "InvalidLength",
             SpecError::InvalidSymbols { .. } => "InvalidSymbols",
             SpecError::InvalidBaseName { .. } => "InvalidSecretName",
+            SpecError::NameTooLong(_) => "NameTooLong",
             SpecError::InvalidType(_) => "InvalidType",
             SpecError::InvalidRotation => "InvalidRotation",
+            SpecError::TypeRequiresKeys { .. } => "TypeRequiresKeys",
             SpecError::TooLarge(_) => "SecretTooLarge",
             SpecError::InvalidRotateEvery(_) => "InvalidRotateEvery",
             SpecError::TimeBased => "TimeBased",
@@ -227,6 +238,10 @@ impl VersionSpec {
         {
             return Err(SpecError::InvalidType(secret_type));
         }
+        let has = |k: &str| generated_map.contains_key(k) || statics.contains_key(k);
+        if let Some(needs) = missing_type_keys(&secret_type, has) {
+            return Err(SpecError::TypeRequiresKeys { secret_type, needs });
+        }
         let rotation = spec.rotation.clone().unwrap_or_default();
         if rotation.chars().any(char::is_control) {
             return Err(SpecError::InvalidRotation);
@@ -321,6 +336,28 @@ pub fn hash_canonical(canonical: &str) -> String {
             n => char::from_digit(u32::from(n), 16).expect("a nibble is a hex digit"),
         })
         .collect()
+}
+
+/// What the apiserver requires of the built-in Secret types, checked before it
+/// refuses the Secret (`None`: nothing missing).
+fn missing_type_keys(secret_type: &str, has: impl Fn(&str) -> bool) -> Option<&'static str> {
+    match secret_type {
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            Some("a username or password key")
+        }
+        "kubernetes.io/ssh-auth" if !has("ssh-privatekey") => Some("an ssh-privatekey key"),
+        "kubernetes.io/tls" if !(has("tls.crt") && has("tls.key")) => {
+            Some("tls.crt and tls.key keys")
+        }
+        "kubernetes.io/dockerconfigjson" if !has(".dockerconfigjson") => {
+            Some("a .dockerconfigjson key")
+        }
+        "kubernetes.io/dockercfg" if !has(".dockercfg") => Some("a .dockercfg key"),
+        "kubernetes.io/service-account-token" => {
+            Some("a ServiceAccount (it is not a type for generated values)")
+        }
+        _ => None,
+    }
 }
 
 /// Parses a duration such as `720h`, `90m` or `1h30m` into seconds (at least 60).
@@ -433,6 +470,9 @@ impl Version {
         object_name: &str,
         epoch: Option<u64>,
     ) -> Result<Self, SpecError> {
+        if object_name.len() > MAX_OBJECT_NAME {
+            return Err(SpecError::NameTooLong(object_name.to_string()));
+        }
         let base = base_name(spec, object_name)?;
         let mut vspec = VersionSpec::from_spec(spec)?;
         vspec.epoch = epoch;
@@ -598,6 +638,18 @@ mod tests {
                 "InvalidRotation",
             ),
             (
+                "keys: {k: {length: 4}}\ntype: kubernetes.io/basic-auth",
+                "TypeRequiresKeys",
+            ),
+            (
+                "keys: {tls.crt: {length: 4}}\ntype: kubernetes.io/tls",
+                "TypeRequiresKeys",
+            ),
+            (
+                "keys: {k: {length: 4}}\ntype: kubernetes.io/service-account-token",
+                "TypeRequiresKeys",
+            ),
+            (
                 "keys: {a: {length: 600000}, b: {length: 600000}}",
                 "SecretTooLarge",
             ),
@@ -607,13 +659,20 @@ mod tests {
             assert_eq!(err.reason(), *reason, "{yaml}: {err}");
         }
         let long = "a".repeat(243);
+        let with_base =
+            |base: &str| spec(&format!("secretName: {base}\nkeys: {{k: {{length: 4}}}}"));
         assert_eq!(
-            Version::of(&spec("keys: {k: {length: 4}}"), &long)
-                .unwrap_err()
-                .reason(),
+            Version::of(&with_base(&long), "x").unwrap_err().reason(),
             "InvalidSecretName"
         );
-        assert!(Version::of(&spec("keys: {k: {length: 4}}"), &long[..242]).is_ok());
+        assert!(Version::of(&with_base(&long[..242]), "x").is_ok());
+        // The object's name is a label value: at most 63 characters.
+        let keys = spec("keys: {k: {length: 4}}");
+        assert_eq!(
+            Version::of(&keys, &long[..64]).unwrap_err().reason(),
+            "NameTooLong"
+        );
+        assert!(Version::of(&keys, &long[..63]).is_ok());
     }
 
     /// The shared fixture: every implementation of the name must agree with it.

@@ -244,7 +244,9 @@ impl ReferenceChecker {
         let (prefix, flag) = (prefix.to_string(), stop.clone());
         let task = tokio::spawn(async move {
             let (mut violations, mut checked) = (Vec::new(), 0);
-            while !flag.load(Ordering::Relaxed) {
+            loop {
+                // Read the flag first, so that one last check runs after finish().
+                let last = flag.load(Ordering::Relaxed);
                 let pod_list = pods.list(&ListParams::default()).await?;
                 let existing: std::collections::BTreeSet<String> = secrets
                     .list_metadata(&ListParams::default())
@@ -273,6 +275,9 @@ impl ReferenceChecker {
                             p.name_any()
                         ));
                     }
+                }
+                if last {
+                    break;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }

@@ -321,15 +321,15 @@ async fn bad_input_is_refused_at_admission_with_a_readable_message() -> Result<(
             )),
         }
     }
-    // metadata.name too long for the suffix, without secretName.
-    let long = "n".repeat(243);
+    // metadata.name longer than a label value.
+    let long = "n".repeat(64);
     match api
         .create(&PostParams::default(), &raw(&long, json!({"length": 8}))?)
         .await
     {
         Err(kube::Error::Api(s))
             if s.message
-                .contains("leaves no room for the 11-character version suffix") => {}
+                .contains("metadata.name must be at most 63 characters") => {}
         other => failures.push(format!(
             "long metadata.name: {:?}",
             other.map(|o| o.name_any())
@@ -377,6 +377,34 @@ async fn invalid_spec_that_passes_admission_is_stalled_not_retried() -> Result<(
     )
     .await?;
     wait_for(&api, "big", "Ready after the fix", is_ready).await?;
+    // A built-in type's required keys, checked before the apiserver would refuse the Secret.
+    let spec = json!({"keys": {"k": {"length": 8}}, "type": "kubernetes.io/basic-auth"});
+    api.create(&PostParams::default(), &random_secret("basic", spec)?)
+        .await?;
+    let rs = wait_for(
+        &api,
+        "basic",
+        "Stalled",
+        not_ready_because("TypeRequiresKeys"),
+    )
+    .await?;
+    let msg = &condition(&rs, "Ready").unwrap().message;
+    ensure!(msg.contains("username or password"), "{msg}");
+    // What only the apiserver knows (.dockerconfigjson must be JSON): its refusal, permanent.
+    let spec = json!({"keys": {".dockerconfigjson": {"length": 8}}, "type": "kubernetes.io/dockerconfigjson"});
+    api.create(&PostParams::default(), &random_secret("docker", spec)?)
+        .await?;
+    let rs = wait_for(
+        &api,
+        "docker",
+        "Stalled",
+        not_ready_because("SecretRejected"),
+    )
+    .await?;
+    ensure!(
+        condition(&rs, "Stalled")
+            .is_some_and(|c| c.status == "True" && c.message.contains(".dockerconfigjson"))
+    );
     ns.delete().await
 }
 

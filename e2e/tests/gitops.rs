@@ -1,0 +1,310 @@
+//! GitOps outputs against the real tools and control plane: the kustomize
+//! overlay (standalone kustomize running the KRM function), the Helm chart with
+//! `resolve` as post-renderer, and agreement of `name`, `resolve`, the KRM
+//! function and the controller on 200 generated specs.
+
+use anyhow::{Context, Result, ensure};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use randomsecret::api::RandomSecret;
+use randomsecret::version::Version;
+use randomsecret_e2e::*;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Result<String> {
+    let bin_dir = randomsecret_bin().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = Command::new(cmd)
+        .args(args)
+        .env("PATH", path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {cmd}"))?;
+    let input = stdin.unwrap_or_default().to_string();
+    let mut pipe = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || pipe.write_all(input.as_bytes()));
+    let out = child.wait_with_output()?;
+    writer.join().expect("stdin writer")?;
+    ensure!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+fn docs(yaml: &str) -> Result<Vec<Value>> {
+    Ok(randomsecret::manifests::documents(yaml)?)
+}
+
+fn env_secret(d: &Value) -> String {
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    c["envFrom"][0]["secretRef"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Applies rendered manifests into `ns` and checks: the RandomSecret's
+/// status.secretName is what `name` computed offline, the Deployment
+/// references it, and its rollout completes with every pod finding its Secret.
+async fn deploy_and_check(
+    rendered: &str,
+    ns: &TestNamespace,
+    deployment: &str,
+    rs: &str,
+) -> Result<()> {
+    let client = client().await?;
+    let offline = run("randomsecret", &["name"], Some(rendered))?
+        .trim()
+        .to_string();
+    let manifests = docs(rendered)?;
+    let d = manifests
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .context("a Deployment")?;
+    ensure!(
+        env_secret(d) == offline,
+        "the Deployment references {}, not {offline}",
+        env_secret(d)
+    );
+    let checker = ReferenceChecker::start(&client, &ns.name, rs);
+    run(
+        "kubectl",
+        &["apply", "--server-side", "-n", &ns.name, "-f", "-"],
+        Some(rendered),
+    )?;
+    let api: Api<RandomSecret> = ns.api();
+    let ready = wait_for(&api, rs, "Ready", is_ready).await?;
+    ensure!(
+        ready.status.as_ref().and_then(|s| s.secret_name.clone()) == Some(offline.clone()),
+        "status.secretName differs from `name`"
+    );
+    current_secret(&ns.api::<Secret>(), &ready).await?;
+    wait_for(
+        &ns.api::<Deployment>(),
+        deployment,
+        "rolled out",
+        rollout_complete,
+    )
+    .await?;
+    checker.finish().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn kustomize_overlay_builds_and_deploys_the_rotated_version() -> Result<()> {
+    let client = client().await?;
+    let root = repo_root();
+    let overlay = root.join("examples/kustomize/overlays/production");
+    let built = run(
+        "kustomize",
+        &[
+            "build",
+            "--enable-alpha-plugins",
+            "--enable-exec",
+            overlay.to_str().unwrap(),
+        ],
+        None,
+    )?;
+    let base = run(
+        "kustomize",
+        &[
+            "build",
+            root.join("examples/kustomize/base").to_str().unwrap(),
+        ],
+        None,
+    )?;
+    ensure!(
+        run("randomsecret", &["name"], Some(&built))?
+            != run("randomsecret", &["name"], Some(&base))?,
+        "the overlay rotates"
+    );
+    let ns = TestNamespace::new(&client, "gitops-kustomize").await?;
+    deploy_and_check(&built, &ns, "app", "app-creds").await?;
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn helm_post_renderer_deploys_the_versioned_name() -> Result<()> {
+    let client = client().await?;
+    let chart = repo_root().join("examples/helm/app");
+    let chart = chart.to_str().unwrap();
+    let plain = run("helm", &["template", "my", chart], None)?;
+    let d = docs(&plain)?
+        .into_iter()
+        .find(|d| d["kind"] == "Deployment")
+        .context("Deployment")?;
+    ensure!(
+        env_secret(&d) == "my-creds",
+        "without the post-renderer the base name stays"
+    );
+    let rendered = run(
+        "helm",
+        &[
+            "template",
+            "my",
+            chart,
+            "--post-renderer",
+            "randomsecret",
+            "--post-renderer-args",
+            "resolve",
+        ],
+        None,
+    )?;
+    let ns = TestNamespace::new(&client, "gitops-helm").await?;
+    deploy_and_check(&rendered, &ns, "my", "my-creds").await?;
+    ns.delete().await
+}
+
+/// A small deterministic generator (xorshift), so a failure is reproducible.
+struct Gen(u64);
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+fn generated_spec(g: &mut Gen, i: usize) -> (String, Value) {
+    let charsets = [
+        "alphanumeric",
+        "alpha",
+        "lower",
+        "upper",
+        "numeric",
+        "hex",
+        "base64",
+        "base64url",
+        "ascii",
+    ];
+    let symbols = ["<>&\"\\", "é€ß", "!#%", "<script>&amp;", "ü\\\"<>", "😀✓"];
+    let mut keys = serde_json::Map::new();
+    for k in 0..=(g.next() % 3) {
+        let mut generator = json!({"length": 1 + g.next() % 200, "charset": g.pick(&charsets)});
+        if g.next().is_multiple_of(2) {
+            generator["symbolCharacters"] = json!(g.pick(&symbols));
+        }
+        keys.insert(format!("key-{k}.{}", g.pick(&["a", "B", "c_d"])), generator);
+    }
+    let mut spec = json!({"keys": keys, "rotation": format!("r{}<&>", g.next() % 5)});
+    if g.next().is_multiple_of(2) {
+        spec["static"] = json!({"user": g.pick(&["admin", "ünï<&>", "multi\nline\n", "quote\"s"]), "num": format!("{}", g.next())});
+    }
+    if g.next().is_multiple_of(3) {
+        spec["type"] = json!(g.pick(&["kubernetes.io/basic-auth", "example.com/x"]));
+        if spec["type"] == "kubernetes.io/basic-auth" {
+            spec["static"]["username"] = json!("basic"); // the type requires it
+        }
+    }
+    if i.is_multiple_of(20) {
+        // A long base name (the object's own name is a label value: at most 63).
+        spec["secretName"] = json!(format!("long-{}-{i}", "x".repeat(200)));
+    }
+    (format!("gen-{i}"), spec)
+}
+
+#[tokio::test]
+async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Result<()> {
+    let client = client().await?;
+    let mut g = Gen(0x5eed_1234_abcd_0042);
+    let mut stream = String::new();
+    let mut items = vec![];
+    let mut expected = vec![];
+    for i in 0..200 {
+        let (name, spec) = generated_spec(&mut g, i);
+        let rs = json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "metadata": {"name": name}, "spec": spec});
+        let typed: RandomSecret = serde_json::from_value(rs.clone())?;
+        expected.push(
+            Version::of(&typed.spec, &name)
+                .with_context(|| format!("spec {i}: {spec}"))?
+                .secret_name,
+        );
+        // Workloads reference the base name: spec.secretName, else metadata.name.
+        let base = spec["secretName"].as_str().unwrap_or(&name).to_string();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}")},
+                         "spec": {"containers": [{"name": "a", "image": "x", "envFrom": [{"secretRef": {"name": base}}]}]}});
+        stream.push_str(&format!(
+            "---\n{}---\n{}",
+            serde_yaml::to_string(&rs)?,
+            serde_yaml::to_string(&pod)?
+        ));
+        items.push(rs);
+        items.push(pod);
+    }
+    // `name`
+    let names: Vec<String> = run("randomsecret", &["name"], Some(&stream))?
+        .lines()
+        .map(String::from)
+        .collect();
+    ensure!(names == expected, "`name` disagrees with the Rust function");
+    // `resolve`
+    let resolved = docs(&run("randomsecret", &["resolve"], Some(&stream))?)?;
+    let pod_refs = |ds: &[Value]| -> Vec<String> {
+        ds.iter()
+            .filter(|d| d["kind"] == "Pod")
+            .map(|d| {
+                d["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    };
+    ensure!(
+        pod_refs(&resolved) == expected,
+        "`resolve` disagrees with the Rust function"
+    );
+    // the KRM function
+    let list =
+        json!({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items});
+    let out: Value = serde_yaml::from_str(&run(
+        "randomsecret",
+        &["kustomize"],
+        Some(&serde_yaml::to_string(&list)?),
+    )?)?;
+    ensure!(
+        pod_refs(out["items"].as_array().context("items")?) == expected,
+        "the KRM function disagrees with the Rust function"
+    );
+    // the controller, after the apiserver stored (defaulted, pruned) the objects
+    let ns = TestNamespace::new(&client, "gitops-agree").await?;
+    let rs_only: String = stream
+        .split("---\n")
+        .filter(|d| d.contains("kind: RandomSecret"))
+        .map(|d| format!("---\n{d}"))
+        .collect();
+    run(
+        "kubectl",
+        &["apply", "--server-side", "-n", &ns.name, "-f", "-"],
+        Some(&rs_only),
+    )?;
+    let api: Api<RandomSecret> = ns.api();
+    for (i, want) in expected.iter().enumerate() {
+        let name = items[2 * i]["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let rs = wait_for(&api, &name, "Ready", is_ready).await?;
+        let got = rs.status.and_then(|s| s.secret_name);
+        ensure!(
+            got.as_deref() == Some(want.as_str()),
+            "{name}: status says {got:?}, `name` says {want}"
+        );
+    }
+    ns.delete().await
+}

@@ -1,0 +1,275 @@
+//! GitOps filters: rewrite references to a RandomSecret's base name in
+//! workloads into its versioned name, before anything reaches the cluster.
+//! A reference to an older version of the same base (`<base>-<hash>`, say from
+//! a base layer that ran the function before an overlay rotated) is moved to
+//! the current version too. `randomsecret resolve` works on a YAML stream (also as a Helm
+//! post-renderer); `randomsecret kustomize` is the same as a KRM function.
+
+use crate::manifests::{ManifestError, is_random_secret, version_of};
+use crate::rewrite::rewrite_pod_spec;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Base name -> versioned name, per namespace (None: no namespace in the manifest).
+#[derive(Debug, Default)]
+pub struct Names(HashMap<(Option<String>, String), String>);
+
+fn namespace(doc: &Value) -> Option<String> {
+    doc.pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+}
+
+impl Names {
+    /// The versioned names of every RandomSecret among `docs`.
+    pub fn collect(docs: &[Value]) -> Result<Self, ManifestError> {
+        let mut names = Names::default();
+        for (i, doc) in docs.iter().enumerate() {
+            if !is_random_secret(doc) {
+                continue;
+            }
+            let v = version_of(i + 1, doc)?;
+            names
+                .0
+                .insert((namespace(doc), v.base.clone()), v.secret_name);
+        }
+        Ok(names)
+    }
+
+    /// The current versioned name for a reference to a base name, or to any
+    /// version of it (`<base>-<hash>`, as an earlier layer may have written).
+    fn versioned(&self, ns: &Option<String>, name: &str) -> Option<String> {
+        let lookup = |base: &str| self.0.get(&(ns.clone(), base.to_string())).cloned();
+        lookup(name).or_else(|| {
+            let (base, _) = name.rsplit_once('-')?;
+            crate::tracking::refers_to(name, base).then(|| lookup(base))?
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Rewrites one document's Secret references in its own namespace; returns how many changed.
+    pub fn rewrite(&self, doc: &mut Value) -> usize {
+        let ns = namespace(doc);
+        let map = |name: &str| self.versioned(&ns, name);
+        let kind = doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let mut changed = 0;
+        for pointer in pod_spec_pointers(&kind) {
+            if let Some(spec) = doc.pointer_mut(pointer) {
+                changed += rewrite_pod_spec(spec, &map);
+            }
+        }
+        if kind == "Ingress" {
+            for tls in doc
+                .pointer_mut("/spec/tls")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(Value::String(name)) = tls.get_mut("secretName")
+                    && let Some(new) = map(name)
+                {
+                    *name = new;
+                    changed += 1;
+                }
+            }
+        }
+        changed
+    }
+}
+
+/// Where each workload kind keeps its pod spec.
+fn pod_spec_pointers(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "Pod" => &["/spec"],
+        "Deployment"
+        | "ReplicaSet"
+        | "StatefulSet"
+        | "DaemonSet"
+        | "Job"
+        | "ReplicationController" => &["/spec/template/spec"],
+        "PodTemplate" => &["/template/spec"],
+        "CronJob" => &["/spec/jobTemplate/spec/template/spec"],
+        _ => &[],
+    }
+}
+
+/// Rewrites the documents in place; returns how many references changed.
+pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
+    let names = Names::collect(docs)?;
+    Ok(docs.iter_mut().map(|d| names.rewrite(d)).sum())
+}
+
+/// `randomsecret resolve`: a YAML stream in, the same stream out (document
+/// order kept; comments are not, as the YAML library drops them).
+pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
+    let mut docs = crate::manifests::documents(input)?;
+    let changed = resolve(&mut docs)?;
+    let mut out = String::new();
+    for d in &docs {
+        out.push_str("---\n");
+        out.push_str(&serde_yaml::to_string(d)?);
+    }
+    Ok((out, changed))
+}
+
+/// `randomsecret kustomize`: a KRM function. The ResourceList's items are
+/// rewritten in place (every annotation kept, nothing renamed); problems go to
+/// `results`.
+pub fn krm_function(input: &str) -> Result<(String, usize), ManifestError> {
+    let mut list: Value = serde_yaml::from_str(input)?;
+    let changed = match list.get_mut("items").and_then(Value::as_array_mut) {
+        Some(items) => match resolve(items) {
+            Ok(n) => n,
+            Err(e) => {
+                let result = serde_json::json!({"message": e.to_string(), "severity": "error"});
+                list["results"] = Value::Array(vec![result]);
+                return Ok((serde_yaml::to_string(&list)?, 0));
+            }
+        },
+        None => 0,
+    };
+    Ok((serde_yaml::to_string(&list)?, changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rs(name: &str, ns: Option<&str>) -> Value {
+        let mut v = json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
+                           "metadata": {"name": name}, "spec": {"keys": {"k": {"length": 8}}}});
+        if let Some(ns) = ns {
+            v["metadata"]["namespace"] = json!(ns);
+        }
+        v
+    }
+
+    fn versioned(name: &str) -> String {
+        let r: crate::api::RandomSecret = serde_json::from_value(rs(name, None)).unwrap();
+        crate::version::Version::of(&r.spec, name)
+            .unwrap()
+            .secret_name
+    }
+
+    fn env_from(secret: &str) -> Value {
+        json!({"containers": [{"name": "a", "envFrom": [{"secretRef": {"name": secret}}]}]})
+    }
+
+    #[test]
+    fn every_workload_kind_is_rewritten() {
+        let db = versioned("db");
+        let mut docs = vec![
+            rs("db", None),
+            json!({"kind": "Pod", "metadata": {"name": "p"}, "spec": env_from("db")}),
+            json!({"kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": {"spec": env_from("db")}}}),
+            json!({"kind": "StatefulSet", "metadata": {"name": "s"}, "spec": {"template": {"spec": env_from("db")}}}),
+            json!({"kind": "DaemonSet", "metadata": {"name": "s"}, "spec": {"template": {"spec": env_from("db")}}}),
+            json!({"kind": "ReplicaSet", "metadata": {"name": "s"}, "spec": {"template": {"spec": env_from("db")}}}),
+            json!({"kind": "Job", "metadata": {"name": "j"}, "spec": {"template": {"spec": env_from("db")}}}),
+            json!({"kind": "CronJob", "metadata": {"name": "c"}, "spec": {"jobTemplate": {"spec": {"template": {"spec": env_from("db")}}}}}),
+            json!({"kind": "PodTemplate", "metadata": {"name": "t"}, "template": {"spec": env_from("db")}}),
+            json!({"kind": "Ingress", "metadata": {"name": "i"}, "spec": {"tls": [{"hosts": ["a"], "secretName": "db"}]}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "db"}, "data": {"secretName": "db"}}),
+        ];
+        assert_eq!(resolve(&mut docs).unwrap(), 9);
+        assert_eq!(
+            docs[2]["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            json!(db)
+        );
+        assert_eq!(docs[9]["spec"]["tls"][0]["secretName"], json!(db));
+        assert_eq!(
+            docs[10]["data"]["secretName"], "db",
+            "other kinds are left alone"
+        );
+        assert_eq!(
+            docs[0]["metadata"]["name"], "db",
+            "the RandomSecret is not renamed"
+        );
+    }
+
+    #[test]
+    fn other_namespaces_and_unknown_names_are_left_alone() {
+        let mut docs = vec![
+            rs("db", Some("a")),
+            json!({"kind": "Pod", "metadata": {"name": "p", "namespace": "b"}, "spec": env_from("db")}),
+            json!({"kind": "Pod", "metadata": {"name": "q", "namespace": "a"}, "spec": env_from("other")}),
+            json!({"kind": "Pod", "metadata": {"name": "r", "namespace": "a"}, "spec": env_from("db")}),
+            json!({"kind": "Pod", "metadata": {"name": "s", "namespace": "a"}, "spec": env_from("db-hgkm245tbc")}),
+            json!({"kind": "Pod", "metadata": {"name": "t", "namespace": "a"}, "spec": env_from("db-creds")}),
+        ];
+        assert_eq!(resolve(&mut docs).unwrap(), 2);
+        let current = docs[3]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"].clone();
+        assert_eq!(
+            docs[4]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"], current,
+            "an older version moves to the current one"
+        );
+        assert_eq!(
+            docs[5]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            "db-creds"
+        );
+        assert_eq!(
+            docs[1]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            "db"
+        );
+        assert_eq!(
+            docs[2]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            "other"
+        );
+        assert_ne!(
+            docs[3]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            "db"
+        );
+    }
+
+    #[test]
+    fn stream_keeps_document_and_key_order() {
+        let input = "kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]\n---\n\
+            apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}}\n";
+        let (out, n) = resolve_stream(input).unwrap();
+        assert_eq!(n, 1);
+        let kinds: Vec<&str> = out.lines().filter(|l| l.starts_with("kind:")).collect();
+        assert_eq!(kinds, ["kind: Pod", "kind: RandomSecret"]);
+        assert!(
+            out.find("kind: Pod").unwrap() < out.find("metadata:").unwrap(),
+            "key order kept:\n{out}"
+        );
+        assert!(out.contains(&versioned("db")));
+    }
+
+    #[test]
+    fn krm_function_rewrites_items_and_reports_errors_as_results() {
+        let list = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
+            - apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata:\n    name: db\n    annotations: {config.kubernetes.io/index: '0', internal.config.kubernetes.io/path: rs.yaml}\n  spec: {keys: {k: {length: 8}}}\n\
+            - kind: Pod\n  metadata: {name: p, annotations: {config.kubernetes.io/index: '1'}}\n  spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n";
+        let (out, n) = krm_function(list).unwrap();
+        assert_eq!(n, 1);
+        let v: Value = serde_yaml::from_str(&out).unwrap();
+        assert_eq!(
+            v["items"][0]["metadata"]["annotations"]["internal.config.kubernetes.io/path"],
+            "rs.yaml"
+        );
+        assert_eq!(
+            v["items"][1]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            json!(versioned("db"))
+        );
+        let bad = "kind: ResourceList\nitems:\n- apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {name: db}\n  spec: {keys: {k: {length: 0}}}\n";
+        let (out, _) = krm_function(bad).unwrap();
+        let v: Value = serde_yaml::from_str(&out).unwrap();
+        assert_eq!(v["results"][0]["severity"], "error");
+        assert!(
+            v["results"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("length 0")
+        );
+    }
+}
