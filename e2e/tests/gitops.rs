@@ -1,7 +1,8 @@
 //! GitOps outputs against the real tools and control plane: the kustomize
 //! overlay (standalone kustomize running the KRM function), the Helm chart with
 //! `resolve` as post-renderer, and agreement of `name`, `resolve`, the KRM
-//! function and the controller on 200 generated specs.
+//! function, the Helm helper and the controller on the fixture and on 200
+//! generated specs.
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -218,6 +219,71 @@ fn generated_spec(g: &mut Gen, i: usize) -> (String, Value) {
     (format!("gen-{i}"), spec)
 }
 
+/// Renders the versioned names of `rss` with the Helm helper.
+fn helm_names(rss: &[&Value]) -> Result<Vec<String>> {
+    let dir = std::env::var("E2E_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("target/e2e"))
+        .join("helm-agree");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("templates"))?;
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: agree\nversion: 0.1.0\n",
+    )?;
+    std::fs::copy(
+        repo_root().join("charts/randomsecret-lib/templates/_name.tpl"),
+        dir.join("templates/_name.tpl"),
+    )?;
+    std::fs::write(
+        dir.join("templates/names.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: names}\ndata:\n{{- range $i, $v := .Values.rs }}\n  \"{{ $i }}\": {{ include \"randomsecret.versionedName\" (dict \"name\" $v.metadata.name \"spec\" $v.spec) | quote }}\n{{- end }}\n",
+    )?;
+    let values = dir.join("values.json");
+    std::fs::write(&values, serde_json::to_string(&json!({"rs": rss}))?)?;
+    let out = run(
+        "helm",
+        &[
+            "template",
+            dir.to_str().unwrap(),
+            "-f",
+            values.to_str().unwrap(),
+        ],
+        None,
+    )?;
+    let cm = docs(&out)?
+        .into_iter()
+        .next()
+        .context("rendered ConfigMap")?;
+    (0..rss.len())
+        .map(|i| {
+            cm["data"][i.to_string()]
+                .as_str()
+                .map(String::from)
+                .context("a name")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn fixture_vectors_agree_with_the_helm_helper() -> Result<()> {
+    let text = std::fs::read_to_string(repo_root().join("testdata/name-vectors.yaml"))?;
+    let vectors: Vec<Value> = serde_yaml::from_str(&text)?;
+    let rss: Vec<Value> = vectors
+        .iter()
+        .map(|v| json!({"metadata": {"name": v["name"]}, "spec": v["spec"]}))
+        .collect();
+    let want: Vec<String> = vectors
+        .iter()
+        .map(|v| v["secretName"].as_str().unwrap_or_default().to_string())
+        .collect();
+    ensure!(
+        helm_names(&rss.iter().collect::<Vec<_>>())? == want,
+        "the Helm helper disagrees with testdata/name-vectors.yaml"
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Result<()> {
     let client = client().await?;
@@ -280,6 +346,15 @@ async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Resu
     ensure!(
         pod_refs(out["items"].as_array().context("items")?) == expected,
         "the KRM function disagrees with the Rust function"
+    );
+    // the Helm helper (charts/randomsecret-lib), in a chart made for the purpose
+    let rs_items: Vec<&Value> = items
+        .iter()
+        .filter(|d| d["kind"] == "RandomSecret")
+        .collect();
+    ensure!(
+        helm_names(&rs_items)? == expected,
+        "the Helm helper disagrees with the Rust function"
     );
     // the controller, after the apiserver stored (defaulted, pruned) the objects
     let ns = TestNamespace::new(&client, "gitops-agree").await?;
