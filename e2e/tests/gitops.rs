@@ -43,6 +43,22 @@ fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Result<String> {
     Ok(String::from_utf8(out.stdout)?)
 }
 
+/// `helm dependency build` of the example chart, once per test binary (tests run in parallel).
+fn example_chart() -> Result<std::path::PathBuf> {
+    static BUILT: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let chart = repo_root().join("examples/helm/app");
+    let mut built = BUILT.lock().expect("lock");
+    if !*built {
+        run(
+            "helm",
+            &["dependency", "build", chart.to_str().unwrap()],
+            None,
+        )?;
+        *built = true;
+    }
+    Ok(chart)
+}
+
 fn docs(yaml: &str) -> Result<Vec<Value>> {
     Ok(randomsecret::manifests::documents(yaml)?)
 }
@@ -136,20 +152,13 @@ async fn kustomize_overlay_builds_and_deploys_the_rotated_version() -> Result<()
 }
 
 #[tokio::test]
-async fn helm_post_renderer_deploys_the_versioned_name() -> Result<()> {
+async fn helm_chart_with_the_helper_deploys_the_versioned_name() -> Result<()> {
     let client = client().await?;
-    let chart = repo_root().join("examples/helm/app");
+    let chart = example_chart()?;
     let chart = chart.to_str().unwrap();
+    // The helper alone (Fleet: no post-renderer) and with `resolve` as post-renderer agree.
     let plain = run("helm", &["template", "my", chart], None)?;
-    let d = docs(&plain)?
-        .into_iter()
-        .find(|d| d["kind"] == "Deployment")
-        .context("Deployment")?;
-    ensure!(
-        env_secret(&d) == "my-creds",
-        "without the post-renderer the base name stays"
-    );
-    let rendered = run(
+    let post = run(
         "helm",
         &[
             "template",
@@ -162,8 +171,46 @@ async fn helm_post_renderer_deploys_the_versioned_name() -> Result<()> {
         ],
         None,
     )?;
+    let deployment = |yaml: &str| -> Result<String> {
+        Ok(env_secret(
+            &docs(yaml)?
+                .into_iter()
+                .find(|d| d["kind"] == "Deployment")
+                .context("Deployment")?,
+        ))
+    };
+    ensure!(
+        deployment(&plain)? == deployment(&post)?,
+        "helper and post-renderer disagree"
+    );
+    ensure!(
+        deployment(&plain)?.starts_with("my-creds-"),
+        "the helper did not version the name"
+    );
+    // Without the helper, the post-renderer alone rewrites the base name.
+    let base_only = plain.replace(&deployment(&plain)?, "my-creds");
+    ensure!(
+        deployment(&run("randomsecret", &["resolve"], Some(&base_only))?)? == deployment(&plain)?
+    );
     let ns = TestNamespace::new(&client, "gitops-helm").await?;
-    deploy_and_check(&rendered, &ns, "my", "my-creds").await?;
+    deploy_and_check(&post, &ns, "my", "my-creds").await?;
+    // A rotation in values: a new name, rolled out like any change.
+    let rotated = run(
+        "helm",
+        &[
+            "template",
+            "my",
+            chart,
+            "--set-string",
+            "credentials.rotation=2",
+        ],
+        None,
+    )?;
+    ensure!(
+        deployment(&rotated)? != deployment(&plain)?,
+        "rotation must change the name"
+    );
+    deploy_and_check(&rotated, &ns, "my", "my-creds").await?;
     ns.delete().await
 }
 
@@ -381,5 +428,84 @@ async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Resu
             "{name}: status says {got:?}, `name` says {want}"
         );
     }
+    ns.delete().await
+}
+
+/// The Fleet example: the app bundle's helper values name exactly the
+/// credentials bundle's RandomSecret, and the app applies after it.
+#[tokio::test]
+async fn fleet_bundles_agree_and_deploy() -> Result<()> {
+    let client = client().await?;
+    let root = repo_root();
+    let fleet: Value = serde_yaml::from_str(&std::fs::read_to_string(
+        root.join("examples/fleet/app/fleet.yaml"),
+    )?)?;
+    let credentials =
+        std::fs::read_to_string(root.join("examples/fleet/credentials/randomsecret.yaml"))?;
+    let chart = root.join("examples/helm/app");
+    run(
+        "helm",
+        &["dependency", "build", chart.to_str().unwrap()],
+        None,
+    )?;
+    let values = std::env::var("E2E_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| root.join("target/e2e"))
+        .join("fleet-values.json");
+    std::fs::write(&values, serde_json::to_string(&fleet["helm"]["values"])?)?;
+    let release = fleet["helm"]["releaseName"]
+        .as_str()
+        .context("releaseName")?;
+    let app = run(
+        "helm",
+        &[
+            "template",
+            release,
+            chart.to_str().unwrap(),
+            "-f",
+            values.to_str().unwrap(),
+        ],
+        None,
+    )?;
+    let app_docs = docs(&app)?;
+    ensure!(
+        app_docs.iter().all(|d| d["kind"] != "RandomSecret"),
+        "the app bundle must not render the RandomSecret"
+    );
+    let d = app_docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .context("Deployment")?;
+    let want = run("randomsecret", &["name"], Some(&credentials))?
+        .trim()
+        .to_string();
+    ensure!(
+        env_secret(d) == want,
+        "the app references {}, the credentials bundle makes {want}",
+        env_secret(d)
+    );
+    // Bundle order as Fleet's dependsOn enforces it: credentials Ready, then the app.
+    let ns = TestNamespace::new(&client, "gitops-fleet").await?;
+    run(
+        "kubectl",
+        &["apply", "--server-side", "-n", &ns.name, "-f", "-"],
+        Some(&credentials),
+    )?;
+    let api: Api<RandomSecret> = ns.api();
+    wait_for(&api, "app-creds", "Ready", is_ready).await?;
+    let checker = ReferenceChecker::start(&client, &ns.name, "app-creds");
+    run(
+        "kubectl",
+        &["apply", "--server-side", "-n", &ns.name, "-f", "-"],
+        Some(&app),
+    )?;
+    wait_for(
+        &ns.api::<Deployment>(),
+        release,
+        "rolled out",
+        rollout_complete,
+    )
+    .await?;
+    checker.finish().await?;
     ns.delete().await
 }
