@@ -442,12 +442,7 @@ async fn fleet_bundles_agree_and_deploy() -> Result<()> {
     )?)?;
     let credentials =
         std::fs::read_to_string(root.join("examples/fleet/credentials/randomsecret.yaml"))?;
-    let chart = root.join("examples/helm/app");
-    run(
-        "helm",
-        &["dependency", "build", chart.to_str().unwrap()],
-        None,
-    )?;
+    let chart = example_chart()?;
     let values = std::env::var("E2E_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| root.join("target/e2e"))
