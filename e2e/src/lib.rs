@@ -300,13 +300,58 @@ impl ReferenceChecker {
     }
 }
 
-/// Runs kubectl (from `PATH`, set by `e2e/run.sh`), failing with its stderr.
-pub fn kubectl(args: &[&str]) -> Result<String> {
-    let out = std::process::Command::new("kubectl").args(args).output()?;
+/// Runs a tool (from `PATH`, set by `e2e/run.sh`, with the `randomsecret`
+/// binary under test first), feeding `stdin`; fails with its stderr.
+pub fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Result<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let bin_dir = randomsecret_bin()
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_default();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = Command::new(cmd)
+        .args(args)
+        .env("PATH", path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {cmd}"))?;
+    let input = stdin.unwrap_or_default().to_string();
+    let mut pipe = child.stdin.take().context("stdin")?;
+    // Write from a thread: a large input must not block while the tool fills stdout.
+    let writer = std::thread::spawn(move || pipe.write_all(input.as_bytes()));
+    let out = child.wait_with_output()?;
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("stdin writer panicked"))??;
     if !out.status.success() {
-        bail!("kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        bail!("{cmd} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
     Ok(String::from_utf8(out.stdout)?)
+}
+
+/// Runs kubectl, failing with its stderr.
+pub fn kubectl(args: &[&str]) -> Result<String> {
+    run("kubectl", args, None)
+}
+
+/// The documents of a YAML stream, as JSON values.
+pub fn docs(yaml: &str) -> Result<Vec<Value>> {
+    Ok(randomsecret::manifests::documents(yaml)?)
+}
+
+/// Merge-patches a RandomSecret's spec (without waiting for anything).
+pub async fn patch_spec(api: &Api<RandomSecret>, name: &str, spec: Value) -> Result<()> {
+    let patch = kube::api::Patch::Merge(json!({ "spec": spec }));
+    api.patch(name, &kube::api::PatchParams::default(), &patch)
+        .await?;
+    Ok(())
 }
 
 /// kubectl's notion of a completed rollout: the controller saw the latest
@@ -471,13 +516,7 @@ pub async fn first_version(
 
 /// Sets `spec.rotation`, waits until Ready and returns the new current Secret name.
 pub async fn rotate(api: &Api<RandomSecret>, name: &str, rotation: &str) -> Result<String> {
-    let patch = json!({"spec": {"rotation": rotation}});
-    api.patch(
-        name,
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(patch),
-    )
-    .await?;
+    patch_spec(api, name, json!({ "rotation": rotation })).await?;
     let rs = wait_for(api, name, "Ready after rotation", is_ready).await?;
     rs.status
         .and_then(|s| s.secret_name)

@@ -12,36 +12,6 @@ use randomsecret::api::RandomSecret;
 use randomsecret::version::Version;
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::process::{Command, Stdio};
-
-fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Result<String> {
-    let bin_dir = randomsecret_bin().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut child = Command::new(cmd)
-        .args(args)
-        .env("PATH", path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("running {cmd}"))?;
-    let input = stdin.unwrap_or_default().to_string();
-    let mut pipe = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || pipe.write_all(input.as_bytes()));
-    let out = child.wait_with_output()?;
-    writer.join().expect("stdin writer")?;
-    ensure!(
-        out.status.success(),
-        "{cmd} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8(out.stdout)?)
-}
 
 /// `helm dependency build` of the example chart, once per test binary (tests run in parallel).
 fn example_chart() -> Result<std::path::PathBuf> {
@@ -57,10 +27,6 @@ fn example_chart() -> Result<std::path::PathBuf> {
         *built = true;
     }
     Ok(chart)
-}
-
-fn docs(yaml: &str) -> Result<Vec<Value>> {
-    Ok(randomsecret::manifests::documents(yaml)?)
 }
 
 fn env_secret(d: &Value) -> String {

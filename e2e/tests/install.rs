@@ -8,38 +8,6 @@ use kube::api::ListParams;
 use kube::{Api, Client};
 use randomsecret_e2e::*;
 use serde_json::Value;
-use std::io::Write;
-use std::process::{Command, Stdio};
-
-fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Result<String> {
-    let mut child = Command::new(cmd)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes())?;
-    }
-    let out = child.wait_with_output()?;
-    ensure!(
-        out.status.success(),
-        "{cmd} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8(out.stdout)?)
-}
-
-fn docs(yaml: &str) -> Result<Vec<Value>> {
-    let mut out = vec![];
-    for d in serde_yaml::Deserializer::from_str(yaml) {
-        let v: Value = serde::Deserialize::deserialize(d)?;
-        if !v.is_null() {
-            out.push(v);
-        }
-    }
-    Ok(out)
-}
 
 fn cluster_role_rules(rendered: &[Value]) -> Result<Value> {
     rendered

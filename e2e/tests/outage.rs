@@ -6,7 +6,7 @@
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 use randomsecret::api::{RandomSecret, VersionState};
 use randomsecret_e2e::*;
@@ -41,12 +41,7 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     let deployment = deployment("web", &v1n)?;
     deploys.create(&PostParams::default(), &deployment).await?;
     wait_for(&deploys, "web", "rolled out on v1", rollout_complete).await?;
-    api.patch(
-        "db",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"rotation": "2"}})),
-    )
-    .await?;
+    patch_spec(&api, "db", json!({"rotation": "2"})).await?;
     let rs = wait_for(
         &api,
         "db",
@@ -78,12 +73,7 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
         "v2 (current) must survive the outage"
     );
     // A rotation while it is down waits for it.
-    api.patch(
-        "db",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"rotation": "3"}})),
-    )
-    .await?;
+    patch_spec(&api, "db", json!({"rotation": "3"})).await?;
 
     // Back up: it creates v3 and hands v2 to the two ReplicaSets that use it.
     let controller = ControllerProcess::start("outage", 18090, &[])?;

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use randomsecret::api::{DEFAULT_SYMBOLS, RandomSecret};
 use randomsecret::version::Version;
@@ -164,12 +164,7 @@ async fn rotation_creates_a_new_version_and_keeps_the_old() -> Result<()> {
     .await?;
     let v1 = current_secret(&secrets, &rs).await?;
 
-    api.patch(
-        "app",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"rotation": "2"}})),
-    )
-    .await?;
+    patch_spec(&api, "app", json!({"rotation": "2"})).await?;
     let rs = wait_for(&api, "app", "Ready after rotation", is_ready).await?;
     let v2 = current_secret(&secrets, &rs).await?;
     ensure!(
@@ -199,12 +194,7 @@ async fn rotation_creates_a_new_version_and_keeps_the_old() -> Result<()> {
     );
 
     // Rotating back (a git revert) makes the old version current again, values intact.
-    api.patch(
-        "app",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"rotation": "1"}})),
-    )
-    .await?;
+    patch_spec(&api, "app", json!({"rotation": "1"})).await?;
     let rs = wait_for(&api, "app", "Ready after revert", is_ready).await?;
     ensure!(rs.status.as_ref().unwrap().secret_name.as_deref() == Some(v1.name_any().as_str()));
     ensure!(secrets.get(&v1.name_any()).await?.data == v1.data);
@@ -370,12 +360,7 @@ async fn invalid_spec_that_passes_admission_is_stalled_not_retried() -> Result<(
     );
 
     // Fixing the spec makes it Ready.
-    api.patch(
-        "big",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"keys": {"b": {"length": 10}}}})),
-    )
-    .await?;
+    patch_spec(&api, "big", json!({"keys": {"b": {"length": 10}}})).await?;
     wait_for(&api, "big", "Ready after the fix", is_ready).await?;
     // A built-in type's required keys, checked before the apiserver would refuse the Secret.
     let spec = json!({"keys": {"k": {"length": 8}}, "type": "kubernetes.io/basic-auth"});

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use randomsecret::api::{RandomSecret, VersionState};
 use randomsecret_e2e::*;
@@ -413,12 +413,7 @@ async fn tracking_mode_rolls_workloads_to_each_new_version() -> Result<()> {
     );
 
     // Time-based rotation: with rotateEvery 1m a new version comes within a minute, and rolls out.
-    api.patch(
-        "db",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"rotateEvery": "1m"}})),
-    )
-    .await?;
+    patch_spec(&api, "db", json!({"rotateEvery": "1m"})).await?;
     let v3 = wait_for(&api, "db", "Ready with rotateEvery", is_ready).await?;
     let v3n = v3
         .status
