@@ -114,6 +114,46 @@ async fn kustomize_overlay_builds_and_deploys_the_rotated_version() -> Result<()
     );
     let ns = TestNamespace::new(&client, "gitops-kustomize").await?;
     deploy_and_check(&built, &ns, "app", "app-creds").await?;
+
+    // A further rotation in an overlay on top: the function moves the reference
+    // (already versioned by the layer below) to the new version, which rolls out
+    // while the old version stays for the old ReplicaSet.
+    // Inside the repository: kustomize takes other kustomizations by relative path only.
+    let top = root.join("target/kustomize-rotate");
+    std::fs::create_dir_all(&top)?;
+    std::fs::copy(
+        overlay.join("randomsecret-function.yaml"),
+        top.join("randomsecret-function.yaml"),
+    )?;
+    std::fs::write(
+        top.join("kustomization.yaml"),
+        format!(
+            "resources: [{}]\npatches:\n- target: {{kind: RandomSecret, name: app-creds}}\n  patch: |\n    - op: replace\n      path: /spec/rotation\n      value: \"3\"\ntransformers: [randomsecret-function.yaml]\n",
+            "../../examples/kustomize/overlays/production"
+        ),
+    )?;
+    let rotated = run(
+        "kustomize",
+        &[
+            "build",
+            "--enable-alpha-plugins",
+            "--enable-exec",
+            top.to_str().unwrap(),
+        ],
+        None,
+    )?;
+    let before = run("randomsecret", &["name"], Some(&built))?
+        .trim()
+        .to_string();
+    ensure!(
+        run("randomsecret", &["name"], Some(&rotated))?.trim() != before,
+        "the rotation changes the name"
+    );
+    deploy_and_check(&rotated, &ns, "app", "app-creds").await?;
+    ensure!(
+        ns.api::<Secret>().get_opt(&before).await?.is_some(),
+        "the previous version must stay for the old ReplicaSet"
+    );
     ns.delete().await
 }
 
@@ -279,7 +319,7 @@ fn helm_names(rss: &[&Value]) -> Result<Vec<String>> {
 }
 
 #[tokio::test]
-async fn fixture_vectors_agree_with_the_helm_helper() -> Result<()> {
+async fn fixture_vectors_agree_across_every_tool() -> Result<()> {
     let text = std::fs::read_to_string(repo_root().join("testdata/name-vectors.yaml"))?;
     let vectors: Vec<Value> = serde_yaml::from_str(&text)?;
     let rss: Vec<Value> = vectors
@@ -293,6 +333,60 @@ async fn fixture_vectors_agree_with_the_helm_helper() -> Result<()> {
     ensure!(
         helm_names(&rss.iter().collect::<Vec<_>>())? == want,
         "the Helm helper disagrees with testdata/name-vectors.yaml"
+    );
+    // `name`, `resolve` and the KRM function on the same vectors (one namespace
+    // each, since several share a base name).
+    let mut items = vec![];
+    for (i, v) in vectors.iter().enumerate() {
+        let ns = format!("v{i}");
+        let base = v["spec"]["secretName"]
+            .as_str()
+            .or(v["name"].as_str())
+            .unwrap_or_default();
+        items.push(
+            json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
+                          "metadata": {"name": v["name"], "namespace": ns}, "spec": v["spec"]}),
+        );
+        items.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns},
+                          "spec": {"containers": [{"name": "a", "image": "x", "envFrom": [{"secretRef": {"name": base}}]}]}}));
+    }
+    let stream: String = items
+        .iter()
+        .map(|d| format!("---\n{}", serde_yaml::to_string(d).unwrap_or_default()))
+        .collect();
+    let names: Vec<String> = run("randomsecret", &["name"], Some(&stream))?
+        .lines()
+        .map(String::from)
+        .collect();
+    ensure!(
+        names == want,
+        "`name` disagrees with testdata/name-vectors.yaml"
+    );
+    let pod_refs = |ds: &[Value]| -> Vec<String> {
+        ds.iter()
+            .filter(|d| d["kind"] == "Pod")
+            .map(|d| {
+                d["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    };
+    ensure!(
+        pod_refs(&docs(&run("randomsecret", &["resolve"], Some(&stream))?)?) == want,
+        "`resolve` disagrees with the vectors"
+    );
+    let list =
+        json!({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items});
+    let out: Value = serde_yaml::from_str(&run(
+        "randomsecret",
+        &["kustomize"],
+        Some(&serde_yaml::to_string(&list)?),
+    )?)?;
+    ensure!(
+        pod_refs(out["items"].as_array().context("items")?) == want,
+        "the KRM function disagrees with the vectors"
     );
     Ok(())
 }
