@@ -77,6 +77,25 @@ impl<O: Key, I: Key> MultiIndex<O, I> {
         self.synced.insert(stream);
     }
 
+    /// Applies one watch event of `stream`; `extract` gives an object's key and index keys.
+    pub fn handle<K>(
+        &mut self,
+        stream: StreamId,
+        ev: &kube::runtime::watcher::Event<K>,
+        extract: impl Fn(&K) -> (O, Vec<I>),
+    ) {
+        use kube::runtime::watcher::Event;
+        match ev {
+            Event::Apply(o) | Event::InitApply(o) => {
+                let (obj, keys) = extract(o);
+                self.apply(stream, obj, keys);
+            }
+            Event::Delete(o) => self.delete(&extract(o).0),
+            Event::Init => self.init(stream),
+            Event::InitDone => self.init_done(stream),
+        }
+    }
+
     /// Whether each of `streams` has completed its first list.
     pub fn synced(&self, streams: impl IntoIterator<Item = StreamId>) -> bool {
         streams.into_iter().all(|s| self.synced.contains(&s))

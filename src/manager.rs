@@ -99,20 +99,17 @@ where
     watcher(api::<K>(client, scope), watcher::Config::default())
         .default_backoff()
         .inspect_ok(move |ev| {
-            let mut t = ix.tracking.write().expect("index lock");
-            match ev {
-                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+            ix.tracking
+                .write()
+                .expect("index lock")
+                .handle(stream, ev, |o| {
                     let (w, names) = tracking::workload(kind, o);
                     let keys = names
                         .into_iter()
                         .map(|n| (w.namespace.clone(), n))
                         .collect();
-                    t.apply(stream, w, keys);
-                }
-                watcher::Event::Delete(o) => t.delete(&tracking::workload(kind, o).0),
-                watcher::Event::Init => t.init(stream),
-                watcher::Event::InitDone => t.init_done(stream),
-            }
+                    (w, keys)
+                })
         })
         .touched_objects()
 }
@@ -136,20 +133,18 @@ where
 {
     let indexes = indexes.clone();
     move |ev| {
-        let mut ix = indexes.refs.write().expect("index lock");
-        match ev {
-            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+        indexes
+            .refs
+            .write()
+            .expect("index lock")
+            .handle(stream, ev, |o| {
                 let (h, names) = extract(o);
                 let keys = names
                     .into_iter()
                     .map(|n| (h.namespace.clone(), n))
                     .collect();
-                ix.apply(stream, h, keys);
-            }
-            watcher::Event::Delete(o) => ix.delete(&extract(o).0),
-            watcher::Event::Init => ix.init(stream),
-            watcher::Event::InitDone => ix.init_done(stream),
-        }
+                (h, keys)
+            })
     }
 }
 
@@ -287,16 +282,14 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     .default_backoff()
     .modify(|s| s.managed_fields_mut().clear())
     .inspect_ok(move |ev| {
-        let mut ix = version_index.versions.write().expect("index lock");
-        match ev {
-            watcher::Event::Apply(s) | watcher::Event::InitApply(s) => {
+        version_index
+            .versions
+            .write()
+            .expect("index lock")
+            .handle(SECRETS, ev, |s| {
                 let (key, owner) = secret_version(s);
-                ix.apply(SECRETS, key, owner.into_iter().collect());
-            }
-            watcher::Event::Delete(s) => ix.delete(&secret_version(s).0),
-            watcher::Event::Init => ix.init(SECRETS),
-            watcher::Event::InitDone => ix.init_done(SECRETS),
-        }
+                (key, owner.into_iter().collect())
+            })
     })
     .reflect(secret_writer)
     .touched_objects();
