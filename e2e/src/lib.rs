@@ -522,3 +522,14 @@ pub async fn rotate(api: &Api<RandomSecret>, name: &str, rotation: &str) -> Resu
         .and_then(|s| s.secret_name)
         .context("status.secretName")
 }
+
+/// The kinds of a Secret's owners, in order.
+pub async fn owner_kinds(secrets: &Api<Secret>, name: &str) -> Result<Vec<String>> {
+    Ok(secrets
+        .get(name)
+        .await?
+        .owner_references()
+        .iter()
+        .map(|o| o.kind.clone())
+        .collect())
+}

@@ -318,6 +318,48 @@ fn helm_names(rss: &[&Value]) -> Result<Vec<String>> {
         .collect()
 }
 
+/// `name`, `resolve` and the KRM function on `items` (RandomSecrets, each
+/// followed by a Pod that references its base name) all give `want`.
+fn cli_tools_agree(items: &[Value], want: &[String], reference: &str) -> Result<()> {
+    let stream: String = items
+        .iter()
+        .map(|d| format!("---\n{}", serde_yaml::to_string(d).unwrap_or_default()))
+        .collect();
+    let names: Vec<String> = run("randomsecret", &["name"], Some(&stream))?
+        .lines()
+        .map(String::from)
+        .collect();
+    ensure!(names == want, "`name` disagrees with {reference}");
+    let pod_refs = |ds: &[Value]| -> Vec<String> {
+        ds.iter()
+            .filter(|d| d["kind"] == "Pod")
+            .map(|d| {
+                d["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    };
+    let resolved = docs(&run("randomsecret", &["resolve"], Some(&stream))?)?;
+    ensure!(
+        pod_refs(&resolved) == want,
+        "`resolve` disagrees with {reference}"
+    );
+    let list =
+        json!({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items});
+    let out: Value = serde_yaml::from_str(&run(
+        "randomsecret",
+        &["kustomize"],
+        Some(&serde_yaml::to_string(&list)?),
+    )?)?;
+    ensure!(
+        pod_refs(out["items"].as_array().context("items")?) == want,
+        "the KRM function disagrees with {reference}"
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn fixture_vectors_agree_across_every_tool() -> Result<()> {
     let text = std::fs::read_to_string(repo_root().join("testdata/name-vectors.yaml"))?;
@@ -350,44 +392,7 @@ async fn fixture_vectors_agree_across_every_tool() -> Result<()> {
         items.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns},
                           "spec": {"containers": [{"name": "a", "image": "x", "envFrom": [{"secretRef": {"name": base}}]}]}}));
     }
-    let stream: String = items
-        .iter()
-        .map(|d| format!("---\n{}", serde_yaml::to_string(d).unwrap_or_default()))
-        .collect();
-    let names: Vec<String> = run("randomsecret", &["name"], Some(&stream))?
-        .lines()
-        .map(String::from)
-        .collect();
-    ensure!(
-        names == want,
-        "`name` disagrees with testdata/name-vectors.yaml"
-    );
-    let pod_refs = |ds: &[Value]| -> Vec<String> {
-        ds.iter()
-            .filter(|d| d["kind"] == "Pod")
-            .map(|d| {
-                d["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string()
-            })
-            .collect()
-    };
-    ensure!(
-        pod_refs(&docs(&run("randomsecret", &["resolve"], Some(&stream))?)?) == want,
-        "`resolve` disagrees with the vectors"
-    );
-    let list =
-        json!({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items});
-    let out: Value = serde_yaml::from_str(&run(
-        "randomsecret",
-        &["kustomize"],
-        Some(&serde_yaml::to_string(&list)?),
-    )?)?;
-    ensure!(
-        pod_refs(out["items"].as_array().context("items")?) == want,
-        "the KRM function disagrees with the vectors"
-    );
+    cli_tools_agree(&items, &want, "testdata/name-vectors.yaml")?;
     Ok(())
 }
 
@@ -395,7 +400,6 @@ async fn fixture_vectors_agree_across_every_tool() -> Result<()> {
 async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Result<()> {
     let client = client().await?;
     let mut g = Gen(0x5eed_1234_abcd_0042);
-    let mut stream = String::new();
     let mut items = vec![];
     let mut expected = vec![];
     for i in 0..200 {
@@ -411,49 +415,10 @@ async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Resu
         let base = spec["secretName"].as_str().unwrap_or(&name).to_string();
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}")},
                          "spec": {"containers": [{"name": "a", "image": "x", "envFrom": [{"secretRef": {"name": base}}]}]}});
-        stream.push_str(&format!(
-            "---\n{}---\n{}",
-            serde_yaml::to_string(&rs)?,
-            serde_yaml::to_string(&pod)?
-        ));
         items.push(rs);
         items.push(pod);
     }
-    // `name`
-    let names: Vec<String> = run("randomsecret", &["name"], Some(&stream))?
-        .lines()
-        .map(String::from)
-        .collect();
-    ensure!(names == expected, "`name` disagrees with the Rust function");
-    // `resolve`
-    let resolved = docs(&run("randomsecret", &["resolve"], Some(&stream))?)?;
-    let pod_refs = |ds: &[Value]| -> Vec<String> {
-        ds.iter()
-            .filter(|d| d["kind"] == "Pod")
-            .map(|d| {
-                d["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string()
-            })
-            .collect()
-    };
-    ensure!(
-        pod_refs(&resolved) == expected,
-        "`resolve` disagrees with the Rust function"
-    );
-    // the KRM function
-    let list =
-        json!({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items});
-    let out: Value = serde_yaml::from_str(&run(
-        "randomsecret",
-        &["kustomize"],
-        Some(&serde_yaml::to_string(&list)?),
-    )?)?;
-    ensure!(
-        pod_refs(out["items"].as_array().context("items")?) == expected,
-        "the KRM function disagrees with the Rust function"
-    );
+    cli_tools_agree(&items, &expected, "the Rust function")?;
     // the Helm helper (charts/randomsecret-lib), in a chart made for the purpose
     let rs_items: Vec<&Value> = items
         .iter()
@@ -465,10 +430,10 @@ async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Resu
     );
     // the controller, after the apiserver stored (defaulted, pruned) the objects
     let ns = TestNamespace::new(&client, "gitops-agree").await?;
-    let rs_only: String = stream
-        .split("---\n")
-        .filter(|d| d.contains("kind: RandomSecret"))
-        .map(|d| format!("---\n{d}"))
+    let rs_only: String = items
+        .iter()
+        .filter(|d| d["kind"] == "RandomSecret")
+        .map(|d| format!("---\n{}", serde_yaml::to_string(d).unwrap_or_default()))
         .collect();
     run(
         "kubectl",

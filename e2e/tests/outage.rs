@@ -96,13 +96,7 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     )
     .await?;
     let v3n = current_secret(&secrets, &rs).await?.name_any();
-    let owners: Vec<String> = secrets
-        .get(&v2n)
-        .await?
-        .owner_references()
-        .iter()
-        .map(|o| o.kind.clone())
-        .collect();
+    let owners = owner_kinds(&secrets, &v2n).await?;
     ensure!(
         owners == ["ReplicaSet", "ReplicaSet"],
         "v2 owners after the outage: {owners:?}"

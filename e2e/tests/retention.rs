@@ -85,13 +85,7 @@ async fn deployment_history_keeps_versions_until_pruned() -> Result<()> {
     )
     .await?;
     ensure!(rs.status.as_ref().unwrap().secret_name.as_deref() == Some(v2n.as_str()));
-    let owners: Vec<String> = secrets
-        .get(&v1n)
-        .await?
-        .owner_references()
-        .iter()
-        .map(|o| o.kind.clone())
-        .collect();
+    let owners = owner_kinds(&secrets, &v1n).await?;
     ensure!(
         owners == ["ReplicaSet"],
         "v1 should be owned by its ReplicaSet only, got {owners:?}"
