@@ -10,6 +10,7 @@ use crate::api::{
     ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret,
     RandomSecretStatus, VersionStatus,
 };
+use crate::events::{EventType, Events};
 use crate::index::Indexes;
 use crate::metrics::Metrics;
 use crate::retention::{self, Change, Observed};
@@ -23,7 +24,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
@@ -45,11 +45,13 @@ pub struct Context {
     pub secrets: Store<PartialObjectMeta<Secret>>,
     /// Who references which Secret, and which Secrets are whose versions.
     pub indexes: Arc<Indexes>,
-    pub recorder: Recorder,
+    pub events: Events,
     pub metrics: Metrics,
     /// Versions released by this process, per RandomSecret, until the cached
     /// status shows them (the cache may lag behind our own status write).
     pub released: std::sync::Mutex<std::collections::HashMap<(String, String), Vec<String>>>,
+    /// Statuses written and not yet in the cache (no second identical write).
+    pub written: Arc<status::Written>,
     /// Whether this replica leads (always true without leader election).
     pub leader: tokio::sync::watch::Receiver<bool>,
 }
@@ -299,8 +301,7 @@ async fn retain(
                             "VersionReleased",
                             "ReleaseVersion",
                             note,
-                        )
-                        .await;
+                        );
                     }
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
                     Err(e) => return Err(e.into()),
@@ -358,13 +359,13 @@ async fn retarget_tracking_workloads(rs: &RandomSecret, v: &Version, ctx: &Conte
             "WorkloadUpdated",
             "TrackVersion",
             note,
-        )
-        .await;
+        );
     }
     Ok(())
 }
 
-async fn publish(
+/// An Event about `rs` (posted in the background).
+fn publish(
     ctx: &Context,
     rs: &RandomSecret,
     type_: EventType,
@@ -372,16 +373,8 @@ async fn publish(
     action: &str,
     note: String,
 ) {
-    let ev = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note),
-        action: action.into(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&ev, &rs.object_ref(&())).await {
-        warn!(error = %e, "publishing event");
-    }
+    ctx.events
+        .publish(rs.object_ref(&()), type_, reason, action, note);
 }
 
 /// Writes `desired` by server-side apply when it differs from the stored status.
@@ -393,8 +386,13 @@ async fn write_status(
     if rs.status.as_ref() == Some(desired) {
         return Ok(false);
     }
-    let api: Api<RandomSecret> =
-        Api::namespaced(ctx.client.clone(), &rs.namespace().unwrap_or_default());
+    let key = (rs.namespace().unwrap_or_default(), rs.name_any());
+    let cached_rv = rs.resource_version().unwrap_or_default();
+    let fingerprint = status::Written::fingerprint(desired);
+    if ctx.written.already(&key, &cached_rv, fingerprint) {
+        return Ok(false);
+    }
+    let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), &key.0);
     let patch =
         json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": desired});
     api.patch_status(
@@ -403,6 +401,7 @@ async fn write_status(
         &Patch::Apply(patch),
     )
     .await?;
+    ctx.written.record(key, cached_rv, fingerprint);
     Ok(true)
 }
 
@@ -447,6 +446,11 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
     if !*ctx.leader.borrow() {
         // A standby: caches stay warm; everything is reconciled on taking over.
         return Ok((Action::await_change(), "standby"));
+    }
+    // Until our Secrets are listed, every version would look missing (and be
+    // created in vain, meeting AlreadyExists).
+    if ctx.secrets.wait_until_ready().await.is_err() {
+        return Ok((Action::await_change(), "waiting"));
     }
     if rs.meta().deletion_timestamp.is_some() {
         // The garbage collector removes what is owned; nothing to do.
@@ -515,7 +519,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
                     format!("Created Secret {} (version {})", v.secret_name, v.hash),
                 )
             };
-            publish(ctx, rs, EventType::Normal, reason, "CreateVersion", note).await;
+            publish(ctx, rs, EventType::Normal, reason, "CreateVersion", note);
         }
         Ensured::Adoptable => {
             ctx.metrics.versions_adopted.inc();
@@ -531,8 +535,7 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
                 "VersionAdopted",
                 "AdoptVersion",
                 note,
-            )
-            .await;
+            );
         }
         Ensured::Existed => {}
     }
@@ -585,7 +588,7 @@ async fn stall(
     set_outcome(rs, &outcome, None, ctx).await?;
     if previous.as_deref() != Some(reason) {
         warn!(namespace = %rs.namespace().unwrap_or_default(), name = %rs.name_any(), reason, "stalled: {message}");
-        publish(ctx, rs, EventType::Warning, reason, action, message).await;
+        publish(ctx, rs, EventType::Warning, reason, action, message);
     }
     Ok(())
 }

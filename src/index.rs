@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
+use std::sync::Arc;
 
 pub trait Key: Clone + Eq + Hash {}
 impl<T: Clone + Eq + Hash> Key for T {}
@@ -14,11 +15,14 @@ impl<T: Clone + Eq + Hash> Key for T {}
 /// Which watch stream an object came from (one per kind and namespace scope).
 pub type StreamId = u32;
 
+/// Memory matters at tens of thousands of objects: each object is stored
+/// once (shared by `Arc` between the two maps), and a key's objects are a
+/// small `Vec` (usually one or two), not a `HashSet` with its spare buckets.
 #[derive(Debug)]
 pub struct MultiIndex<O: Key, I: Key> {
-    objects: HashMap<O, (StreamId, Vec<I>)>,
-    reverse: HashMap<I, HashSet<O>>,
-    relisting: HashMap<StreamId, HashSet<O>>,
+    objects: HashMap<Arc<O>, (StreamId, Vec<I>)>,
+    reverse: HashMap<I, Vec<Arc<O>>>,
+    relisting: HashMap<StreamId, HashSet<Arc<O>>>,
     synced: HashSet<StreamId>,
 }
 
@@ -36,6 +40,11 @@ impl<O: Key, I: Key> Default for MultiIndex<O, I> {
 impl<O: Key, I: Key> MultiIndex<O, I> {
     /// Records that `obj` (from `stream`) maps to `keys`, replacing what it mapped to before.
     pub fn apply(&mut self, stream: StreamId, obj: O, keys: Vec<I>) {
+        // The stored Arc when the object is known (no second copy of it).
+        let obj = match self.objects.get_key_value(&obj) {
+            Some((known, _)) => known.clone(),
+            None => Arc::new(obj),
+        };
         if let Some(seen) = self.relisting.get_mut(&stream) {
             seen.insert(obj.clone());
         }
@@ -44,11 +53,13 @@ impl<O: Key, I: Key> MultiIndex<O, I> {
             self.objects.remove(&obj);
             return;
         }
+        let mut keys = keys;
+        keys.shrink_to_fit();
         for k in &keys {
-            self.reverse
-                .entry(k.clone())
-                .or_default()
-                .insert(obj.clone());
+            let holders = self.reverse.entry(k.clone()).or_default();
+            if !holders.contains(&obj) {
+                holders.push(obj.clone());
+            }
         }
         self.objects.insert(obj, (stream, keys));
     }
@@ -65,7 +76,7 @@ impl<O: Key, I: Key> MultiIndex<O, I> {
 
     pub fn init_done(&mut self, stream: StreamId) {
         let seen = self.relisting.remove(&stream).unwrap_or_default();
-        let gone: Vec<O> = self
+        let gone: Vec<Arc<O>> = self
             .objects
             .iter()
             .filter(|(o, (s, _))| *s == stream && !seen.contains(*o))
@@ -103,7 +114,7 @@ impl<O: Key, I: Key> MultiIndex<O, I> {
 
     /// The objects that map to `key`.
     pub fn get(&self, key: &I) -> impl Iterator<Item = &O> {
-        self.reverse.get(key).into_iter().flatten()
+        self.reverse.get(key).into_iter().flatten().map(|o| &**o)
     }
 
     /// The keys `obj` maps to.
@@ -125,9 +136,9 @@ impl<O: Key, I: Key> MultiIndex<O, I> {
     fn remove_reverse(&mut self, obj: &O) {
         if let Some((_, keys)) = self.objects.get(obj) {
             for k in keys {
-                if let Some(set) = self.reverse.get_mut(k) {
-                    set.remove(obj);
-                    if set.is_empty() {
+                if let Some(holders) = self.reverse.get_mut(k) {
+                    holders.retain(|o| **o != *obj);
+                    if holders.is_empty() {
                         self.reverse.remove(k);
                     }
                 }

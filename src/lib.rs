@@ -4,13 +4,14 @@
 //! Pure parts: [`api`] (the CRD types), [`version`] (canonical form, hash,
 //! name), [`generate`] (random values), [`status`] (conditions), [`manifests`]
 //! and [`gitops`] (YAML streams for the CLI), [`references`], [`index`],
-//! [`retention`], [`rewrite`], [`tracking`], [`leader`] (decisions). IO at the edges: [`controller`] (the reconciler),
+//! [`retention`], [`rewrite`], [`tracking`], [`leader`] (decisions). IO at the edges: [`controller`] (the reconciler), [`events`] (Events),
 //! [`manager`] (process wiring), [`admin`] (metrics and health servers).
 
 pub mod admin;
 pub mod api;
 pub mod cli;
 pub mod controller;
+pub mod events;
 pub mod generate;
 pub mod gitops;
 pub mod index;

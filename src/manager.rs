@@ -2,7 +2,9 @@
 //! reconciler, admin servers and graceful shutdown.
 
 use crate::admin::{self, Readiness};
-use crate::api::{LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret};
+use crate::api::{
+    ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret,
+};
 use crate::cli::ControllerArgs;
 use crate::controller::{self, Context};
 use crate::index::{Indexes, StreamId};
@@ -18,7 +20,6 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::core::PartialObjectMeta;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -67,6 +68,10 @@ where
         None => Api::all(client.clone()),
     }
 }
+
+/// The labels and annotations of our Secrets that the reconciler reads.
+const KEPT_SECRET_METADATA: &[&str] =
+    &[LABEL_NAME, LABEL_HASH, LABEL_MANAGED_BY, ANNOTATION_CREATED];
 
 // Stream ids of the indexes' watches (see `index::MultiIndex`).
 const REPLICASETS: StreamId = 0;
@@ -260,13 +265,31 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     });
 
     // RandomSecrets: cached (without managedFields), reconciled on spec changes only.
+    let written = Arc::new(crate::status::Written::default());
+    let seen = written.clone();
     let (rs_store, rs_writer) = reflector::store::<RandomSecret>();
     let rs_stream = watcher(
         api::<RandomSecret>(&client, scope),
         watcher::Config::default(),
     )
     .default_backoff()
-    .modify(|rs| rs.managed_fields_mut().clear())
+    .modify(|rs| {
+        // Cached only for the reconciler, which reads name, uid, generation,
+        // creation time, spec and status: the rest (managedFields, kubectl's
+        // last-applied annotation, labels) would be held 10,000 times over.
+        let m = &mut rs.metadata;
+        (m.managed_fields, m.annotations, m.labels) = (None, None, None);
+    })
+    .inspect_ok(move |ev| {
+        let key = |rs: &RandomSecret| (rs.namespace().unwrap_or_default(), rs.name_any());
+        match ev {
+            watcher::Event::Apply(rs) | watcher::Event::InitApply(rs) => {
+                seen.seen(&key(rs), &rs.resource_version().unwrap_or_default())
+            }
+            watcher::Event::Delete(rs) => seen.forget(&key(rs)),
+            _ => {}
+        }
+    })
     .reflect(rs_writer)
     .applied_objects()
     .predicate_filter(predicates::generation, Default::default());
@@ -280,7 +303,15 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         watcher::Config::default().labels(&selector),
     )
     .default_backoff()
-    .modify(|s| s.managed_fields_mut().clear())
+    .modify(|s| {
+        // Only what the reconciler reads: our labels and creation annotation.
+        s.metadata.managed_fields = None;
+        for map in [&mut s.metadata.labels, &mut s.metadata.annotations] {
+            if let Some(m) = map {
+                m.retain(|k, _| KEPT_SECRET_METADATA.contains(&k.as_str()));
+            }
+        }
+    })
     .inspect_ok(move |ev| {
         version_index
             .versions
@@ -390,17 +421,18 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         },
     );
 
-    let reporter = Reporter {
-        controller: "randomsecret".into(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
     let ctx = Arc::new(Context {
         client: client.clone(),
         secrets: secret_store,
         indexes: indexes.clone(),
-        recorder: Recorder::new(client.clone(), reporter),
+        events: crate::events::Events::new(
+            client.clone(),
+            "randomsecret",
+            std::env::var("POD_NAME").ok(),
+        ),
         metrics,
         released: Default::default(),
+        written,
         leader: leader_rx.clone(),
     });
     info!(namespace = ?args.namespace, concurrency = args.concurrency, "starting controller");

@@ -4,6 +4,9 @@
 
 use crate::api::{RandomSecretStatus, VersionStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
 
 pub const READY: &str = "Ready";
 pub const RECONCILING: &str = "Reconciling";
@@ -118,6 +121,63 @@ pub fn desired(
     }
 }
 
+/// Statuses this process wrote, until the cache shows a newer object. A
+/// reconcile that runs on a cached object older than our own status write
+/// (a Secret event often arrives before the RandomSecret's) computes the same
+/// status again; writing it would be a wasted request per version.
+#[derive(Default)]
+pub struct Written(Mutex<HashMap<(String, String), (String, u64)>>);
+
+impl Written {
+    /// What the status says, leaving out `lastTransitionTime` (a stale object
+    /// gives a fresh "now" for the same transition).
+    pub fn fingerprint(status: &RandomSecretStatus) -> u64 {
+        let mut s = status.clone();
+        for c in &mut s.conditions {
+            c.last_transition_time = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        serde_json::to_vec(&s).unwrap_or_default().hash(&mut h);
+        h.finish()
+    }
+
+    /// Whether `fingerprint` was written from the cached object at `resource_version`.
+    pub fn already(
+        &self,
+        key: &(String, String),
+        resource_version: &str,
+        fingerprint: u64,
+    ) -> bool {
+        self.0
+            .lock()
+            .expect("written lock")
+            .get(key)
+            .is_some_and(|(rv, f)| rv == resource_version && *f == fingerprint)
+    }
+
+    /// Records a status written from the cached object at `resource_version`.
+    pub fn record(&self, key: (String, String), resource_version: String, fingerprint: u64) {
+        self.0
+            .lock()
+            .expect("written lock")
+            .insert(key, (resource_version, fingerprint));
+    }
+
+    /// The object is gone.
+    pub fn forget(&self, key: &(String, String)) {
+        self.0.lock().expect("written lock").remove(key);
+    }
+
+    /// The cache now holds `resource_version` of the object: forget what was
+    /// written from an older one.
+    pub fn seen(&self, key: &(String, String), resource_version: &str) {
+        let mut map = self.0.lock().expect("written lock");
+        if map.get(key).is_some_and(|(rv, _)| rv != resource_version) {
+            map.remove(key);
+        }
+    }
+}
+
 /// The Ready condition's reason, if any (to tell transitions apart for Events).
 pub fn ready_reason(status: Option<&RandomSecretStatus>) -> Option<&str> {
     status?
@@ -229,6 +289,47 @@ mod tests {
         };
         let s = desired(Some(&ok), Some(2), &bad, None, &t(2));
         assert_eq!((s.versions, s.released), (v.live, v.released));
+    }
+
+    #[test]
+    fn written_skips_only_the_same_status_from_the_same_cached_object() {
+        let w = Written::default();
+        let key = ("ns".to_string(), "a".to_string());
+        let ready = |at: i64| {
+            desired(
+                None,
+                Some(1),
+                &Outcome::Ready {
+                    secret_name: "a-1".into(),
+                },
+                None,
+                &t(at),
+            )
+        };
+        let f = Written::fingerprint(&ready(10));
+        assert_eq!(
+            f,
+            Written::fingerprint(&ready(20)),
+            "transition times do not count"
+        );
+        assert!(!w.already(&key, "5", f));
+        w.record(key.clone(), "5".into(), f);
+        assert!(w.already(&key, "5", f));
+        let stalled = desired(
+            None,
+            Some(1),
+            &Outcome::Stalled {
+                reason: "X".into(),
+                message: "m".into(),
+            },
+            None,
+            &t(10),
+        );
+        assert!(!w.already(&key, "5", Written::fingerprint(&stalled)));
+        w.seen(&key, "5");
+        assert!(w.already(&key, "5", f), "the same object again keeps it");
+        w.seen(&key, "6");
+        assert!(!w.already(&key, "5", f), "a newer object forgets it");
     }
 
     #[test]
