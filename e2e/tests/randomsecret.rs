@@ -4,7 +4,6 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use randomsecret::api::{DEFAULT_SYMBOLS, RandomSecret};
@@ -88,17 +87,11 @@ async fn keys_produce_an_immutable_labelled_owned_version() -> Result<()> {
     );
 
     // An Event says which version was created.
-    let events: Api<Event> = ns.api();
-    let found = events
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .any(|e| {
-            e.reason.as_deref() == Some("VersionCreated")
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("db")
-        });
-    ensure!(found, "no VersionCreated event for db");
+    wait_event(&client, &ns.name, "VersionCreated for db", |e| {
+        e.reason.as_deref() == Some("VersionCreated")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("db")
+    })
+    .await?;
 
     // A status write must not trigger another write: the object stays still.
     let rv = api.get("db").await?.resource_version();

@@ -255,14 +255,10 @@ async fn history_keeps_unreferenced_versions_then_releases_them() -> Result<()> 
         version(&rs, &v1n).is_none()
             && version(&rs, &v3n).is_some_and(|v| v.state == VersionState::Current)
     );
-    let events: Api<k8s_openapi::api::events::v1::Event> = ns.api();
-    let released = events
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .any(|e| e.reason.as_deref() == Some("VersionReleased"));
-    ensure!(released, "no VersionReleased event");
+    wait_event(&client, &ns.name, "VersionReleased", |e| {
+        e.reason.as_deref() == Some("VersionReleased")
+    })
+    .await?;
     ensure!(
         rs.status.as_ref().unwrap().released.contains(&v1n),
         "status.released lacks {v1n}"
@@ -276,16 +272,11 @@ async fn history_keeps_unreferenced_versions_then_releases_them() -> Result<()> 
         again.data != v1.data,
         "a re-created version must have new values"
     );
-    let recreated = events
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .any(|e| {
-            e.reason.as_deref() == Some("VersionRecreated")
-                && e.note.as_deref().is_some_and(|n| n.contains(&v1n))
-        });
-    ensure!(recreated, "no VersionRecreated event");
+    wait_event(&client, &ns.name, "VersionRecreated", |e| {
+        e.reason.as_deref() == Some("VersionRecreated")
+            && e.note.as_deref().is_some_and(|n| n.contains(&v1n))
+    })
+    .await?;
     ns.delete().await
 }
 
@@ -391,16 +382,21 @@ async fn tracking_mode_rolls_workloads_to_each_new_version() -> Result<()> {
         Some("ReplicaSet/web-"),
     )
     .await?;
-    let events: Api<k8s_openapi::api::events::v1::Event> = ns.api();
-    // Repeats of one reason on one object form an event series (series.count).
-    let updated: i32 = events
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .filter(|e| e.reason.as_deref() == Some("WorkloadUpdated"))
-        .map(|e| e.series.as_ref().map_or(1, |s| s.count))
-        .sum();
+    // One WorkloadUpdated Event per version the workload was pointed at.
+    let count = |items: &[k8s_openapi::api::events::v1::Event]| -> i32 {
+        items
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("WorkloadUpdated"))
+            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+            .sum()
+    };
+    let mut updated = 0;
+    let deadline = std::time::Instant::now() + WAIT;
+    while updated < 2 && std::time::Instant::now() < deadline {
+        let events: Api<k8s_openapi::api::events::v1::Event> = ns.api();
+        updated = count(&events.list(&ListParams::default()).await?.items);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     ensure!(
         updated >= 2,
         "expected a WorkloadUpdated event per version, got {updated}"
