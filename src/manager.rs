@@ -306,10 +306,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     .modify(|s| {
         // Only what the reconciler reads: our labels and creation annotation.
         s.metadata.managed_fields = None;
-        for map in [&mut s.metadata.labels, &mut s.metadata.annotations] {
-            if let Some(m) = map {
-                m.retain(|k, _| KEPT_SECRET_METADATA.contains(&k.as_str()));
-            }
+        let maps = [&mut s.metadata.labels, &mut s.metadata.annotations];
+        for m in maps.into_iter().flatten() {
+            m.retain(|k, _| KEPT_SECRET_METADATA.contains(&k.as_str()));
         }
     })
     .inspect_ok(move |ev| {

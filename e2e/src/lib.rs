@@ -368,6 +368,35 @@ pub fn rollout_complete(d: Option<&k8s_openapi::api::apps::v1::Deployment>) -> b
         && s.available_replicas == Some(want)
 }
 
+/// Where controller logs go: `E2E_DIR`, else `target/e2e`.
+fn log_dir() -> std::path::PathBuf {
+    std::env::var("E2E_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("target/e2e"))
+}
+
+/// Waits until an Event in `namespace` matches `pred` (Events are posted in
+/// the background, so one may land just after the status that reports the change).
+pub async fn wait_event(
+    client: &Client,
+    namespace: &str,
+    what: &str,
+    pred: impl Fn(&k8s_openapi::api::events::v1::Event) -> bool,
+) -> Result<Vec<k8s_openapi::api::events::v1::Event>> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let items = api.list(&Default::default()).await?.items;
+        if items.iter().any(&pred) {
+            return Ok(items);
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("no {what} Event in {namespace} after {WAIT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// A controller process of a test's own (for suites that stop and start
 /// controllers), with the chart's RBAC when `e2e/run.sh` provides it. Killed
 /// when dropped, so a failing test leaves no process behind.
@@ -382,16 +411,22 @@ impl ControllerProcess {
     /// (health), logging to `target/e2e/controller-<log>.log`, and waits until
     /// it is ready.
     pub fn start(log: &str, port: u16, args: &[&str]) -> Result<Self> {
+        let mut all = vec!["--log-level=debug"];
+        all.extend_from_slice(args);
+        let mut p = Self::spawn(log, port, &all)?;
+        p.wait_ready(Duration::from_secs(30))?;
+        Ok(p)
+    }
+
+    /// Starts `randomsecret controller <args>` like `start`, without waiting.
+    pub fn spawn(log: &str, port: u16, args: &[&str]) -> Result<Self> {
         use std::process::{Command, Stdio};
-        let dir = std::env::var("E2E_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|_| repo_root().join("target/e2e"));
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.join(format!("controller-{log}.log")))?;
+            .open(log_dir().join(format!("controller-{log}.log")))?;
         let mut cmd = Command::new(randomsecret_bin());
-        cmd.args(["controller", "--log-level=debug"])
+        cmd.arg("controller")
             .arg(format!("--metrics-bind-address=127.0.0.1:{port}"))
             .arg(format!(
                 "--health-probe-bind-address=127.0.0.1:{}",
@@ -403,24 +438,41 @@ impl ControllerProcess {
         if let Some(kc) = std::env::var_os("E2E_CONTROLLER_KUBECONFIG") {
             cmd.arg("--kubeconfig").arg(kc);
         }
-        let mut p = ControllerProcess {
+        Ok(ControllerProcess {
             child: cmd.spawn()?,
             metrics_port: port,
             health_port: port + 1,
-        };
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        })
+    }
+
+    /// Waits until `/readyz` answers 200; fails when the process exits or `timeout` passes.
+    pub fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
+        let deadline = std::time::Instant::now() + timeout;
+        let log = log_dir();
         loop {
-            if let Some(status) = p.child.try_wait()? {
-                bail!("the controller exited ({status}): see target/e2e/controller-{log}.log");
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "the controller exited ({status}): see its log in {}",
+                    log.display()
+                );
             }
-            if p.get("/readyz", p.health_port).is_ok() {
-                return Ok(p);
+            // Still running once ready: another process on the port must not pass for it.
+            if self.is_ready() && self.child.try_wait()?.is_none() {
+                return Ok(());
             }
             if std::time::Instant::now() > deadline {
-                bail!("the controller did not become ready: see target/e2e/controller-{log}.log");
+                bail!(
+                    "the controller did not become ready: see its log in {}",
+                    log.display()
+                );
             }
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Whether `/readyz` answers 200 now.
+    pub fn is_ready(&self) -> bool {
+        self.get("/readyz", self.health_port).is_ok()
     }
 
     fn get(&self, path: &str, port: u16) -> Result<String> {
@@ -433,6 +485,11 @@ impl ControllerProcess {
             String::from_utf8_lossy(&out.stderr)
         );
         Ok(String::from_utf8(out.stdout)?)
+    }
+
+    /// The whole `/metrics` text.
+    pub fn metrics(&self) -> Result<String> {
+        self.get("/metrics", self.metrics_port)
     }
 
     /// The value of a metric line (`name{labels} value`), if present.

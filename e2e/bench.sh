@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# bench.sh [bench args...]: `make bench`. Builds the release controller and the
+# benchmark, the control plane and the peer (e2e/build-peer.sh), starts a fresh
+# control plane of its own (ports apart from the test one's, state under
+# target/bench/cluster), runs target/release/bench and stops the control plane.
+# Results: target/bench/results.json and table.md; logs in target/bench/.
+# BENCH_NO_PEER=1 skips building and running the peer.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+cd "$root"
+out=$root/target/bench
+mkdir -p "$out"
+BIN_DIR=$("$here/build-controlplane.sh")
+export BIN_DIR PATH="$BIN_DIR:$PATH"
+cargo build --release --bin randomsecret -p randomsecret
+cargo build --release --bin bench -p randomsecret-e2e
+peer=()
+if [[ ${BENCH_NO_PEER:-0} == 1 ]]; then peer=(--no-peer); else PEER_DIR=$("$here/build-peer.sh"); export PEER_DIR; fi
+
+export E2E_DIR=$out/cluster ETCD_PORT=13379 ETCD_PEER_PORT=13380 API_PORT=17443 \
+  KCM_PORT=21257 SCHED_PORT=21259 KWOK_PORT=21261
+trap '"$here/cluster.sh" down' EXIT
+env_line=$(E2E_FRESH=1 "$here/cluster.sh" up)
+eval "$env_line"
+
+# The controllers log next to the results (ControllerProcess writes to $E2E_DIR).
+export RANDOMSECRET_BIN=${RANDOMSECRET_BIN:-$root/target/release/randomsecret}   # a wrapper (heaptrack, perf) may stand in
+E2E_DIR=$out "$root/target/release/bench" --out "$out" "${peer[@]}" "$@"

@@ -1,0 +1,119 @@
+//! The apiserver's own request counters (`apiserver_request_total`), read
+//! before and after a phase: what every client did, split by verb and resource.
+
+use anyhow::{Context, Result};
+use kube::Client;
+use std::collections::BTreeMap;
+
+/// Requests by `(verb, resource[/subresource])`.
+pub type Counts = BTreeMap<(String, String), f64>;
+
+/// Reads the counters from the apiserver's `/metrics`.
+pub async fn scrape(client: &Client) -> Result<Counts> {
+    let req = http::Request::get("/metrics")
+        .body(Vec::new())
+        .context("building the /metrics request")?;
+    let text = client
+        .request_text(req)
+        .await
+        .context("reading the apiserver's /metrics")?;
+    Ok(parse(&text))
+}
+
+/// Sums `apiserver_request_total` over the labels other than verb and resource.
+pub fn parse(text: &str) -> Counts {
+    let mut out = Counts::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let Ok(value) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        let label = |name: &str| -> String {
+            let key = format!("{name}=\"");
+            labels
+                .split(&key)
+                .nth(1)
+                .and_then(|v| v.split('"').next())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (resource, sub) = (label("resource"), label("subresource"));
+        let resource = if sub.is_empty() {
+            resource
+        } else {
+            format!("{resource}/{sub}")
+        };
+        *out.entry((label("verb"), resource)).or_default() += value;
+    }
+    out
+}
+
+/// `after - before`, keeping the non-zero entries.
+pub fn delta(before: &Counts, after: &Counts) -> Counts {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, v)| *v > 0.0)
+        .collect()
+}
+
+/// Removes `n` requests of `verb` on `resource` (the benchmark's own) from `counts`.
+pub fn subtract(counts: &mut Counts, verb: &str, resource: &str, n: f64) {
+    let key = (verb.to_string(), resource.to_string());
+    if let Some(v) = counts.get_mut(&key) {
+        *v -= n;
+        if *v <= 0.0 {
+            counts.remove(&key);
+        }
+    }
+}
+
+/// Only the (verb, resource) pairs in `pairs`.
+pub fn only(counts: &Counts, pairs: &[(&str, &str)]) -> Counts {
+    counts
+        .iter()
+        .filter(|((v, r), _)| pairs.contains(&(v.as_str(), r.as_str())))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+/// The sum of all counts.
+pub fn total(counts: &Counts) -> f64 {
+    counts.values().fold(0.0, |a, v| a + v)
+}
+
+/// The sum for one verb over `resources`.
+pub fn verb_on(counts: &Counts, verb: &str, resources: &[&str]) -> f64 {
+    counts
+        .iter()
+        .filter(|((v, r), _)| v == verb && resources.contains(&r.as_str()))
+        .fold(0.0, |a, (_, v)| a + v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_over_codes_and_splits_subresources() {
+        let text = r#"# HELP apiserver_request_total x
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="POST",version="v1"} 7
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="POST",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="randomsecret.io",resource="randomsecrets",scope="resource",subresource="status",verb="APPLY",version="v1"} 3
+apiserver_request_duration_seconds_count{verb="POST"} 99
+"#;
+        let c = parse(text);
+        assert_eq!(c[&("POST".into(), "secrets".into())], 9.0);
+        assert_eq!(c[&("APPLY".into(), "randomsecrets/status".into())], 3.0);
+        assert_eq!(c.len(), 2);
+        let mut d = delta(&Counts::new(), &c);
+        subtract(&mut d, "POST", "secrets", 9.0);
+        assert_eq!(total(&only(&d, &[("APPLY", "randomsecrets/status")])), 3.0);
+        assert_eq!(verb_on(&c, "POST", &["secrets"]), 9.0);
+    }
+}

@@ -1,0 +1,508 @@
+//! `make bench`: convergence against an apiserver floor, API requests per
+//! version, memory and CPU at 10,000 objects, rotation latency, startup,
+//! failover and a peer controller, all against the local control plane in
+//! one run. Prints a table and writes `target/bench/results.json`.
+//!
+//! Run by `e2e/bench.sh` (which starts the control plane and builds the
+//! release binary and the peer); see the README's Benchmarks section.
+
+mod apimetrics;
+mod peer;
+mod procstat;
+mod report;
+mod workload;
+
+use anyhow::{Context, Result, ensure};
+use clap::Parser;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use randomsecret::api::RandomSecret;
+use randomsecret::version::Version;
+use randomsecret_e2e::ControllerProcess;
+use report::Report;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use workload::{RUN_LABEL, ReadyWatch, place, run_concurrently};
+
+#[derive(Parser, Debug, Clone)]
+#[command(about = "randomsecret benchmarks against the local control plane")]
+pub struct Args {
+    /// Numbers of RandomSecrets to converge (the largest also gets the memory, rotation and startup phases).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    sizes: Vec<usize>,
+    /// Namespaces the objects are spread over.
+    #[arg(long, default_value_t = 4)]
+    namespaces: usize,
+    /// Writes in flight, for the benchmark's client, the floor, the controller and the peer alike.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Rotations for the latency phase, sent at --rotation-rate per second.
+    #[arg(long, default_value_t = 500)]
+    rotations: usize,
+    #[arg(long, default_value_t = 20.0)]
+    rotation_rate: f64,
+    /// Unrelated Secrets (of --bulk-kib KiB each) for the memory phase.
+    #[arg(long, default_value_t = 10000)]
+    bulk: usize,
+    #[arg(long, default_value_t = 100)]
+    bulk_kib: usize,
+    /// Seconds over which steady RSS and idle CPU are sampled.
+    #[arg(long, default_value_t = 20)]
+    steady_seconds: u64,
+    /// Skip the floor (when profiling the controller).
+    #[arg(long)]
+    no_floor: bool,
+    /// Skip the peer controller.
+    #[arg(long)]
+    no_peer: bool,
+    /// Where results.json goes.
+    #[arg(long, default_value = "target/bench")]
+    out: std::path::PathBuf,
+    /// First of the local ports for the controllers' metrics and health endpoints.
+    #[arg(long, default_value_t = 19080)]
+    port: u16,
+}
+
+/// The requests the controller makes, as (verb, resource): everything else in
+/// the apiserver's counters is other clients (the benchmark, the
+/// controller-manager's garbage collector and Event series, ...).
+pub const OURS: &[(&str, &str)] = &[
+    ("POST", "secrets"),
+    ("GET", "secrets"),
+    ("PATCH", "secrets"),
+    ("DELETE", "secrets"),
+    ("APPLY", "randomsecrets/status"),
+    ("POST", "events"),
+];
+/// Resources the controller watches (its only LISTs are at start).
+const WATCHED: &[&str] = &[
+    "secrets",
+    "randomsecrets",
+    "replicasets",
+    "controllerrevisions",
+    "pods",
+    "deployments",
+    "statefulsets",
+    "daemonsets",
+];
+const LIMIT: Duration = Duration::from_secs(1800);
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let client = Client::try_default()
+        .await
+        .context("connecting to the cluster in KUBECONFIG")?;
+    let mut report = Report::new(&args);
+    let largest = *args.sizes.iter().max().context("--sizes is empty")?;
+    let peer = if args.no_peer {
+        None
+    } else {
+        peer::Peer::from_env()?
+    };
+    match &peer {
+        Some(p) => p.install_crds()?,
+        None if !args.no_peer => report.note("peer: PEER_DIR is not set; the peer was not run"),
+        None => {}
+    }
+
+    for &n in &args.sizes {
+        eprintln!("bench: N={n}: floor");
+        let floor = if args.no_floor {
+            None
+        } else {
+            Some(floor(&client, &args, n).await?)
+        };
+        eprintln!("bench: N={n}: floor {floor:?}; randomsecret");
+        let mut ctl = start_controller(&args, "bench", &[])?;
+        let ours = converge(&client, &args, n, &ctl).await?;
+        report.convergence(n, floor, &ours);
+        if n == largest {
+            memory(&client, &args, n, &mut ctl, &mut report).await?;
+            rotation(&client, &args, n, &mut report).await?;
+            let ctl2 = startup(&client, &args, n, ctl, &mut report).await?;
+            failover(&client, &args, n, ctl2, &mut report).await?;
+        } else {
+            ctl.terminate()?;
+        }
+        if let Some(p) = &peer {
+            eprintln!("bench: N={n}: peer {}", p.name());
+            let result = p.converge(&client, &args, n).await;
+            match result {
+                Ok(r) => report.peer(n, p.name(), r),
+                Err(e) => report.note(&format!("peer at N={n} failed: {e:#}")),
+            }
+        }
+        workload::delete_namespaces(&client, &prefix("ours", n), args.namespaces).await?;
+    }
+    report.finish(&args.out)
+}
+
+fn prefix(what: &str, n: usize) -> String {
+    format!("bench-{what}-{n}")
+}
+
+fn start_controller(args: &Args, log: &str, extra: &[&str]) -> Result<ControllerProcess> {
+    let conc = args.concurrency.to_string();
+    let mut all = vec!["--log-level=info", "--concurrency", &conc];
+    all.extend_from_slice(extra);
+    let mut p = ControllerProcess::spawn(log, args.port, &all)?;
+    p.wait_ready(Duration::from_secs(300))?;
+    Ok(p)
+}
+
+/// The floor: a tight client doing the controller's writes itself.
+async fn floor(client: &Client, args: &Args, n: usize) -> Result<Duration> {
+    let pre = prefix("floor", n);
+    workload::create_namespaces(client, &pre, args.namespaces).await?;
+    let run = format!("floor-{n}");
+    let start = Instant::now();
+    run_concurrently(n, args.concurrency, |i| {
+        workload::floor_object(client, &pre, args.namespaces, &run, i)
+    })
+    .await?;
+    let took = start.elapsed();
+    // Gone before the controller starts, or it would take them over.
+    workload::delete_namespaces(client, &pre, args.namespaces).await?;
+    Ok(took)
+}
+
+pub struct Converged {
+    pub took: Duration,
+    pub requests: apimetrics::Counts,
+    pub reconciles: f64,
+    pub rss_kib: u64,
+    pub peak_kib: u64,
+}
+
+/// Reconciles so far (every result), from the controller's metrics.
+fn reconciles(p: &ControllerProcess) -> Result<f64> {
+    Ok(p.metrics()?
+        .lines()
+        .filter(|l| l.starts_with("randomsecret_reconciles_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
+/// Waits until the controller has nothing in flight and its reconcile count
+/// stays put for two seconds.
+async fn settle(p: &ControllerProcess) -> Result<()> {
+    let mut last = (reconciles(p)?, Instant::now());
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = reconciles(p)?;
+        let idle = p.metric("randomsecret_reconciles_in_flight ")? == Some(0.0);
+        if now != last.0 || !idle {
+            last = (now, Instant::now());
+        } else if last.1.elapsed() > Duration::from_secs(2) {
+            return Ok(());
+        }
+    }
+}
+
+async fn converge(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    ctl: &ControllerProcess,
+) -> Result<Converged> {
+    let pre = prefix("ours", n);
+    workload::create_namespaces(client, &pre, args.namespaces).await?;
+    let run = format!("ours-{n}");
+    let selector = format!("{RUN_LABEL}={run}");
+    let watch = ReadyWatch::start(
+        Api::<RandomSecret>::all(client.clone()),
+        &selector,
+        n,
+        workload::randomsecret_ready,
+    )
+    .await?;
+    let before = apimetrics::scrape(client).await?;
+    let reconciles_before = reconciles(ctl)?;
+    let start = Instant::now();
+    run_concurrently(n, args.concurrency, |i| {
+        let (ns, name) = place(&pre, args.namespaces, i);
+        let run = run.clone();
+        async move {
+            Api::<RandomSecret>::namespaced(client.clone(), &ns)
+                .create(
+                    &PostParams::default(),
+                    &workload::random_secret(&name, &run, "1")?,
+                )
+                .await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let done = watch.wait(LIMIT).await?;
+    let took = done - start;
+    settle(ctl).await?;
+    let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
+    // The benchmark's own requests.
+    apimetrics::subtract(&mut requests, "POST", "randomsecrets", n as f64);
+    let mem = procstat::memory(ctl.child.id())?;
+    Ok(Converged {
+        took,
+        requests,
+        reconciles: reconciles(ctl)? - reconciles_before,
+        rss_kib: mem.rss_kib,
+        peak_kib: mem.peak_kib,
+    })
+}
+
+/// RSS with the n/n/n set (RandomSecrets, Secrets, ReplicaSets), idle CPU,
+/// and RSS again with the unrelated bulk Secrets.
+async fn memory(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    ctl: &mut ControllerProcess,
+    report: &mut Report,
+) -> Result<()> {
+    let pid = ctl.child.id();
+    let pre = prefix("ours", n);
+    eprintln!("bench: N={n}: {n} ReplicaSets referencing the versions");
+    let before = apimetrics::scrape(client).await?;
+    run_concurrently(n, args.concurrency, |i| {
+        let (ns, name) = place(&pre, args.namespaces, i);
+        async move {
+            let api = Api::<RandomSecret>::namespaced(client.clone(), &ns);
+            let secret = Version::of(&api.get(&name).await?.spec, &name)?.secret_name;
+            Api::namespaced(client.clone(), &ns)
+                .create(
+                    &PostParams::default(),
+                    &workload::replica_set(&format!("app-{name}"), "ours", &secret)?,
+                )
+                .await?;
+            Ok(())
+        }
+    })
+    .await?;
+    settle(ctl).await?;
+    let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
+    apimetrics::subtract(&mut requests, "GET", "randomsecrets", n as f64);
+    apimetrics::subtract(&mut requests, "POST", "replicasets", n as f64);
+    report.replicasets(n, &requests);
+    eprintln!("bench: N={n}: steady state ({}s)", args.steady_seconds);
+    let (steady, cpu) = procstat::steady(pid, Duration::from_secs(args.steady_seconds))?;
+    let peak = procstat::memory(pid)?.peak_kib;
+    eprintln!(
+        "bench: N={n}: {} unrelated Secrets of {} KiB",
+        args.bulk, args.bulk_kib
+    );
+    let bulk_ns = "bench-bulk";
+    workload::create_namespaces(client, bulk_ns, 1).await?;
+    let bulk_before = apimetrics::scrape(client).await?;
+    run_concurrently(args.bulk, args.concurrency, |i| async move {
+        Api::namespaced(client.clone(), "bench-bulk-0")
+            .create(
+                &PostParams::default(),
+                &workload::bulk_secret(&format!("blob-{i:05}"), "bulk", args.bulk_kib * 1024)?,
+            )
+            .await?;
+        Ok(())
+    })
+    .await?;
+    settle(ctl).await?;
+    let mut bulk_requests = apimetrics::delta(&bulk_before, &apimetrics::scrape(client).await?);
+    apimetrics::subtract(&mut bulk_requests, "POST", "secrets", args.bulk as f64);
+    let (with_bulk, _) = procstat::steady(pid, Duration::from_secs(args.steady_seconds))?;
+    report.memory(
+        n,
+        steady,
+        peak,
+        cpu,
+        with_bulk,
+        procstat::memory(pid)?.peak_kib,
+        &bulk_requests,
+    );
+    workload::delete_namespaces(client, bulk_ns, 1).await?;
+    Ok(())
+}
+
+/// Rotation latency under a steady rate of spec.rotation changes.
+async fn rotation(client: &Client, args: &Args, n: usize, report: &mut Report) -> Result<()> {
+    let pre = prefix("ours", n);
+    let count = args.rotations.min(n);
+    eprintln!(
+        "bench: N={n}: {count} rotations at {}/s",
+        args.rotation_rate
+    );
+    let pending: workload::Pending = Arc::new(Mutex::new(HashMap::new()));
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    workload::watch_rotations(
+        Api::all(client.clone()),
+        &format!("{RUN_LABEL}=ours-{n}"),
+        pending.clone(),
+        latencies.clone(),
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await; // the watch's first list
+    let start = Instant::now();
+    let interval = Duration::from_secs_f64(1.0 / args.rotation_rate);
+    // Each change is its own task, so that a slow one does not hold back the rate.
+    let mut sends = Vec::new();
+    for k in 0..count {
+        tokio::time::sleep_until((start + interval * k as u32).into()).await;
+        // Spread over the set: every (n / count)-th object.
+        let (ns, name) = place(&pre, args.namespaces, k * (n / count));
+        let spec: randomsecret::api::RandomSecretSpec =
+            serde_json::from_value(workload::spec("2"))?;
+        let expected = Version::of(&spec, &name)?.secret_name;
+        pending
+            .lock()
+            .expect("pending lock")
+            .insert((ns.clone(), name.clone()), (expected, Instant::now()));
+        let api = Api::<RandomSecret>::namespaced(client.clone(), &ns);
+        sends.push(tokio::spawn(async move {
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"rotation": "2"}})),
+            )
+            .await
+        }));
+    }
+    for s in sends {
+        s.await??;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !pending.lock().expect("pending lock").is_empty() {
+        ensure!(
+            Instant::now() < deadline,
+            "rotations still pending after 2 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut l = latencies.lock().expect("latency lock").clone();
+    l.sort();
+    report.rotation(
+        count,
+        args.rotation_rate,
+        workload::percentile_ms(&l, 50.0),
+        workload::percentile_ms(&l, 99.0),
+        l.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+    );
+    Ok(())
+}
+
+/// Restart with everything converged: time to ready, and to every object
+/// reconciled once, and the requests that took (no writes expected).
+async fn startup(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    ctl: ControllerProcess,
+    report: &mut Report,
+) -> Result<ControllerProcess> {
+    eprintln!("bench: N={n}: restart with {n} existing RandomSecrets");
+    ctl.terminate()?;
+    let before = apimetrics::scrape(client).await?;
+    let start = Instant::now();
+    let conc = args.concurrency.to_string();
+    let mut p = ControllerProcess::spawn(
+        "bench",
+        args.port,
+        &["--log-level=info", "--concurrency", &conc],
+    )?;
+    p.wait_ready(Duration::from_secs(300))?;
+    let ready = start.elapsed();
+    loop {
+        let ok = p
+            .metric("randomsecret_reconciles_total{result=\"ok\"}")?
+            .unwrap_or(0.0);
+        if ok >= n as f64 {
+            break;
+        }
+        ensure!(
+            start.elapsed() < LIMIT,
+            "startup: only {ok} of {n} reconciled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let all = start.elapsed();
+    settle(&p).await?;
+    let requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
+    let mem = procstat::memory(p.child.id())?;
+    report.startup(n, ready, all, &requests, mem);
+    Ok(p)
+}
+
+/// Failover: SIGKILL, then SIGTERM, of the leader with a warm standby: time
+/// until the standby leads, and until a RandomSecret created at the moment
+/// of the kill is Ready.
+async fn failover(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    single: ControllerProcess,
+    report: &mut Report,
+) -> Result<()> {
+    single.terminate()?;
+    let elect = [
+        "--leader-elect",
+        "--leader-election-namespace",
+        "default",
+        "--leader-election-id",
+        "bench",
+    ];
+    let leader = start_controller(args, "bench-a", &elect)?;
+    wait_leader(&leader, Duration::from_secs(60)).await?;
+    let mut port = args.port + 2;
+    let mut leader = Some(leader);
+    for (k, signal) in ["SIGKILL", "SIGTERM"].iter().enumerate() {
+        let standby = {
+            let a = Args {
+                port,
+                ..args.clone()
+            };
+            start_controller(&a, &format!("bench-{}", ["b", "c"][k]), &elect)?
+        };
+        port += 2;
+        ensure!(
+            !standby.is_leader(),
+            "the standby leads before the failover"
+        );
+        let old = leader.take().expect("a leader");
+        let ns = format!("{}-0", prefix("ours", n));
+        let name = format!("failover-{k}");
+        let watch = ReadyWatch::start(
+            Api::<RandomSecret>::namespaced(client.clone(), &ns),
+            &format!("{RUN_LABEL}=failover-{k}"),
+            1,
+            workload::randomsecret_ready,
+        )
+        .await?;
+        let start = Instant::now();
+        if *signal == "SIGKILL" {
+            drop(old); // kills it
+        } else {
+            std::thread::spawn(move || old.terminate());
+        }
+        Api::<RandomSecret>::namespaced(client.clone(), &ns)
+            .create(
+                &PostParams::default(),
+                &workload::random_secret(&name, &format!("failover-{k}"), "1")?,
+            )
+            .await?;
+        wait_leader(&standby, Duration::from_secs(120)).await?;
+        let leads = start.elapsed();
+        let ready = watch.wait(Duration::from_secs(300)).await? - start;
+        report.failover(signal, leads, ready);
+        leader = Some(standby);
+    }
+    if let Some(l) = leader {
+        l.terminate()?;
+    }
+    Ok(())
+}
+
+async fn wait_leader(p: &ControllerProcess, timeout: Duration) -> Result<()> {
+    let start = Instant::now();
+    while !p.is_leader() {
+        ensure!(start.elapsed() < timeout, "no replica took the lease");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,319 @@
+//! Collects the figures, checks them against the targets, prints a Markdown
+//! table and writes `results.json`.
+
+use crate::apimetrics::{self, Counts};
+use crate::procstat::{Memory, mib};
+use crate::{Args, Converged, OURS, WATCHED};
+use anyhow::Result;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Targets (issue 7): ratio to the floor, requests per version, memory, rotation.
+const MAX_FLOOR_RATIO: f64 = 1.3;
+const MAX_REQUESTS_PER_VERSION: f64 = 3.0;
+const MAX_STEADY_MIB: f64 = 48.0;
+const MAX_BULK_ADDED_MIB: f64 = 4.0;
+const MAX_ROTATION_P99_MS: f64 = 100.0;
+
+pub struct Report {
+    json: serde_json::Map<String, Value>,
+    rows: Vec<(String, String, String)>,
+    ours: Vec<(usize, f64)>,
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+fn by_verb(c: &Counts) -> Value {
+    Value::Object(
+        c.iter()
+            .map(|((verb, res), v)| (format!("{verb} {res}"), json!(v)))
+            .collect(),
+    )
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+fn machine() -> Value {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")?
+                .split(':')
+                .nth(1)
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_default();
+    let mem_kib: u64 = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("MemTotal:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    json!({"cpu": cpu, "cores": cores, "memory_gib": (mem_kib as f64 / 1048576.0).round(),
+           "kernel": read("/proc/sys/kernel/osrelease").trim()})
+}
+
+impl Report {
+    pub fn new(args: &Args) -> Self {
+        let mut json = serde_json::Map::new();
+        json.insert("machine".into(), machine());
+        json.insert(
+            "settings".into(),
+            json!({"sizes": args.sizes, "namespaces": args.namespaces, "concurrency": args.concurrency,
+                   "rotations": args.rotations, "rotation_rate": args.rotation_rate,
+                   "bulk": args.bulk, "bulk_kib": args.bulk_kib}),
+        );
+        json.insert(
+            "started".into(),
+            json!(k8s_openapi::jiff::Timestamp::now().to_string()),
+        );
+        Report {
+            json,
+            rows: Vec::new(),
+            ours: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, what: String, value: String, target: String) {
+        println!("| {what} | {value} | {target} |");
+        self.rows.push((what, value, target));
+    }
+
+    fn push(&mut self, key: &str, v: Value) {
+        self.json
+            .entry(key.to_string())
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+            .expect("an array")
+            .push(v);
+    }
+
+    pub fn note(&mut self, text: &str) {
+        eprintln!("bench: {text}");
+        self.push("notes", json!(text));
+    }
+
+    pub fn convergence(&mut self, n: usize, floor: Option<Duration>, ours: &Converged) {
+        let floor_s = floor.map_or(f64::NAN, |f| f.as_secs_f64());
+        let ratio = ours.took.as_secs_f64() / floor_s;
+        // Per version: the controller's requests (its watches are counted apart).
+        let mine = apimetrics::only(&ours.requests, OURS);
+        let per_version = apimetrics::total(&mine) / n as f64;
+        let lists = apimetrics::verb_on(&ours.requests, "LIST", WATCHED);
+        self.ours.push((n, ours.took.as_secs_f64()));
+        self.push(
+            "convergence",
+            json!({"n": n, "floor_s": floor.map(secs), "randomsecret_s": secs(ours.took), "ratio": ratio,
+                   "requests_per_version": per_version, "reconciles_per_version": ours.reconciles / n as f64,
+                   "lists_after_start": lists, "requests": by_verb(&ours.requests),
+                   "rss_mib": mib(ours.rss_kib), "peak_rss_mib": mib(ours.peak_kib)}),
+        );
+        self.row(
+            format!("Convergence N={n}: randomsecret / floor"),
+            format!(
+                "{:.2} s / {floor_s:.2} s = **{ratio:.2}x**",
+                ours.took.as_secs_f64()
+            ),
+            format!(
+                "≤ {MAX_FLOOR_RATIO}x: {}",
+                verdict(ratio <= MAX_FLOOR_RATIO)
+            ),
+        );
+        let breakdown = mine
+            .iter()
+            .map(|((verb, res), v)| format!("{verb} {res} {:.2}", v / n as f64))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.row(
+            format!("API requests per new version, N={n}"),
+            format!(
+                "**{per_version:.2}** ({breakdown}); {:.2} reconciles per version",
+                ours.reconciles / n as f64
+            ),
+            format!(
+                "≤ {MAX_REQUESTS_PER_VERSION}: {}",
+                verdict(per_version <= MAX_REQUESTS_PER_VERSION)
+            ),
+        );
+        self.row(
+            format!("LIST requests after start, N={n}"),
+            format!("**{lists}**"),
+            format!("0: {}", verdict(lists == 0.0)),
+        );
+    }
+
+    pub fn replicasets(&mut self, n: usize, requests: &Counts) {
+        let mine = apimetrics::only(requests, OURS);
+        self.push(
+            "replicasets",
+            json!({"n": n, "requests": by_verb(requests)}),
+        );
+        let breakdown = mine
+            .iter()
+            .map(|((v, r), c)| format!("{v} {r} {c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.row(
+            format!("Requests for {n} new ReplicaSets referencing versions"),
+            format!(
+                "{:.2} per ReplicaSet ({breakdown})",
+                apimetrics::total(&mine) / n as f64
+            ),
+            "owner reference added per holder".into(),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn memory(
+        &mut self,
+        n: usize,
+        steady: u64,
+        peak: u64,
+        cpu: f64,
+        with_bulk: u64,
+        peak_bulk: u64,
+        bulk_requests: &Counts,
+    ) {
+        let added = mib(with_bulk) - mib(steady);
+        self.json.insert(
+            "memory".into(),
+            json!({"n": n, "steady_rss_mib": mib(steady), "peak_rss_mib": mib(peak), "idle_cpu_percent": cpu * 100.0,
+                   "steady_rss_with_bulk_mib": mib(with_bulk), "peak_rss_with_bulk_mib": mib(peak_bulk),
+                   "bulk_added_mib": added, "requests_during_bulk": by_verb(bulk_requests)}),
+        );
+        self.row(
+            format!("Steady RSS, {n} RandomSecrets / Secrets / ReplicaSets"),
+            format!("**{:.1} MiB** (peak {:.1} MiB)", mib(steady), mib(peak)),
+            format!(
+                "≤ {MAX_STEADY_MIB} MiB: {}",
+                verdict(mib(steady) <= MAX_STEADY_MIB)
+            ),
+        );
+        self.row(
+            "RSS added by the unrelated 100 KiB Secrets".into(),
+            format!(
+                "**{added:+.1} MiB** ({:.1} MiB, peak {:.1} MiB)",
+                mib(with_bulk),
+                mib(peak_bulk)
+            ),
+            format!(
+                "< {MAX_BULK_ADDED_MIB} MiB: {}",
+                verdict(added < MAX_BULK_ADDED_MIB)
+            ),
+        );
+        self.row(
+            "Idle CPU after convergence".into(),
+            format!("{:.2} % of a core", cpu * 100.0),
+            String::new(),
+        );
+    }
+
+    pub fn rotation(&mut self, count: usize, rate: f64, p50: f64, p99: f64, max: f64) {
+        self.json.insert(
+            "rotation".into(),
+            json!({"rotations": count, "rate_per_s": rate, "p50_ms": p50, "p99_ms": p99, "max_ms": max}),
+        );
+        self.row(
+            format!("Rotation latency ({count} at {rate}/s): p50 / p99"),
+            format!("{p50:.1} ms / **{p99:.1} ms** (max {max:.1} ms)"),
+            format!(
+                "p99 < {MAX_ROTATION_P99_MS} ms: {}",
+                verdict(p99 < MAX_ROTATION_P99_MS)
+            ),
+        );
+    }
+
+    pub fn startup(
+        &mut self,
+        n: usize,
+        ready: Duration,
+        all: Duration,
+        requests: &Counts,
+        mem: Memory,
+    ) {
+        let lists = apimetrics::verb_on(requests, "LIST", WATCHED);
+        // Every write the controller could make (GETs follow a create that met AlreadyExists).
+        let writes = apimetrics::total(&apimetrics::only(requests, OURS));
+        self.json.insert(
+            "startup".into(),
+            json!({"n": n, "ready_s": secs(ready), "all_reconciled_s": secs(all), "lists": lists, "writes": writes,
+                   "requests": by_verb(requests), "rss_mib": mib(mem.rss_kib), "peak_rss_mib": mib(mem.peak_kib)}),
+        );
+        self.row(
+            format!("Startup with {n} existing: ready / all reconciled"),
+            format!(
+                "{:.2} s / **{:.2} s**; {lists} LISTs, {writes} writes; RSS {:.1} MiB (peak {:.1})",
+                ready.as_secs_f64(),
+                all.as_secs_f64(),
+                mib(mem.rss_kib),
+                mib(mem.peak_kib)
+            ),
+            format!("no writes: {}", verdict(writes == 0.0)),
+        );
+    }
+
+    pub fn failover(&mut self, signal: &str, leads: Duration, ready: Duration) {
+        self.push("failover", json!({"signal": signal, "standby_leads_s": secs(leads), "new_object_ready_s": secs(ready)}));
+        self.row(
+            format!("Failover after {signal} of the leader: standby leads / new object Ready"),
+            format!(
+                "{:.2} s / **{:.2} s**",
+                leads.as_secs_f64(),
+                ready.as_secs_f64()
+            ),
+            "lease 15 s, renew 10 s, retry 2 s".into(),
+        );
+    }
+
+    pub fn peer(&mut self, n: usize, name: &str, r: crate::peer::PeerResult) {
+        let ours = self.ours.iter().find(|(m, _)| *m == n).map(|(_, t)| *t);
+        let ahead = ours.map(|t| t < r.took.as_secs_f64());
+        self.push(
+            "peer",
+            json!({"n": n, "peer": name, "took_s": secs(r.took), "randomsecret_s": ours,
+                   "rss_mib": mib(r.rss_kib), "peak_rss_mib": mib(r.peak_kib), "requests": by_verb(&r.requests)}),
+        );
+        self.row(
+            format!("Peer ({name}) N={n}: time / RSS (peak)"),
+            format!(
+                "**{:.2} s** (randomsecret {:.2} s) / {:.1} MiB ({:.1})",
+                r.took.as_secs_f64(),
+                ours.unwrap_or(f64::NAN),
+                mib(r.rss_kib),
+                mib(r.peak_kib)
+            ),
+            format!("randomsecret ahead: {}", verdict(ahead == Some(true))),
+        );
+    }
+
+    pub fn finish(mut self, out: &std::path::Path) -> Result<()> {
+        std::fs::create_dir_all(out)?;
+        self.json.insert(
+            "finished".into(),
+            json!(k8s_openapi::jiff::Timestamp::now().to_string()),
+        );
+        let mut table = String::from("| Measure | Result | Target |\n|---|---|---|\n");
+        for (a, b, c) in &self.rows {
+            table.push_str(&format!("| {a} | {b} | {c} |\n"));
+        }
+        self.json.insert("table".into(), json!(table));
+        std::fs::write(
+            out.join("results.json"),
+            serde_json::to_string_pretty(&Value::Object(self.json))?,
+        )?;
+        std::fs::write(out.join("table.md"), &table)?;
+        println!("\n{table}");
+        eprintln!("bench: wrote {}", out.join("results.json").display());
+        Ok(())
+    }
+}

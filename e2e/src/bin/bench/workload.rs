@@ -1,0 +1,313 @@
+//! The objects the benchmark writes, the writes themselves (with a fixed
+//! concurrency), and watches that time when objects become ready.
+
+use anyhow::{Context, Result, bail};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource, ResourceExt};
+use randomsecret::api::{
+    ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret,
+    VersionState, VersionStatus,
+};
+use randomsecret::status::{self, Outcome, Versions};
+use randomsecret::version::Version;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Label on everything the benchmark creates, valued by run.
+pub const RUN_LABEL: &str = "bench.randomsecret.io/run";
+
+/// One generated 32-character password and a static user name: a typical credential.
+pub fn spec(rotation: &str) -> Value {
+    json!({"keys": {"password": {"length": 32}}, "static": {"username": "app"}, "rotation": rotation})
+}
+
+pub fn random_secret(name: &str, run: &str, rotation: &str) -> Result<RandomSecret> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
+        "metadata": {"name": name, "labels": {RUN_LABEL: run}},
+        "spec": spec(rotation),
+    }))?)
+}
+
+/// Namespace and name of object `i` of a run spread over `namespaces`.
+pub fn place(prefix: &str, namespaces: usize, i: usize) -> (String, String) {
+    (format!("{prefix}-{}", i % namespaces), format!("rs-{i:05}"))
+}
+
+/// Runs `f(0..n)` with at most `concurrency` calls in flight.
+pub async fn run_concurrently<F, Fut>(n: usize, concurrency: usize, f: F) -> Result<()>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    futures::stream::iter(0..n)
+        .map(f)
+        .buffer_unordered(concurrency)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+pub async fn create_namespaces(client: &Client, prefix: &str, count: usize) -> Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    for k in 0..count {
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": format!("{prefix}-{k}")}}))?;
+        match api.create(&PostParams::default(), &ns).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the namespaces `<prefix>-0..count` and waits until they are gone.
+pub async fn delete_namespaces(client: &Client, prefix: &str, count: usize) -> Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    for k in 0..count {
+        let _ = api
+            .delete(&format!("{prefix}-{k}"), &DeleteParams::default())
+            .await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(600);
+    for k in 0..count {
+        while api.get_opt(&format!("{prefix}-{k}")).await?.is_some() {
+            if Instant::now() > deadline {
+                bail!("namespace {prefix}-{k} was not deleted within 10 minutes");
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    Ok(())
+}
+
+/// The floor's writes for object `i`, as a tight client does them: create the
+/// RandomSecret, create a Secret like the controller's (same labels,
+/// annotation, owner and data sizes), and apply the same status.
+pub async fn floor_object(
+    client: &Client,
+    prefix: &str,
+    namespaces: usize,
+    run: &str,
+    i: usize,
+) -> Result<()> {
+    let (ns, name) = place(prefix, namespaces, i);
+    let pp = PostParams::default();
+    let rs = Api::<RandomSecret>::namespaced(client.clone(), &ns)
+        .create(&pp, &random_secret(&name, run, "1")?)
+        .await?;
+    let v = Version::of(&rs.spec, &name)?;
+    let mut data = BTreeMap::new();
+    for (key, g) in &v.spec.generated {
+        data.insert(
+            key.clone(),
+            ByteString(randomsecret::generate::value(g)?.into_bytes()),
+        );
+    }
+    for (key, value) in &v.spec.statics {
+        data.insert(key.clone(), ByteString(value.clone().into_bytes()));
+    }
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(v.secret_name.clone()),
+            labels: Some(BTreeMap::from([
+                (LABEL_NAME.to_string(), name.clone()),
+                (LABEL_HASH.to_string(), v.hash.clone()),
+                (LABEL_MANAGED_BY.to_string(), MANAGED_BY.to_string()),
+            ])),
+            annotations: Some(BTreeMap::from([(
+                ANNOTATION_CREATED.to_string(),
+                k8s_openapi::jiff::Timestamp::now().to_string(),
+            )])),
+            owner_references: Some(vec![rs.controller_owner_ref(&()).context("owner")?]),
+            ..Default::default()
+        },
+        immutable: Some(true),
+        type_: Some("Opaque".into()),
+        data: Some(data),
+        ..Default::default()
+    };
+    let created = Api::<Secret>::namespaced(client.clone(), &ns)
+        .create(&pp, &secret)
+        .await?;
+    let versions = Versions {
+        live: vec![VersionStatus {
+            name: v.secret_name.clone(),
+            hash: v.hash.clone(),
+            created: created.metadata.creation_timestamp.clone(),
+            state: VersionState::Current,
+            referenced_by: vec![],
+        }],
+        released: vec![],
+    };
+    let status = status::desired(
+        None,
+        rs.metadata.generation,
+        &Outcome::Ready {
+            secret_name: v.secret_name,
+        },
+        Some(versions),
+        &Time(k8s_openapi::jiff::Timestamp::now()),
+    );
+    let patch =
+        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": status});
+    Api::<RandomSecret>::namespaced(client.clone(), &ns)
+        .patch_status(
+            &name,
+            &PatchParams::apply("bench-floor").force(),
+            &Patch::Apply(patch),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Ready=True for the current generation.
+pub fn randomsecret_ready(rs: &RandomSecret) -> bool {
+    let Some(s) = rs.status.as_ref() else {
+        return false;
+    };
+    s.observed_generation == rs.metadata.generation
+        && s.conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// A watch (started before the writes) that resolves when `n` distinct
+/// objects have been seen ready.
+pub struct ReadyWatch {
+    done: tokio::sync::oneshot::Receiver<Instant>,
+}
+
+impl ReadyWatch {
+    pub async fn start<K>(
+        api: Api<K>,
+        selector: &str,
+        n: usize,
+        ready: fn(&K) -> bool,
+    ) -> Result<Self>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        let (init_tx, init_rx) = tokio::sync::oneshot::channel();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let config = watcher::Config::default().labels(selector);
+        tokio::spawn(async move {
+            let mut init_tx = Some(init_tx);
+            let mut done_tx = Some(done_tx);
+            let mut seen = HashSet::new();
+            let mut stream = watcher::watcher(api, config).boxed();
+            while let Some(ev) = stream.next().await {
+                match ev {
+                    Ok(Event::InitDone) => {
+                        if let Some(t) = init_tx.take() {
+                            let _ = t.send(());
+                        }
+                    }
+                    Ok(Event::Apply(o) | Event::InitApply(o)) if ready(&o) => {
+                        seen.insert((o.namespace(), o.name_any()));
+                        if seen.len() >= n {
+                            if let Some(t) = done_tx.take() {
+                                let _ = t.send(Instant::now());
+                            }
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => eprintln!("bench: watch error (retrying): {e}"),
+                }
+            }
+        });
+        init_rx
+            .await
+            .context("the readiness watch ended before its first list")?;
+        Ok(ReadyWatch { done: done_rx })
+    }
+
+    /// When the last of the `n` objects was seen ready.
+    pub async fn wait(self, timeout: Duration) -> Result<Instant> {
+        tokio::time::timeout(timeout, self.done)
+            .await
+            .context("timed out waiting for the objects to become ready")?
+            .context("the readiness watch ended")
+    }
+}
+
+/// Expected `status.secretName` per RandomSecret, with when the change was sent.
+pub type Pending = Arc<Mutex<HashMap<(String, String), (String, Instant)>>>;
+
+/// Watches RandomSecrets and records, for each pending change, the time
+/// from sending it to the status naming the expected Secret (Ready).
+pub fn watch_rotations(
+    api: Api<RandomSecret>,
+    selector: &str,
+    pending: Pending,
+    latencies: Arc<Mutex<Vec<Duration>>>,
+) {
+    let config = watcher::Config::default().labels(selector);
+    tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, config).boxed();
+        while let Some(ev) = stream.next().await {
+            let Ok(Event::Apply(rs) | Event::InitApply(rs)) = ev else {
+                continue;
+            };
+            let key = (rs.namespace().unwrap_or_default(), rs.name_any());
+            let current = rs.status.as_ref().and_then(|s| s.secret_name.clone());
+            let mut p = pending.lock().expect("pending lock");
+            if let Some((expected, sent)) = p.get(&key)
+                && current.as_ref() == Some(expected)
+                && randomsecret_ready(&rs)
+            {
+                latencies.lock().expect("latency lock").push(sent.elapsed());
+                p.remove(&key);
+            }
+        }
+    });
+}
+
+/// p-th percentile (0..=100) of sorted durations, in milliseconds.
+pub fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[idx].as_secs_f64() * 1000.0
+}
+
+/// A ReplicaSet (0 replicas: no pods) whose template reads `secret`.
+pub fn replica_set(
+    name: &str,
+    run: &str,
+    secret: &str,
+) -> Result<k8s_openapi::api::apps::v1::ReplicaSet> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {RUN_LABEL: run}},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "example.invalid/app:1", "envFrom": [{"secretRef": {"name": secret}}]}]}
+            }
+        }
+    }))?)
+}
+
+/// An unrelated Secret of `bytes` bytes of data (which the controller must not cache).
+pub fn bulk_secret(name: &str, run: &str, bytes: usize) -> Result<Secret> {
+    let blob = "x".repeat(bytes);
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {RUN_LABEL: run}},
+        "stringData": {"blob": blob}
+    }))?)
+}
