@@ -137,7 +137,7 @@ impl Report {
         self.row(
             format!("API requests per new version, N={n}"),
             format!(
-                "**{per_version:.2}** ({breakdown}); {:.2} reconciles per version",
+                "**{per_version:.4}** ({breakdown}); {:.2} reconciles per version",
                 ours.reconciles / n as f64
             ),
             format!(
