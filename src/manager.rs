@@ -69,6 +69,9 @@ where
     }
 }
 
+/// How long in-flight reconciles may run after SIGTERM.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
 /// The labels and annotations of our Secrets that the reconciler reads.
 const KEPT_SECRET_METADATA: &[&str] =
     &[LABEL_NAME, LABEL_HASH, LABEL_MANAGED_BY, ANNOTATION_CREATED];
@@ -435,7 +438,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         leader: leader_rx.clone(),
     });
     info!(namespace = ?args.namespace, concurrency = args.concurrency, "starting controller");
-    Controller::for_stream(rs_stream, rs_store)
+    let controller = Controller::for_stream(rs_stream, rs_store)
         .watches_stream(secret_stream, secret_to_randomsecret)
         .watches_stream(
             replicasets,
@@ -457,9 +460,24 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             if let Err(e) = res {
                 tracing::debug!(error = %e, "controller event");
             }
-        })
-        .await;
-    info!("controller stopped");
+        });
+    // In-flight reconciles get SHUTDOWN_GRACE after SIGTERM, then the process
+    // stops anyway (within a pod's default 30 s grace period): every step of a
+    // reconcile is safe to cut short and repeat.
+    let deadline = {
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        }
+    };
+    tokio::select! {
+        _ = controller => info!("controller stopped"),
+        _ = deadline => warn!(
+            grace_seconds = SHUTDOWN_GRACE.as_secs(),
+            "in-flight reconciles did not finish in time after the shutdown signal; stopping anyway"
+        ),
+    }
     if let Some(e) = elector {
         // Releases the lease (if held) so a standby takes over at once.
         let _ = e.await;
