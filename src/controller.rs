@@ -50,6 +50,8 @@ pub struct Context {
     /// Versions released by this process, per RandomSecret, until the cached
     /// status shows them (the cache may lag behind our own status write).
     pub released: std::sync::Mutex<std::collections::HashMap<(String, String), Vec<String>>>,
+    /// Whether the Secret cache has applied its first list.
+    pub secrets_listed: Arc<std::sync::atomic::AtomicBool>,
     /// Statuses written and not yet in the cache (no second identical write).
     pub written: Arc<status::Written>,
     /// Whether this replica leads (always true without leader election).
@@ -449,8 +451,11 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
     }
     // Until our Secrets are listed, every version would look missing (and be
     // created in vain, meeting AlreadyExists).
-    if ctx.secrets.wait_until_ready().await.is_err() {
-        return Ok((Action::await_change(), "waiting"));
+    if !ctx
+        .secrets_listed
+        .load(std::sync::atomic::Ordering::Acquire)
+    {
+        return Ok((Action::requeue(Duration::from_millis(200)), "waiting"));
     }
     if rs.meta().deletion_timestamp.is_some() {
         // The garbage collector removes what is owned; nothing to do.

@@ -20,12 +20,13 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::core::PartialObjectMeta;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{Controller, WatchStreamExt, predicates, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tracing::{info, warn};
 
@@ -66,6 +67,17 @@ where
     match namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
+    }
+}
+
+/// Sets `flag` when a watch's first list is done (placed after `reflect`,
+/// so the store has applied it).
+fn mark_listed<K>(flag: &Arc<AtomicBool>) -> impl Fn(&watcher::Event<K>) + Send + Sync + 'static {
+    let flag = flag.clone();
+    move |ev| {
+        if matches!(ev, watcher::Event::InitDone) {
+            flag.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -269,6 +281,13 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
 
     // RandomSecrets: cached (without managedFields), reconciled on spec changes only.
     let written = Arc::new(crate::status::Written::default());
+    // Set once a store has applied its first list. Flags, not polls of
+    // `Store::wait_until_ready()`: that future keeps one waker, so a second
+    // poller (such as `now_or_never`) can steal the wake-up of a task awaiting it.
+    let (rs_listed, secrets_listed) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let seen = written.clone();
     let (rs_store, rs_writer) = reflector::store::<RandomSecret>();
     let rs_stream = watcher(
@@ -294,6 +313,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         }
     })
     .reflect(rs_writer)
+    .inspect_ok(mark_listed(&rs_listed))
     .applied_objects()
     .predicate_filter(predicates::generation, Default::default());
 
@@ -325,6 +345,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             })
     })
     .reflect(secret_writer)
+    .inspect_ok(mark_listed(&secrets_listed))
     .touched_objects();
     let secret_to_randomsecret = |s: PartialObjectMeta<Secret>| {
         let ns = s.namespace().unwrap_or_default();
@@ -385,8 +406,8 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     );
 
     tokio::spawn(wait_ready(
-        rs_store.clone(),
-        secret_store.clone(),
+        rs_listed.clone(),
+        secrets_listed.clone(),
         indexes.clone(),
         readiness.clone(),
     ));
@@ -435,6 +456,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         metrics,
         released: Default::default(),
         written,
+        secrets_listed,
         leader: leader_rx.clone(),
     });
     info!(namespace = ?args.namespace, concurrency = args.concurrency, "starting controller");
@@ -493,8 +515,8 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
 
 /// Ready once every cache and index has listed (before that nothing is released).
 async fn wait_ready(
-    rs: Store<RandomSecret>,
-    secrets: Store<PartialObjectMeta<Secret>>,
+    rs_listed: Arc<AtomicBool>,
+    secrets_listed: Arc<AtomicBool>,
     indexes: Arc<Indexes>,
     readiness: Readiness,
 ) {
@@ -502,13 +524,8 @@ async fn wait_ready(
     let mut said = 0;
     loop {
         let (rs_ready, secrets_ready) = (
-            rs.wait_until_ready()
-                .now_or_never()
-                .is_some_and(|r| r.is_ok()),
-            secrets
-                .wait_until_ready()
-                .now_or_never()
-                .is_some_and(|r| r.is_ok()),
+            rs_listed.load(Ordering::Acquire),
+            secrets_listed.load(Ordering::Acquire),
         );
         let synced = indexes.synced();
         if rs_ready && secrets_ready && synced {
