@@ -383,11 +383,21 @@ pub async fn wait_event(
     what: &str,
     pred: impl Fn(&k8s_openapi::api::events::v1::Event) -> bool,
 ) -> Result<Vec<k8s_openapi::api::events::v1::Event>> {
+    wait_events(client, namespace, what, |items| items.iter().any(&pred)).await
+}
+
+/// Waits until the Events in `namespace`, taken together, satisfy `pred`.
+pub async fn wait_events(
+    client: &Client,
+    namespace: &str,
+    what: &str,
+    pred: impl Fn(&[k8s_openapi::api::events::v1::Event]) -> bool,
+) -> Result<Vec<k8s_openapi::api::events::v1::Event>> {
     let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         let items = api.list(&Default::default()).await?.items;
-        if items.iter().any(&pred) {
+        if pred(&items) {
             return Ok(items);
         }
         if std::time::Instant::now() > deadline {

@@ -390,16 +390,14 @@ async fn tracking_mode_rolls_workloads_to_each_new_version() -> Result<()> {
             .map(|e| e.series.as_ref().map_or(1, |s| s.count))
             .sum()
     };
-    let mut updated = 0;
-    let deadline = std::time::Instant::now() + WAIT;
-    while updated < 2 && std::time::Instant::now() < deadline {
-        let events: Api<k8s_openapi::api::events::v1::Event> = ns.api();
-        updated = count(&events.list(&ListParams::default()).await?.items);
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    let items = wait_events(&client, &ns.name, "second WorkloadUpdated", |items| {
+        count(items) >= 2
+    })
+    .await
+    .context("expected a WorkloadUpdated event per version")?;
     ensure!(
-        updated >= 2,
-        "expected a WorkloadUpdated event per version, got {updated}"
+        count(&items) >= 2,
+        "expected a WorkloadUpdated event per version"
     );
 
     // Time-based rotation: with rotateEvery 1m a new version comes within a minute, and rolls out.
