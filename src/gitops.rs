@@ -6,7 +6,7 @@
 //! post-renderer); `randomsecret kustomize` is the same as a KRM function.
 
 use crate::manifests::{ManifestError, is_random_secret, version_of};
-use crate::rewrite::rewrite_pod_spec;
+use crate::references::rewrite_pod_spec;
 use serde_json::Value;
 use std::collections::HashMap;
 

@@ -1,6 +1,6 @@
 use clap::Parser;
 use randomsecret::cli::{Cli, Command, ControllerArgs, LogFormat};
-use randomsecret::{api, gitops, manager, manifests};
+use randomsecret::{api, gitops, manifests, runtime};
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
@@ -44,7 +44,7 @@ fn main() -> ExitCode {
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
-            rt.block_on(manager::run(args))
+            rt.block_on(runtime::run(args))
                 .map_err(|e| format!("{e:#}"))
         }
         Command::Crd => {

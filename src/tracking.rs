@@ -4,9 +4,10 @@
 //! template's references to those RandomSecrets (base name or any version)
 //! pointed at the current version, which starts an ordinary rollout.
 
+use crate::cache::{Key, Namespace};
 use crate::version::hash_alphabet_contains;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
-use kube::ResourceExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -40,8 +41,8 @@ impl WorkloadKind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Workload {
     pub kind: WorkloadKind,
-    pub namespace: String,
-    pub name: String,
+    pub namespace: Namespace,
+    pub name: Box<str>,
 }
 
 /// The RandomSecrets a workload's annotation names.
@@ -59,13 +60,20 @@ pub fn tracked_names(annotations: &BTreeMap<String, String>) -> Vec<String> {
 }
 
 /// The workload and the RandomSecrets it tracks.
-pub fn workload<K: ResourceExt>(kind: WorkloadKind, obj: &K) -> (Workload, Vec<String>) {
+pub fn workload(kind: WorkloadKind, meta: &ObjectMeta) -> Option<(Workload, Vec<Key>)> {
+    let key = Key::of(meta);
+    let tracked = meta
+        .annotations
+        .as_ref()
+        .map(tracked_names)
+        .unwrap_or_default();
+    let rs = tracked.iter().map(|n| key.sibling(n)).collect();
     let w = Workload {
         kind,
-        namespace: obj.namespace().unwrap_or_default(),
-        name: obj.name_any(),
+        namespace: key.namespace,
+        name: meta.name.as_deref()?.into(),
     };
-    (w, tracked_names(obj.annotations()))
+    Some((w, rs))
 }
 
 /// Whether `name` is the base name or a version (`<base>-<hash>`) of it.
@@ -80,7 +88,7 @@ pub fn refers_to(name: &str, base: &str) -> bool {
 /// Points every reference to `base` (or one of its versions) in a pod template
 /// spec at `current`; returns how many changed.
 pub fn retarget(pod_spec: &mut Value, base: &str, current: &str) -> usize {
-    crate::rewrite::rewrite_pod_spec(pod_spec, &|name| {
+    crate::references::rewrite_pod_spec(pod_spec, &|name| {
         refers_to(name, base).then(|| current.to_string())
     })
 }

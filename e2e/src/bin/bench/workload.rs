@@ -13,7 +13,7 @@ use randomsecret::api::{
     ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret,
     VersionState, VersionStatus,
 };
-use randomsecret::status::{self, Outcome, Versions};
+use randomsecret::reconciler::status::{self, Outcome, Previous, Versions};
 use randomsecret::version::Version;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -152,12 +152,12 @@ pub async fn floor_object(
         released: vec![],
     };
     let status = status::desired(
-        None,
+        &Previous::of(None),
         rs.metadata.generation,
         &Outcome::Ready {
             secret_name: v.secret_name,
         },
-        Some(versions),
+        versions,
         &Time(k8s_openapi::jiff::Timestamp::now()),
     );
     let patch =

@@ -7,6 +7,8 @@
 //! Correctness never depends on the lease (versions are create-only); it only
 //! keeps a standby from doing duplicate work.
 
+use crate::cli::ControllerArgs;
+use anyhow::bail;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Client;
@@ -26,6 +28,63 @@ pub struct LeaseConfig {
     pub renew_deadline: Duration,
     /// How often the leader renews and candidates retry.
     pub retry_period: Duration,
+}
+
+/// The lease settings from the flags, checked.
+pub fn config(args: &ControllerArgs) -> anyhow::Result<LeaseConfig> {
+    // As client-go requires: the leader gives up (renew deadline) before a standby may take over.
+    if !(args.lease_duration_seconds > args.renew_deadline_seconds
+        && args.renew_deadline_seconds > args.retry_period_seconds)
+    {
+        bail!(
+            "leader election needs --lease-duration-seconds > --renew-deadline-seconds > --retry-period-seconds (got {} > {} > {})",
+            args.lease_duration_seconds,
+            args.renew_deadline_seconds,
+            args.retry_period_seconds
+        );
+    }
+    let namespace = args
+        .leader_election_namespace
+        .clone()
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .unwrap_or_else(|| "default".into());
+    // The pod name where there is one; a random suffix keeps two processes on one host apart.
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "randomsecret".into());
+    let suffix: String = crate::generate::value(&crate::version::Generated {
+        length: 6,
+        charset: crate::api::Charset::Lower,
+        symbols: String::new(),
+    })
+    .unwrap_or_default();
+    Ok(LeaseConfig {
+        namespace,
+        name: args.leader_election_id.clone(),
+        identity: format!("{host}-{suffix}"),
+        lease_duration: Duration::from_secs(args.lease_duration_seconds),
+        renew_deadline: Duration::from_secs(args.renew_deadline_seconds),
+        retry_period: Duration::from_secs(args.retry_period_seconds),
+    })
+}
+
+/// Calls `on_takeover` each time this replica starts leading (false -> true),
+/// and keeps `gauge` at 1 while it leads.
+pub async fn follow(
+    mut leader: watch::Receiver<bool>,
+    gauge: prometheus_client::metrics::gauge::Gauge,
+    on_takeover: impl Fn(),
+) {
+    let mut was = *leader.borrow_and_update();
+    gauge.set(i64::from(was));
+    while leader.changed().await.is_ok() {
+        let leading = *leader.borrow_and_update();
+        gauge.set(i64::from(leading));
+        if leading && !was {
+            on_takeover();
+        }
+        was = leading;
+    }
 }
 
 /// What a candidate should do with the lease it just read (pure).
@@ -158,7 +217,12 @@ impl Elector {
     ) {
         loop {
             let leading = *leader.borrow();
-            let now_leading = match self.round(leading).await {
+            // Each round is bounded: a request that hangs must not keep this
+            // replica leading past the renew deadline while a standby takes over.
+            let round = tokio::time::timeout(self.config.retry_period, self.round(leading)).await;
+            let now_leading = match round
+                .unwrap_or_else(|_| Err(kube::Error::Service("lease request timed out".into())))
+            {
                 Ok(l) => l,
                 Err(e) => {
                     warn!(error = %e, "leader election: lease request failed");

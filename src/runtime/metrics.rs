@@ -27,6 +27,7 @@ pub struct Metrics {
     pub versions_released: Counter,
     pub leader: Gauge,
     pub in_flight: Gauge,
+    pub events_dropped: Counter,
 }
 
 impl Metrics {
@@ -40,11 +41,12 @@ impl Metrics {
             versions_released: Counter::default(),
             leader: Gauge::default(),
             in_flight: Gauge::default(),
+            events_dropped: Counter::default(),
         };
         let r = registry.sub_registry_with_prefix("randomsecret");
         r.register(
             "reconciles",
-            "Reconciles by result (ok, stalled, waiting, deleting, standby, error)",
+            "Reconciles by result (ok, stalled, error, standby, gone, deleting)",
             m.reconciles.clone(),
         );
         r.register(
@@ -82,7 +84,17 @@ impl Metrics {
             "Existing Secret versions adopted by a re-created RandomSecret",
             m.versions_adopted.clone(),
         );
+        r.register(
+            "events_dropped",
+            "Events not posted because the queue was full (the apiserver was slower than they came)",
+            m.events_dropped.clone(),
+        );
         m
+    }
+
+    /// One reconcile ended with `result` (ok, stalled, error, standby, gone, deleting).
+    pub fn reconciled(&self, result: &'static str) {
+        self.reconciles.get_or_create(&ResultLabel { result }).inc();
     }
 
     pub fn error(&self, reason: &str) {

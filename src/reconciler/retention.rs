@@ -105,10 +105,12 @@ pub fn plan(
             }
             owners.extend(holders.iter().map(Holder::owner_reference));
             owners.extend(v.owners.iter().filter(|o| !managed(o)).cloned());
-            let change = if same_owners(&owners, &v.owners) {
-                Change::None
-            } else if owners.is_empty() {
+            // A released version with no owner left is deleted, also when it
+            // already had none (the garbage collector never deletes those).
+            let change = if owners.is_empty() {
                 Change::Delete
+            } else if same_owners(&owners, &v.owners) {
+                Change::None
             } else {
                 Change::SetOwners
             };
@@ -144,11 +146,13 @@ mod tests {
         }
     }
     fn holder(name: &str) -> Holder {
+        // A distinct, well-formed uid per name.
+        let n = name.bytes().fold(0u64, |a, b| a * 31 + u64::from(b));
         Holder {
             kind: HolderKind::ReplicaSet,
-            namespace: "n".into(),
+            namespace: crate::cache::Namespace::new("n"),
             name: name.into(),
-            uid: format!("uid-{name}"),
+            uid: crate::cache::Uid::parse(&format!("00000000-0000-4000-8000-{n:012x}")).unwrap(),
         }
     }
     fn obs(name: &str, created: i64, owners: Vec<OwnerReference>) -> Observed {
@@ -297,6 +301,22 @@ mod tests {
         assert_eq!(
             (p[1].state, p[1].change.clone(), p[1].owners.clone()),
             (VersionState::Released, Change::SetOwners, vec![foreign])
+        );
+    }
+
+    /// Issue 12 (4): a released version that already had no owner was never
+    /// deleted and stayed in status.versions.
+    #[test]
+    fn a_released_version_without_owners_is_deleted() {
+        let p = run(
+            "v2",
+            &[obs("v1", 1, vec![]), obs("v2", 2, vec![rs_owner("me")])],
+            &[],
+            0,
+        );
+        assert_eq!(
+            (p[1].state, p[1].change.clone()),
+            (VersionState::Released, Change::Delete)
         );
     }
 

@@ -82,3 +82,25 @@ pub async fn serve(
         .await?;
     Ok(())
 }
+
+/// Binds the metrics and health listeners (failing clearly when a port is
+/// taken) and serves them until `shutdown`.
+pub async fn spawn(
+    args: &crate::cli::ControllerArgs,
+    registry: Registry,
+    readiness: Readiness,
+    shutdown: super::shutdown::Signal,
+) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    let metrics_listener = bind(args.metrics_bind_address, "metrics").await?;
+    let health_listener = bind(args.health_probe_bind_address, "health probes").await?;
+    let metrics = serve(
+        metrics_listener,
+        metrics_router(Arc::new(registry)),
+        shutdown.clone(),
+    );
+    let health = serve(health_listener, health_router(readiness), shutdown);
+    Ok(tokio::spawn(async move {
+        tokio::try_join!(metrics, health)?;
+        Ok(())
+    }))
+}

@@ -1,0 +1,231 @@
+//! A small incremental multi-index fed by watch events: each object maps to a
+//! few index keys (a ReplicaSet to the version names it references, a
+//! workload to the RandomSecrets it tracks), and lookups go from key to
+//! objects. Every change returns the keys it affected, so only the
+//! RandomSecrets concerned are reconciled (a pod's status update that keeps
+//! its references triggers nothing).
+//!
+//! A watch re-list is a mark-and-sweep per stream: `init` starts a new epoch,
+//! `apply` marks, `init_done` removes what the re-list did not show.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Arc;
+
+/// Which watch stream an object came from (one per kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stream {
+    ReplicaSets,
+    ControllerRevisions,
+    Pods,
+    Deployments,
+    StatefulSets,
+    DaemonSets,
+}
+
+struct Slot<I> {
+    stream: Stream,
+    epoch: u32,
+    keys: Box<[I]>,
+}
+
+/// Each object is stored once (shared by `Arc` between the two maps), and a
+/// key's objects are a small `Vec` (usually one or two).
+pub struct MultiIndex<O, I> {
+    objects: HashMap<Arc<O>, Slot<I>>,
+    reverse: HashMap<I, Vec<Arc<O>>>,
+    epochs: HashMap<Stream, u32>,
+    listed: Vec<Stream>,
+}
+
+impl<O, I> Default for MultiIndex<O, I> {
+    fn default() -> Self {
+        Self {
+            objects: HashMap::new(),
+            reverse: HashMap::new(),
+            epochs: HashMap::new(),
+            listed: Vec::new(),
+        }
+    }
+}
+
+impl<O: Eq + Hash, I: Clone + Eq + Hash> MultiIndex<O, I> {
+    /// Records that `obj` (from `stream`) maps to `keys`, replacing what it
+    /// mapped to before. Returns the keys that gained or lost it.
+    pub fn apply(&mut self, stream: Stream, obj: O, keys: Vec<I>) -> Vec<I> {
+        let mut unique: Vec<I> = Vec::with_capacity(keys.len());
+        for k in keys {
+            if !unique.contains(&k) {
+                unique.push(k);
+            }
+        }
+        let keys = unique;
+        let epoch = self.epochs.get(&stream).copied().unwrap_or_default();
+        let (obj, old) = match self.objects.get_key_value(&obj) {
+            Some((known, slot)) => (known.clone(), slot.keys.to_vec()),
+            None => (Arc::new(obj), Vec::new()),
+        };
+        let mut changed: Vec<I> = old.iter().filter(|k| !keys.contains(k)).cloned().collect();
+        changed.extend(keys.iter().filter(|k| !old.contains(k)).cloned());
+        if keys.is_empty() {
+            self.delete(&obj);
+            return changed;
+        }
+        for k in changed.iter() {
+            let holders = self.reverse.entry(k.clone()).or_default();
+            if keys.contains(k) {
+                holders.push(obj.clone());
+            } else {
+                holders.retain(|o| **o != *obj);
+                if holders.is_empty() {
+                    self.reverse.remove(k);
+                }
+            }
+        }
+        let keys = keys.into_boxed_slice();
+        self.objects.insert(
+            obj,
+            Slot {
+                stream,
+                epoch,
+                keys,
+            },
+        );
+        changed
+    }
+
+    /// Forgets `obj`; returns the keys it mapped to.
+    pub fn delete(&mut self, obj: &O) -> Vec<I> {
+        let Some(slot) = self.objects.remove(obj) else {
+            return Vec::new();
+        };
+        for k in slot.keys.iter() {
+            if let Some(holders) = self.reverse.get_mut(k) {
+                holders.retain(|o| **o != *obj);
+                if holders.is_empty() {
+                    self.reverse.remove(k);
+                }
+            }
+        }
+        slot.keys.into_vec()
+    }
+
+    /// A (re-)list of `stream` starts: objects it does not show again are
+    /// removed at `init_done`.
+    pub fn init(&mut self, stream: Stream) {
+        *self.epochs.entry(stream).or_default() += 1;
+    }
+
+    /// The list is complete: removes what it did not show; returns their keys.
+    pub fn init_done(&mut self, stream: Stream) -> Vec<I> {
+        let epoch = self.epochs.get(&stream).copied().unwrap_or_default();
+        let gone: Vec<Arc<O>> = self
+            .objects
+            .iter()
+            .filter(|(_, s)| s.stream == stream && s.epoch != epoch)
+            .map(|(o, _)| o.clone())
+            .collect();
+        let mut changed = Vec::new();
+        for o in gone {
+            changed.extend(self.delete(&o));
+        }
+        if !self.listed.contains(&stream) {
+            self.listed.push(stream);
+        }
+        changed
+    }
+
+    /// Applies one watch event of `stream`; `extract` gives the object's
+    /// identity and index keys (None: nothing to index). Returns the keys affected.
+    pub fn handle<K>(
+        &mut self,
+        stream: Stream,
+        ev: &kube::runtime::watcher::Event<K>,
+        extract: impl Fn(&K) -> Option<(O, Vec<I>)>,
+    ) -> Vec<I> {
+        use kube::runtime::watcher::Event;
+        match ev {
+            Event::Apply(o) | Event::InitApply(o) => match extract(o) {
+                Some((obj, keys)) => self.apply(stream, obj, keys),
+                None => Vec::new(),
+            },
+            Event::Delete(o) => extract(o)
+                .map(|(obj, _)| self.delete(&obj))
+                .unwrap_or_default(),
+            Event::Init => {
+                self.init(stream);
+                Vec::new()
+            }
+            Event::InitDone => self.init_done(stream),
+        }
+    }
+
+    /// Whether each of `streams` has completed its first list.
+    pub fn listed(&self, streams: &[Stream]) -> bool {
+        streams.iter().all(|s| self.listed.contains(s))
+    }
+
+    /// The objects that map to `key`.
+    pub fn get(&self, key: &I) -> impl Iterator<Item = &O> {
+        self.reverse.get(key).into_iter().flatten().map(|o| &**o)
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Stream::{Pods, ReplicaSets};
+
+    fn sorted<'a>(it: impl Iterator<Item = &'a &'static str>) -> Vec<&'static str> {
+        let mut v: Vec<_> = it.copied().collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn apply_replace_and_delete_report_what_changed() {
+        let mut ix: MultiIndex<&str, &str> = MultiIndex::default();
+        assert_eq!(ix.apply(ReplicaSets, "rs1", vec!["s1", "s2"]), ["s1", "s2"]);
+        assert_eq!(ix.apply(ReplicaSets, "rs2", vec!["s2"]), ["s2"]);
+        assert_eq!(sorted(ix.get(&"s2")), vec!["rs1", "rs2"]);
+        assert!(
+            ix.apply(ReplicaSets, "rs1", vec!["s1", "s2"]).is_empty(),
+            "no change, no trigger"
+        );
+        assert_eq!(ix.apply(ReplicaSets, "rs1", vec!["s3"]), ["s1", "s2", "s3"]);
+        assert_eq!(sorted(ix.get(&"s2")), vec!["rs2"]);
+        assert_eq!(ix.get(&"s1").count(), 0);
+        assert_eq!(ix.delete(&"rs2"), ["s2"]);
+        assert_eq!(ix.get(&"s2").count(), 0);
+        assert_eq!(ix.apply(ReplicaSets, "rs1", vec![]), ["s3"]);
+        assert!(ix.is_empty());
+    }
+
+    #[test]
+    fn relist_sweeps_only_its_own_stream() {
+        let mut ix: MultiIndex<&str, &str> = MultiIndex::default();
+        assert!(!ix.listed(&[ReplicaSets, Pods]));
+        ix.init(ReplicaSets);
+        ix.apply(ReplicaSets, "a", vec!["s"]);
+        ix.apply(ReplicaSets, "b", vec!["t"]);
+        assert!(ix.init_done(ReplicaSets).is_empty());
+        ix.init(Pods);
+        ix.apply(Pods, "c", vec!["s"]);
+        ix.init_done(Pods);
+        assert!(ix.listed(&[ReplicaSets, Pods]));
+        // ReplicaSets re-list without "b" (deleted while the watch was down).
+        ix.init(ReplicaSets);
+        ix.apply(ReplicaSets, "a", vec!["s"]);
+        assert_eq!(ix.init_done(ReplicaSets), ["t"]);
+        assert_eq!(sorted(ix.get(&"s")), vec!["a", "c"]);
+        assert_eq!(ix.len(), 2);
+    }
+}

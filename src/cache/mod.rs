@@ -1,0 +1,56 @@
+//! Caches of our own, compact: per kind only what the reconciler reads.
+//!
+//! kube-runtime's reflector stores keep whole objects (a RandomSecret with its
+//! status is several KB in k8s-openapi structs; every one-entry `BTreeMap` is
+//! a ~0.5 KB node). At tens of thousands of objects that is most of the
+//! process, so the watches feed these instead: namespaces interned, names as
+//! `Box<str>`, uids as numbers, a RandomSecret's spec as compact JSON decoded
+//! per reconcile, its status as a summary.
+//!
+//! - [`key`]: the typed key (namespace + name) and uids.
+//! - [`slim`]: watched types that deserialize only the fields we read.
+//! - [`randomsecrets`], [`secrets`]: the two object caches.
+//! - [`index`]: the multi-index behind [`holders`] (who references which
+//!   Secret name) and tracking mode (which workloads track a RandomSecret).
+
+pub mod holders;
+pub mod index;
+pub mod key;
+pub mod randomsecrets;
+pub mod secrets;
+pub mod slim;
+
+pub use key::{Key, Namespace, Uid};
+
+/// Every cache the reconciler reads, fed by the watches (`runtime::watches`).
+#[derive(Default)]
+pub struct Caches {
+    pub randomsecrets: randomsecrets::RandomSecrets,
+    pub secrets: secrets::Secrets,
+    pub holders: holders::Holders,
+    pub tracking: holders::Tracking,
+}
+
+impl Caches {
+    /// Whether the caches retention depends on have listed once: before
+    /// that, a version would look missing or unreferenced.
+    pub fn listed(&self) -> bool {
+        self.randomsecrets.listed() && self.secrets.listed() && self.holders.listed()
+    }
+
+    /// What is not listed yet, for the log.
+    pub fn waiting_for(&self) -> Vec<&'static str> {
+        [
+            ("randomsecrets", self.randomsecrets.listed()),
+            ("secrets", self.secrets.listed()),
+            (
+                "replicasets, controllerrevisions, pods",
+                self.holders.listed(),
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, done)| !done)
+        .map(|(what, _)| what)
+        .collect()
+    }
+}

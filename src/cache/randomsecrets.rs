@@ -1,0 +1,270 @@
+//! The RandomSecret cache: per object its identity, generation, spec as
+//! compact JSON (decoded per reconcile) and a summary of its status.
+//!
+//! Our own status writes are applied here from their responses (write-through),
+//! so a reconcile never reads a status older than the one this process wrote;
+//! a watch event older than what the cache holds is ignored.
+
+use super::slim::RandomSecretObject;
+use super::{Key, Uid};
+use crate::api::{RandomSecret, RandomSecretSpec, RandomSecretStatus};
+use crate::reconciler::status::Previous;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::watcher::Event;
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+/// One cached RandomSecret.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub uid: Uid,
+    pub generation: i64,
+    /// metadata.creationTimestamp, in seconds (rotateEvery counts from it).
+    pub created: i64,
+    pub deleting: bool,
+    /// As a number, to order events; 0 when not numeric (then never compared).
+    resource_version: u64,
+    epoch: u32,
+    spec: Box<str>,
+    pub status: Previous,
+}
+
+impl Entry {
+    fn new(meta: &ObjectMeta, spec: String, status: Option<&RandomSecretStatus>) -> Option<Self> {
+        Some(Entry {
+            uid: Uid::of(meta)?,
+            generation: meta.generation.unwrap_or_default(),
+            created: meta
+                .creation_timestamp
+                .as_ref()
+                .map_or(0, |t| t.0.as_second()),
+            deleting: meta.deletion_timestamp.is_some(),
+            resource_version: resource_version(meta),
+            epoch: 0,
+            spec: spec.into_boxed_str(),
+            status: Previous::of(status),
+        })
+    }
+
+    fn from_object(obj: &RandomSecretObject) -> Option<Self> {
+        let status: Option<RandomSecretStatus> = obj
+            .status
+            .clone()
+            .and_then(|s| serde_json::from_value(s).ok());
+        Entry::new(&obj.metadata, obj.spec.to_string(), status.as_ref())
+    }
+
+    /// The spec, decoded (a spec this version cannot read is a clear error).
+    pub fn spec(&self) -> Result<RandomSecretSpec, serde_json::Error> {
+        serde_json::from_str(&self.spec)
+    }
+
+    /// Whether an object that was `self` and is now `next` needs a reconcile:
+    /// a new incarnation, a spec change, or a deletion (not a status write).
+    fn changed_for_reconcile(&self, next: &Entry) -> bool {
+        self.uid != next.uid || self.generation != next.generation || self.deleting != next.deleting
+    }
+
+    /// Whether `next` is older than `self` (an event overtaken by our own write).
+    fn newer_than(&self, next: &Entry) -> bool {
+        self.uid == next.uid
+            && self.resource_version != 0
+            && next.resource_version != 0
+            && self.resource_version > next.resource_version
+    }
+}
+
+fn resource_version(meta: &ObjectMeta) -> u64 {
+    meta.resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0)
+}
+
+#[derive(Default)]
+struct Inner {
+    map: HashMap<Key, Entry>,
+    epoch: u32,
+    listed: bool,
+}
+
+#[derive(Default)]
+pub struct RandomSecrets(RwLock<Inner>);
+
+impl RandomSecrets {
+    /// Applies one watch event; returns the RandomSecrets to reconcile.
+    pub fn handle(&self, ev: &Event<RandomSecretObject>) -> Vec<Key> {
+        let mut inner = self.0.write().expect("randomsecrets lock");
+        match ev {
+            Event::Init => {
+                inner.epoch += 1;
+                Vec::new()
+            }
+            Event::InitApply(obj) | Event::Apply(obj) => {
+                let key = Key::of(&obj.metadata);
+                let Some(mut next) = Entry::from_object(obj) else {
+                    return Vec::new();
+                };
+                next.epoch = inner.epoch;
+                let trigger = match inner.map.get_mut(&key) {
+                    Some(known) if known.newer_than(&next) => {
+                        known.epoch = next.epoch;
+                        false
+                    }
+                    Some(known) => {
+                        let trigger = known.changed_for_reconcile(&next);
+                        *known = next;
+                        trigger
+                    }
+                    None => {
+                        inner.map.insert(key.clone(), next);
+                        true
+                    }
+                };
+                if trigger { vec![key] } else { Vec::new() }
+            }
+            Event::Delete(obj) => {
+                inner.map.remove(&Key::of(&obj.metadata));
+                Vec::new()
+            }
+            Event::InitDone => {
+                let epoch = inner.epoch;
+                inner.map.retain(|_, e| e.epoch == epoch);
+                inner.listed = true;
+                Vec::new()
+            }
+        }
+    }
+
+    /// Applies the response of our own write. Returns true when it shows a
+    /// newer spec than `generation` (the one just reconciled): reconcile again.
+    pub fn write_through(&self, rs: &RandomSecret, generation: i64) -> bool {
+        let key = Key::of(&rs.metadata);
+        let spec = serde_json::to_string(&rs.spec).unwrap_or_default();
+        let Some(mut next) = Entry::new(&rs.metadata, spec, rs.status.as_ref()) else {
+            return false;
+        };
+        let mut inner = self.0.write().expect("randomsecrets lock");
+        next.epoch = inner.epoch;
+        match inner.map.get_mut(&key) {
+            Some(known) if known.newer_than(&next) => {}
+            Some(known) => *known = next.clone(),
+            // Deleted meanwhile: the watch will say so; do not bring it back.
+            None => return false,
+        }
+        next.generation != generation
+    }
+
+    pub fn get(&self, key: &Key) -> Option<Entry> {
+        self.0
+            .read()
+            .expect("randomsecrets lock")
+            .map
+            .get(key)
+            .cloned()
+    }
+
+    pub fn keys(&self) -> Vec<Key> {
+        self.0
+            .read()
+            .expect("randomsecrets lock")
+            .map
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Whether the first list has been applied.
+    pub fn listed(&self) -> bool {
+        self.0.read().expect("randomsecrets lock").listed
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.read().expect("randomsecrets lock").map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const UID: &str = "6f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+
+    fn obj(rv: &str, generation: i64, status: serde_json::Value) -> RandomSecretObject {
+        serde_json::from_value(json!({
+            "metadata": {"name": "db", "namespace": "n", "uid": UID, "resourceVersion": rv,
+                "generation": generation, "creationTimestamp": "2026-01-01T00:00:00Z",
+                "managedFields": [{"manager": "kubectl"}], "annotations": {"big": "x"}},
+            "spec": {"keys": {"password": {"length": 16}}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn spec_changes_trigger_and_status_writes_do_not() {
+        let c = RandomSecrets::default();
+        let key = Key::new("n", "db");
+        c.handle(&Event::Init);
+        assert_eq!(
+            c.handle(&Event::InitApply(obj("10", 1, json!(null)))),
+            std::slice::from_ref(&key)
+        );
+        c.handle(&Event::InitDone);
+        assert!(c.listed());
+        let e = c.get(&key).unwrap();
+        assert_eq!(e.spec().unwrap().keys.unwrap()["password"].length, 16);
+        assert_eq!(e.created, 1767225600);
+        // A status write (same generation) does not trigger; a new generation does.
+        assert!(
+            c.handle(&Event::Apply(obj("11", 1, json!({"secretName": "db-x"}))))
+                .is_empty()
+        );
+        assert_eq!(
+            c.get(&key).unwrap().status.secret_name.as_deref(),
+            Some("db-x")
+        );
+        assert_eq!(
+            c.handle(&Event::Apply(obj("12", 2, json!(null)))),
+            std::slice::from_ref(&key)
+        );
+    }
+
+    #[test]
+    fn an_event_older_than_our_write_is_ignored() {
+        let c = RandomSecrets::default();
+        let key = Key::new("n", "db");
+        c.handle(&Event::Apply(obj("10", 1, json!(null))));
+        let written: RandomSecret = serde_json::from_value(json!({
+            "apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
+            "metadata": {"name": "db", "namespace": "n", "uid": UID, "resourceVersion": "12", "generation": 1},
+            "spec": {"keys": {"password": {"length": 16}}},
+            "status": {"secretName": "db-x"},
+        }))
+        .unwrap();
+        assert!(!c.write_through(&written, 1));
+        c.handle(&Event::Apply(obj("11", 1, json!(null))));
+        assert_eq!(
+            c.get(&key).unwrap().status.secret_name.as_deref(),
+            Some("db-x")
+        );
+        assert!(
+            c.write_through(&written, 0),
+            "a newer generation than reconciled: again"
+        );
+    }
+
+    #[test]
+    fn relist_sweeps_what_it_did_not_show() {
+        let c = RandomSecrets::default();
+        c.handle(&Event::Apply(obj("10", 1, json!(null))));
+        c.handle(&Event::Init);
+        c.handle(&Event::InitDone);
+        assert!(c.is_empty());
+    }
+}

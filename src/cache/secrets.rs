@@ -1,0 +1,369 @@
+//! The cache of our Secrets (selected by the managed-by label, metadata
+//! only, never data): per version its identity, labels, creation time and
+//! owners, compact; and which versions each RandomSecret has.
+//!
+//! Our own creates and patches are applied here from their responses
+//! (metadata only), so the next reconcile sees them at once, and the watch
+//! event that follows, carrying the same resourceVersion, triggers nothing.
+
+use super::{Key, Uid};
+use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use crate::references::HolderKind;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::watcher::Event;
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+/// An owner reference: ours (a RandomSecret or a holder) compact, any other
+/// kept whole (retention never changes those).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Owner {
+    RandomSecret {
+        name: Box<str>,
+        uid: Uid,
+        controller: Option<bool>,
+    },
+    Holder {
+        kind: HolderKind,
+        name: Box<str>,
+        uid: Uid,
+        controller: Option<bool>,
+    },
+    Other(Box<OwnerReference>),
+}
+
+const RANDOMSECRET_API_VERSION: &str = "randomsecret.io/v1";
+
+impl Owner {
+    pub fn of(o: &OwnerReference) -> Self {
+        let uid = Uid::parse(&o.uid).filter(|_| o.block_owner_deletion.is_none());
+        let holder = HolderKind::from_kind(&o.kind).filter(|k| k.api_version() == o.api_version);
+        match (uid, holder) {
+            (Some(uid), _)
+                if o.kind == "RandomSecret" && o.api_version == RANDOMSECRET_API_VERSION =>
+            {
+                Owner::RandomSecret {
+                    name: o.name.as_str().into(),
+                    uid,
+                    controller: o.controller,
+                }
+            }
+            (Some(uid), Some(kind)) => Owner::Holder {
+                kind,
+                name: o.name.as_str().into(),
+                uid,
+                controller: o.controller,
+            },
+            _ => Owner::Other(Box::new(o.clone())),
+        }
+    }
+
+    pub fn to_reference(&self) -> OwnerReference {
+        match self {
+            Owner::RandomSecret {
+                name,
+                uid,
+                controller,
+            } => OwnerReference {
+                api_version: RANDOMSECRET_API_VERSION.into(),
+                kind: "RandomSecret".into(),
+                name: name.to_string(),
+                uid: uid.to_string(),
+                controller: *controller,
+                block_owner_deletion: None,
+            },
+            Owner::Holder {
+                kind,
+                name,
+                uid,
+                controller,
+            } => OwnerReference {
+                api_version: kind.api_version().into(),
+                kind: kind.as_str().into(),
+                name: name.to_string(),
+                uid: uid.to_string(),
+                controller: *controller,
+                block_owner_deletion: None,
+            },
+            Owner::Other(o) => (**o).clone(),
+        }
+    }
+}
+
+/// One of our Secrets, as cached.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Version {
+    pub uid: Uid,
+    pub resource_version: Box<str>,
+    /// Labelled `app.kubernetes.io/managed-by: randomsecret`.
+    pub managed: bool,
+    /// The `randomsecret.io/name` and `randomsecret.io/hash` labels.
+    pub randomsecret: Option<Box<str>>,
+    pub hash: Option<Box<str>>,
+    /// Our creation annotation (nanoseconds, to order versions), else creationTimestamp.
+    pub created: Option<Timestamp>,
+    /// creationTimestamp as stored (whole seconds, for the status).
+    pub creation_timestamp: Option<Timestamp>,
+    pub owners: Box<[Owner]>,
+    epoch: u32,
+}
+
+impl Version {
+    /// From a Secret's metadata (a watch event, a write's response, a GET).
+    pub fn of(meta: &ObjectMeta) -> Option<Self> {
+        let label = |k: &str| meta.labels.as_ref()?.get(k).map(|v| v.as_str());
+        let stamp = meta.creation_timestamp.as_ref().map(|t| t.0);
+        Some(Version {
+            uid: Uid::of(meta)?,
+            resource_version: meta.resource_version.as_deref().unwrap_or_default().into(),
+            managed: label(LABEL_MANAGED_BY) == Some(MANAGED_BY),
+            randomsecret: label(LABEL_NAME).map(Into::into),
+            hash: label(LABEL_HASH).map(Into::into),
+            created: meta
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ANNOTATION_CREATED)?.parse().ok())
+                .or(stamp),
+            creation_timestamp: stamp,
+            owners: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .map(Owner::of)
+                .collect(),
+            epoch: 0,
+        })
+    }
+
+    pub fn owner_references(&self) -> Vec<OwnerReference> {
+        self.owners.iter().map(Owner::to_reference).collect()
+    }
+
+    pub fn created_time(&self) -> Option<Time> {
+        self.creation_timestamp.map(Time)
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    versions: HashMap<Key, Version>,
+    /// RandomSecret -> the names of the Secrets labelled as its versions.
+    by_randomsecret: HashMap<Key, Vec<Box<str>>>,
+    epoch: u32,
+    listed: bool,
+}
+
+impl Inner {
+    /// Stores `v` at `key`; returns the RandomSecrets concerned when it
+    /// changed anything (the same resourceVersion again changes nothing).
+    fn put(&mut self, key: Key, v: Version) -> Vec<Key> {
+        if let Some(known) = self.versions.get_mut(&key)
+            && known.resource_version == v.resource_version
+            && known.uid == v.uid
+        {
+            known.epoch = v.epoch;
+            return Vec::new();
+        }
+        let mut affected = self.remove(&key);
+        if let Some(rs) = &v.randomsecret {
+            let owner = key.sibling(rs);
+            self.by_randomsecret
+                .entry(owner.clone())
+                .or_default()
+                .push(key.name.clone());
+            if !affected.contains(&owner) {
+                affected.push(owner);
+            }
+        }
+        self.versions.insert(key, v);
+        affected
+    }
+
+    fn remove(&mut self, key: &Key) -> Vec<Key> {
+        let Some(old) = self.versions.remove(key) else {
+            return Vec::new();
+        };
+        let Some(rs) = &old.randomsecret else {
+            return Vec::new();
+        };
+        let owner = key.sibling(rs);
+        if let Some(names) = self.by_randomsecret.get_mut(&owner) {
+            names.retain(|n| *n != key.name);
+            if names.is_empty() {
+                self.by_randomsecret.remove(&owner);
+            }
+        }
+        vec![owner]
+    }
+}
+
+#[derive(Default)]
+pub struct Secrets(RwLock<Inner>);
+
+impl Secrets {
+    /// Applies one watch event of the metadata-only Secret watch; returns the
+    /// RandomSecrets to reconcile.
+    pub fn handle(
+        &self,
+        ev: &Event<kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::Secret>>,
+    ) -> Vec<Key> {
+        let mut inner = self.0.write().expect("secrets lock");
+        match ev {
+            Event::Init => {
+                inner.epoch += 1;
+                Vec::new()
+            }
+            Event::InitApply(s) | Event::Apply(s) => match Version::of(&s.metadata) {
+                Some(mut v) => {
+                    v.epoch = inner.epoch;
+                    inner.put(Key::of(&s.metadata), v)
+                }
+                None => Vec::new(),
+            },
+            Event::Delete(s) => inner.remove(&Key::of(&s.metadata)),
+            Event::InitDone => {
+                let epoch = inner.epoch;
+                let gone: Vec<Key> = inner
+                    .versions
+                    .iter()
+                    .filter(|(_, v)| v.epoch != epoch)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                inner.listed = true;
+                gone.iter().flat_map(|k| inner.remove(k)).collect()
+            }
+        }
+    }
+
+    /// Applies the metadata of our own write's response (create or patch).
+    pub fn write_through(&self, meta: &ObjectMeta) {
+        if let Some(mut v) = Version::of(meta) {
+            let mut inner = self.0.write().expect("secrets lock");
+            v.epoch = inner.epoch;
+            inner.put(Key::of(meta), v);
+        }
+    }
+
+    /// Our own delete.
+    pub fn forget(&self, key: &Key) {
+        self.0.write().expect("secrets lock").remove(key);
+    }
+
+    pub fn get(&self, key: &Key) -> Option<Version> {
+        self.0
+            .read()
+            .expect("secrets lock")
+            .versions
+            .get(key)
+            .cloned()
+    }
+
+    /// The Secrets labelled as versions of RandomSecret `rs`, with their metadata.
+    pub fn versions_of(&self, rs: &Key) -> Vec<(Box<str>, Version)> {
+        let inner = self.0.read().expect("secrets lock");
+        inner
+            .by_randomsecret
+            .get(rs)
+            .into_iter()
+            .flatten()
+            .filter_map(|n| Some((n.clone(), inner.versions.get(&rs.sibling(n))?.clone())))
+            .collect()
+    }
+
+    /// The RandomSecret a cached Secret is labelled as a version of.
+    pub fn randomsecret_of(&self, secret: &Key) -> Option<Key> {
+        let inner = self.0.read().expect("secrets lock");
+        let rs = inner.versions.get(secret)?.randomsecret.as_deref()?;
+        Some(secret.sibling(rs))
+    }
+
+    pub fn listed(&self) -> bool {
+        self.0.read().expect("secrets lock").listed
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.read().expect("secrets lock").versions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::PartialObjectMeta;
+    use serde_json::json;
+
+    const UID: &str = "6f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+    const RS_UID: &str = "0f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+
+    fn meta(name: &str, rv: &str) -> ObjectMeta {
+        serde_json::from_value(json!({
+            "name": name, "namespace": "n", "uid": UID, "resourceVersion": rv,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_NAME: "db", LABEL_HASH: "tmm2ctc5b4"},
+            "annotations": {ANNOTATION_CREATED: "2026-01-01T00:00:00.123456789Z"},
+            "ownerReferences": [
+                {"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "name": "db", "uid": RS_UID, "controller": true},
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": UID},
+                {"apiVersion": "example.com/v1", "kind": "Thing", "name": "t", "uid": "t", "blockOwnerDeletion": true}],
+        }))
+        .unwrap()
+    }
+
+    fn event(m: ObjectMeta) -> Event<PartialObjectMeta<k8s_openapi::api::core::v1::Secret>> {
+        Event::Apply(PartialObjectMeta {
+            metadata: m,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn owner_references_round_trip_compactly() {
+        let m = meta("db-tmm2ctc5b4", "1");
+        let v = Version::of(&m).unwrap();
+        assert!(matches!(v.owners[0], Owner::RandomSecret { .. }));
+        assert!(matches!(
+            v.owners[1],
+            Owner::Holder {
+                kind: HolderKind::ReplicaSet,
+                ..
+            }
+        ));
+        assert!(matches!(v.owners[2], Owner::Other(_)));
+        assert_eq!(v.owner_references(), m.owner_references.unwrap());
+        assert_eq!(v.created.unwrap().subsec_nanosecond(), 123456789);
+        assert!(v.managed && v.hash.as_deref() == Some("tmm2ctc5b4"));
+    }
+
+    #[test]
+    fn versions_are_indexed_by_randomsecret_and_our_writes_do_not_trigger_twice() {
+        let c = Secrets::default();
+        let rs = Key::new("n", "db");
+        let m = meta("db-tmm2ctc5b4", "5");
+        c.write_through(&m);
+        assert_eq!(c.versions_of(&rs).len(), 1);
+        assert!(
+            c.handle(&event(m.clone())).is_empty(),
+            "the event of our own write"
+        );
+        assert_eq!(
+            c.handle(&event(meta("db-tmm2ctc5b4", "6"))),
+            std::slice::from_ref(&rs)
+        );
+        assert_eq!(
+            c.randomsecret_of(&rs.sibling("db-tmm2ctc5b4")),
+            Some(rs.clone())
+        );
+        c.forget(&rs.sibling("db-tmm2ctc5b4"));
+        assert!(c.versions_of(&rs).is_empty());
+        // A relist that no longer shows a version reports its RandomSecret.
+        c.handle(&event(meta("db-tmm2ctc5b4", "7")));
+        c.handle(&Event::Init);
+        assert_eq!(c.handle(&Event::InitDone), [rs]);
+        assert!(c.is_empty() && c.listed());
+    }
+}

@@ -1,0 +1,202 @@
+//! The watched types: each deserializes only the fields the caches read, so
+//! a page of 500 ReplicaSets never becomes 500 full pod templates (and their
+//! managedFields) in memory. Each implements `kube::Resource` with the
+//! constants of the full type, so `watcher` and `Api` treat it as that kind.
+
+use crate::references::SecretRefs;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use serde::{Deserialize, Deserializer};
+
+/// Metadata without managedFields, labels and annotations: what identifies
+/// the object and its owners.
+pub fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Slim {
+        name: Option<String>,
+        namespace: Option<String>,
+        uid: Option<String>,
+        resource_version: Option<String>,
+        generation: Option<i64>,
+        creation_timestamp: Option<Time>,
+        deletion_timestamp: Option<Time>,
+        owner_references: Option<Vec<OwnerReference>>,
+    }
+    let s = Slim::deserialize(d)?;
+    Ok(ObjectMeta {
+        name: s.name,
+        namespace: s.namespace,
+        uid: s.uid,
+        resource_version: s.resource_version,
+        generation: s.generation,
+        creation_timestamp: s.creation_timestamp,
+        deletion_timestamp: s.deletion_timestamp,
+        owner_references: s.owner_references,
+        ..Default::default()
+    })
+}
+
+/// Implements `kube::Resource` for a slim type by borrowing a full type's
+/// group, version, kind and plural.
+macro_rules! slim_resource {
+    ($slim:ty, $full:ty) => {
+        impl kube::Resource for $slim {
+            type DynamicType = ();
+            type Scope = k8s_openapi::NamespaceResourceScope;
+            fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+                <$full as kube::Resource>::kind(&())
+            }
+            fn group(_: &()) -> std::borrow::Cow<'_, str> {
+                <$full as kube::Resource>::group(&())
+            }
+            fn version(_: &()) -> std::borrow::Cow<'_, str> {
+                <$full as kube::Resource>::version(&())
+            }
+            fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+                <$full as kube::Resource>::plural(&())
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
+/// A RandomSecret as watched: the spec stays untyped here (a spec this
+/// version cannot read must not break the whole list; the reconciler reports it).
+#[derive(Deserialize, Clone, Debug)]
+pub struct RandomSecretObject {
+    #[serde(deserialize_with = "slim_meta")]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: serde_json::Value,
+    #[serde(default)]
+    pub status: Option<serde_json::Value>,
+}
+slim_resource!(RandomSecretObject, crate::api::RandomSecret);
+
+/// `spec.template.spec` of a workload or of a revision's data.
+#[derive(Deserialize, Clone, Debug, Default)]
+pub struct TemplateOwner {
+    #[serde(default)]
+    pub template: Option<Template>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+pub struct Template {
+    #[serde(default)]
+    pub spec: Option<SecretRefs>,
+}
+
+impl TemplateOwner {
+    pub fn refs(&self) -> Option<&SecretRefs> {
+        self.template.as_ref()?.spec.as_ref()
+    }
+}
+
+#[derive(Deserialize, Clone, Debug)]
+pub struct ReplicaSetRefs {
+    #[serde(deserialize_with = "slim_meta")]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: Option<TemplateOwner>,
+}
+slim_resource!(ReplicaSetRefs, k8s_openapi::api::apps::v1::ReplicaSet);
+
+/// A StatefulSet's or DaemonSet's revision keeps its pod template at
+/// `data.spec.template`; `data` is free-form, so it is read leniently.
+#[derive(Deserialize, Clone, Debug)]
+pub struct ControllerRevisionRefs {
+    #[serde(deserialize_with = "slim_meta")]
+    pub metadata: ObjectMeta,
+    #[serde(default, deserialize_with = "lenient_revision_data")]
+    pub data: Option<TemplateOwner>,
+}
+slim_resource!(
+    ControllerRevisionRefs,
+    k8s_openapi::api::apps::v1::ControllerRevision
+);
+
+fn lenient_revision_data<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<TemplateOwner>, D::Error> {
+    #[derive(Deserialize)]
+    struct Data {
+        spec: Option<TemplateOwner>,
+    }
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(v.and_then(|v| serde_json::from_value::<Data>(v).ok())
+        .and_then(|d| d.spec))
+}
+
+#[derive(Deserialize, Clone, Debug)]
+pub struct PodRefs {
+    #[serde(deserialize_with = "slim_meta")]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: Option<SecretRefs>,
+    #[serde(default)]
+    pub status: Option<PodPhase>,
+}
+slim_resource!(PodRefs, k8s_openapi::api::core::v1::Pod);
+
+#[derive(Deserialize, Clone, Debug, Default)]
+pub struct PodPhase {
+    #[serde(default)]
+    pub phase: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn slim_types_keep_identity_and_references_only() {
+        let rs: ReplicaSetRefs = serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "n", "uid": "u", "resourceVersion": "7",
+                "labels": {"a": "b"}, "managedFields": [{"manager": "x", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {"replicas": 2, "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "a", "image": "x", "envFrom": [{"secretRef": {"name": "db-1"}}]}]}}},
+        }))
+        .unwrap();
+        assert_eq!(rs.metadata.name.as_deref(), Some("web-1"));
+        assert_eq!(rs.metadata.resource_version.as_deref(), Some("7"));
+        assert!(rs.metadata.labels.is_none() && rs.metadata.managed_fields.is_none());
+        let names = rs
+            .spec
+            .as_ref()
+            .and_then(TemplateOwner::refs)
+            .unwrap()
+            .names();
+        assert_eq!(names, ["db-1"]);
+        assert_eq!(
+            <ReplicaSetRefs as kube::Resource>::plural(&()),
+            "replicasets"
+        );
+        assert_eq!(<ReplicaSetRefs as kube::Resource>::group(&()), "apps");
+    }
+
+    #[test]
+    fn revision_data_of_another_shape_is_no_error() {
+        let cr: ControllerRevisionRefs = serde_json::from_value(json!({
+            "metadata": {"name": "r", "namespace": "n"}, "revision": 1, "data": [1, 2, 3]}))
+        .unwrap();
+        assert!(cr.data.is_none());
+        let cr: ControllerRevisionRefs = serde_json::from_value(json!({
+            "metadata": {"name": "r", "namespace": "n"}, "revision": 1,
+            "data": {"spec": {"template": {"$patch": "replace", "spec": {"volumes": [{"name": "v", "secret": {"secretName": "s"}}]}}}}}))
+        .unwrap();
+        assert_eq!(
+            cr.data
+                .as_ref()
+                .and_then(TemplateOwner::refs)
+                .unwrap()
+                .names(),
+            ["s"]
+        );
+    }
+}

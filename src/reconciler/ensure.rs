@@ -1,0 +1,214 @@
+//! Makes sure the current version's Secret exists: created with fresh values
+//! when missing, and otherwise checked to be ours.
+
+use super::{Context, MANAGER, ReconcileError, Subject};
+use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use crate::cache::Uid;
+use crate::cache::secrets::Version as Cached;
+use crate::generate;
+use crate::version::Version;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Api;
+use kube::api::PostParams;
+use std::collections::BTreeMap;
+
+/// How an existing Secret with the version's name relates to a RandomSecret.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Existing {
+    /// Ours, and owned by this RandomSecret.
+    Owned,
+    /// Ours (labels match) but not owned by this RandomSecret object: it was
+    /// deleted with its versions orphaned and created again.
+    Adoptable,
+    /// Not ours to touch; the message says whose it is.
+    Foreign(String),
+}
+
+/// Decides whether the Secret `s` (named `name`) is the version `hash` of
+/// RandomSecret `rs_name` (uid `rs_uid`).
+pub fn classify(name: &str, s: &Cached, rs_name: &str, rs_uid: Uid, hash: &str) -> Existing {
+    let Some(owner) = s.randomsecret.as_deref().filter(|_| s.managed) else {
+        return Existing::Foreign(format!(
+            "Secret {name} already exists and was not created by randomsecret; it is left untouched: rename or delete it, or set spec.secretName to another base name"
+        ));
+    };
+    if owner != rs_name || s.hash.as_deref() != Some(hash) {
+        return Existing::Foreign(format!(
+            "Secret {name} belongs to RandomSecret {owner}: give this RandomSecret another spec.secretName"
+        ));
+    }
+    let owned = s.owners.iter().any(
+        |o| matches!(o, crate::cache::secrets::Owner::RandomSecret { uid, .. } if *uid == rs_uid),
+    );
+    if owned {
+        Existing::Owned
+    } else {
+        Existing::Adoptable
+    }
+}
+
+/// What ensuring the current version found or did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ensured {
+    Created,
+    Existed,
+    /// Ours, left by an earlier RandomSecret of the same name: retention adopts it.
+    Adopted,
+}
+
+/// The Secret for a new version (values freshly generated), owned by the
+/// RandomSecret and by whatever already references the name.
+pub fn build_secret(rs: &Subject, v: &Version, ctx: &Context) -> Result<Secret, ReconcileError> {
+    let mut data = BTreeMap::new();
+    for (key, g) in &v.spec.generated {
+        let value = generate::value(g).map_err(|e| ReconcileError::Random(e.to_string()))?;
+        data.insert(key.clone(), ByteString(value.into_bytes()));
+    }
+    for (key, value) in &v.spec.statics {
+        data.insert(key.clone(), ByteString(value.clone().into_bytes()));
+    }
+    let mut labels = rs.spec.secret_labels.clone().unwrap_or_default();
+    labels.insert(LABEL_NAME.into(), rs.key.name.to_string());
+    labels.insert(LABEL_HASH.into(), v.hash.clone());
+    labels.insert(LABEL_MANAGED_BY.into(), MANAGED_BY.into());
+    let mut annotations = rs.spec.secret_annotations.clone().unwrap_or_default();
+    annotations.insert(
+        ANNOTATION_CREATED.into(),
+        k8s_openapi::jiff::Timestamp::now().to_string(),
+    );
+    let holders = ctx.caches.holders.of(&rs.key.sibling(&v.secret_name));
+    Ok(Secret {
+        metadata: ObjectMeta {
+            name: Some(v.secret_name.clone()),
+            namespace: Some(rs.key.ns().to_string()),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            owner_references: Some(
+                std::iter::once(rs.owner_reference())
+                    .chain(holders.iter().map(|h| h.owner_reference()))
+                    .collect(),
+            ),
+            ..Default::default()
+        },
+        immutable: Some(true),
+        type_: Some(v.spec.secret_type.clone()),
+        data: Some(data),
+        ..Default::default()
+    })
+}
+
+/// Makes sure the current version exists; returns what happened and its
+/// metadata as cached.
+pub async fn version(
+    rs: &Subject,
+    v: &Version,
+    ctx: &Context,
+) -> Result<(Ensured, Cached), ReconcileError> {
+    let key = rs.key.sibling(&v.secret_name);
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), rs.key.ns());
+    let existing = match ctx.caches.secrets.get(&key) {
+        Some(s) => s,
+        None => {
+            let pp = PostParams {
+                field_manager: Some(MANAGER.into()),
+                ..Default::default()
+            };
+            let doing = || format!("creating Secret {}", v.secret_name);
+            match api.create(&pp, &build_secret(rs, v, ctx)?).await {
+                Ok(created) => {
+                    // Only the metadata is kept; the values are never cached.
+                    ctx.caches.secrets.write_through(&created.metadata);
+                    let cached = Cached::of(&created.metadata).ok_or_else(|| {
+                        ReconcileError::UnreadableSpec(format!(
+                            "Secret {} came back without a uid",
+                            v.secret_name
+                        ))
+                    })?;
+                    return Ok((Ensured::Created, cached));
+                }
+                // Cache lag, a retry, a second leader, or someone else's Secret.
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    let meta = api
+                        .get_metadata(&v.secret_name)
+                        .await
+                        .map_err(ReconcileError::api(doing()))?
+                        .metadata;
+                    Cached::of(&meta).ok_or_else(|| {
+                        ReconcileError::NameConflict(format!(
+                            "Secret {} exists without a uid",
+                            v.secret_name
+                        ))
+                    })?
+                }
+                // The apiserver refused the Secret itself (a Secret type's rules, say): retrying cannot help.
+                Err(kube::Error::Api(s)) if s.code == 422 => {
+                    return Err(ReconcileError::SecretRejected {
+                        name: v.secret_name.clone(),
+                        message: s.message.clone(),
+                    });
+                }
+                Err(e) => return Err(ReconcileError::api(doing())(e)),
+            }
+        }
+    };
+    match classify(&v.secret_name, &existing, &rs.key.name, rs.uid, &v.hash) {
+        Existing::Owned => Ok((Ensured::Existed, existing)),
+        Existing::Adoptable => Ok((Ensured::Adopted, existing)),
+        Existing::Foreign(why) => Err(ReconcileError::NameConflict(why)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const RS_UID: &str = "0f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+    const OTHER_UID: &str = "1f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+
+    fn cached(labels: serde_json::Value, owner_uids: &[&str]) -> Cached {
+        let owners: Vec<_> = owner_uids
+            .iter()
+            .map(|u| json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "name": "db", "uid": u, "controller": true}))
+            .collect();
+        let meta: ObjectMeta = serde_json::from_value(json!({
+            "name": "db-abc", "uid": "2f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+            "labels": labels, "ownerReferences": owners,
+        }))
+        .unwrap();
+        Cached::of(&meta).unwrap()
+    }
+
+    fn ours() -> serde_json::Value {
+        json!({LABEL_MANAGED_BY: MANAGED_BY, LABEL_NAME: "db", LABEL_HASH: "abc"})
+    }
+
+    #[test]
+    fn classifies_owned_adoptable_and_foreign() {
+        let uid = Uid::parse(RS_UID).unwrap();
+        assert_eq!(
+            classify("db-abc", &cached(ours(), &[RS_UID]), "db", uid, "abc"),
+            Existing::Owned
+        );
+        assert_eq!(
+            classify("db-abc", &cached(ours(), &[OTHER_UID]), "db", uid, "abc"),
+            Existing::Adoptable
+        );
+        assert_eq!(
+            classify("db-abc", &cached(ours(), &[]), "db", uid, "abc"),
+            Existing::Adoptable
+        );
+        assert!(
+            matches!(classify("db-abc", &cached(json!({}), &[]), "db", uid, "abc"), Existing::Foreign(m) if m.contains("not created by randomsecret"))
+        );
+        assert!(
+            matches!(classify("db-abc", &cached(ours(), &[OTHER_UID]), "other", uid, "abc"), Existing::Foreign(m) if m.contains("belongs to RandomSecret db"))
+        );
+        assert!(matches!(
+            classify("db-abc", &cached(ours(), &[RS_UID]), "db", uid, "xyz"),
+            Existing::Foreign(_)
+        ));
+    }
+}

@@ -1,0 +1,148 @@
+//! The reconciler: one immutable Secret per version of a RandomSecret.
+//!
+//! A reconcile is a short chain of steps, each in its own module:
+//! [`subject`] reads the RandomSecret from the cache, the version is computed
+//! (pure, `crate::version`), [`ensure`] creates it if missing (AlreadyExists of
+//! our own Secret is success), [`retain`] sets every version's owners from the
+//! retention plan (pure, [`retention`]) and deletes released ones,
+//! [`tracking`] points tracking workloads at it, and [`report`] turns the
+//! outcome, good or bad, into the status (pure, [`status`]), the Event and
+//! the metric, in one place. Secret data is written once and never read back.
+
+pub mod ensure;
+pub mod error;
+pub mod report;
+pub mod retain;
+pub mod retention;
+pub mod status;
+pub mod subject;
+pub mod tracking;
+
+pub use error::ReconcileError;
+pub use subject::Subject;
+
+use crate::cache::{Caches, Key};
+use crate::runtime::events::{EventType, Events};
+use crate::runtime::metrics::Metrics;
+use crate::runtime::runner::Next;
+use crate::version::Version;
+use ensure::Ensured;
+use kube::Client;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::info;
+
+/// Field manager of every write (status by server-side apply).
+pub const MANAGER: &str = "randomsecret";
+
+pub struct Context {
+    pub client: Client,
+    pub caches: Arc<Caches>,
+    pub events: Events,
+    pub metrics: Metrics,
+    /// Whether this replica leads (always true without leader election).
+    pub leader: tokio::sync::watch::Receiver<bool>,
+}
+
+/// How a reconcile ended, for the metric and what to do next.
+#[derive(Debug)]
+pub enum Done {
+    /// The current version is Ready; with rotateEvery, look again then.
+    Ready { next_epoch_in: Option<Duration> },
+    /// Nothing to do here: standby, gone, or being deleted.
+    Skipped(&'static str),
+    /// The status write showed a newer spec than the one reconciled.
+    Again,
+}
+
+/// Reconciles the RandomSecret `key`; never fails (problems are reported
+/// through the status, an Event and the metrics, then retried or awaited).
+pub async fn reconcile(key: Key, ctx: Arc<Context>) -> Next {
+    let start = Instant::now();
+    ctx.metrics.in_flight.inc();
+    let result = steps(&key, &ctx).await;
+    let (next, label) = report::finish(&key, result, &ctx).await;
+    ctx.metrics.in_flight.dec();
+    ctx.metrics.duration.observe(start.elapsed().as_secs_f64());
+    ctx.metrics.reconciled(label);
+    next
+}
+
+async fn steps(key: &Key, ctx: &Context) -> Result<Done, (Option<Subject>, ReconcileError)> {
+    if !*ctx.leader.borrow() {
+        // A standby: caches stay warm; everything is reconciled on taking over.
+        return Ok(Done::Skipped("standby"));
+    }
+    let Some(entry) = ctx.caches.randomsecrets.get(key) else {
+        return Ok(Done::Skipped("gone"));
+    };
+    if entry.deleting {
+        // The garbage collector removes what is owned; nothing to do.
+        return Ok(Done::Skipped("deleting"));
+    }
+    let (rs, unreadable) = Subject::read(key.clone(), entry);
+    if let Some(e) = unreadable {
+        return Err((Some(rs), e));
+    }
+    let at = |e: ReconcileError| (Some(rs.clone()), e);
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let (v, next_epoch) =
+        Version::at(&rs.spec, &rs.key.name, rs.created, now).map_err(|e| at(e.into()))?;
+    let (ensured, current) = ensure::version(&rs, &v, ctx).await.map_err(at)?;
+    announce(&rs, &v, &ensured, ctx);
+    let versions = retain::apply(&rs, &v.secret_name, &current, ctx)
+        .await
+        .map_err(at)?;
+    tracking::retarget(&rs, &v, ctx).await.map_err(at)?;
+    let ready = status::Outcome::Ready {
+        secret_name: v.secret_name.clone(),
+    };
+    if report::write_status(&rs, &ready, Some(versions), ctx)
+        .await
+        .map_err(at)?
+    {
+        return Ok(Done::Again);
+    }
+    Ok(Done::Ready {
+        next_epoch_in: next_epoch
+            .map(|at| Duration::from_secs(at.saturating_sub(now).max(1) as u64)),
+    })
+}
+
+/// Logs, counts and posts an Event for a version created or adopted.
+fn announce(rs: &Subject, v: &Version, ensured: &Ensured, ctx: &Context) {
+    let (reason, action, note) = match ensured {
+        Ensured::Existed => return,
+        Ensured::Created => {
+            ctx.metrics.versions_created.inc();
+            info!(randomsecret = %rs.key, secret = %v.secret_name, "created version");
+            // A revert to a rotation whose version was already released.
+            if rs.status.released(&v.secret_name) {
+                let note = format!(
+                    "Created Secret {} again, with new values: this version was released earlier, after no pod referenced it",
+                    v.secret_name
+                );
+                ("VersionRecreated", "CreateVersion", note)
+            } else {
+                let note = format!("Created Secret {} (version {})", v.secret_name, v.hash);
+                ("VersionCreated", "CreateVersion", note)
+            }
+        }
+        Ensured::Adopted => {
+            ctx.metrics.versions_adopted.inc();
+            info!(randomsecret = %rs.key, secret = %v.secret_name, "adopted existing version");
+            let note = format!(
+                "Adopted existing Secret {}; its values are unchanged",
+                v.secret_name
+            );
+            ("VersionAdopted", "AdoptVersion", note)
+        }
+    };
+    ctx.events.publish(
+        rs.object_reference(),
+        EventType::Normal,
+        reason,
+        action,
+        note,
+    );
+}

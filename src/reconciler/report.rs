@@ -1,0 +1,135 @@
+//! The one place where a reconcile's outcome becomes the status, the Event,
+//! the metric and the log line, and decides what happens next.
+
+use super::status::{self, Outcome, Previous, Versions};
+use super::{Context, Done, MANAGER, ReconcileError, Subject};
+use crate::api::RandomSecret;
+use crate::cache::Key;
+use crate::runtime::events::EventType;
+use crate::runtime::runner::Next;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+use tracing::warn;
+
+/// Turns a reconcile's result into what happens next and a metric label.
+pub async fn finish(
+    key: &Key,
+    result: Result<Done, (Option<Subject>, ReconcileError)>,
+    ctx: &Context,
+) -> (Next, &'static str) {
+    let (rs, err) = match result {
+        Ok(Done::Ready { next_epoch_in }) => {
+            return (
+                next_epoch_in.map_or(Next::AwaitChange, Next::RequeueAfter),
+                "ok",
+            );
+        }
+        Ok(Done::Again) => return (Next::RequeueAfter(std::time::Duration::ZERO), "ok"),
+        Ok(Done::Skipped(label)) => return (Next::AwaitChange, label),
+        Err(e) => e,
+    };
+    if err.namespace_terminating() {
+        // The namespace is going away, and this RandomSecret with it: nothing to retry.
+        return (Next::AwaitChange, "deleting");
+    }
+    ctx.metrics.error(err.reason());
+    let message = err.to_string();
+    let Some(rs) = rs else {
+        warn!(randomsecret = %key, reason = err.reason(), "reconcile failed: {message}");
+        return (Next::Retry, "error");
+    };
+    if !err.permanent() {
+        warn!(randomsecret = %key, reason = err.reason(), "reconcile failed; retrying: {message}");
+        let outcome = Outcome::Retrying {
+            reason: err.reason().into(),
+            message,
+        };
+        // Best effort: the apiserver may be what failed.
+        let _ = write_status(&rs, &outcome, None, ctx).await;
+        return (Next::Retry, "error");
+    }
+    // A permanent problem: Stalled, a Warning Event when the reason is new
+    // (not on every recheck), and no retry storm.
+    let reason = err.reason();
+    let new_reason = rs.status.ready_reason.as_deref() != Some(reason);
+    let outcome = Outcome::Stalled {
+        reason: reason.into(),
+        message: message.clone(),
+    };
+    if let Err(e) = write_status(&rs, &outcome, None, ctx).await {
+        warn!(randomsecret = %key, error = %e, "writing the Stalled status failed; retrying");
+        return (Next::Retry, "error");
+    }
+    if new_reason {
+        warn!(randomsecret = %key, reason, "stalled: {message}");
+        ctx.events.publish(
+            rs.object_reference(),
+            EventType::Warning,
+            reason,
+            err.action(),
+            message,
+        );
+    }
+    let next = err.recheck().map_or(Next::AwaitChange, Next::RequeueAfter);
+    (next, "stalled")
+}
+
+/// Writes the status for `outcome` by server-side apply when it would change
+/// the stored one. `versions`: what to list (None: keep what is listed, read
+/// from the apiserver only when a write is due, since the cache keeps a
+/// summary of the status, not the list). Returns true when the response shows
+/// a newer spec than the one reconciled.
+pub async fn write_status(
+    rs: &Subject,
+    outcome: &Outcome,
+    versions: Option<Versions>,
+    ctx: &Context,
+) -> Result<bool, ReconcileError> {
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let generation = Some(rs.generation);
+    let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), rs.key.ns());
+    let desired = match versions {
+        Some(versions) => {
+            let desired = status::desired(&rs.status, generation, outcome, versions, &now);
+            if status::fingerprint(Some(&desired)) == rs.status.fingerprint {
+                return Ok(false);
+            }
+            desired
+        }
+        None => {
+            let probe = status::desired(&rs.status, generation, outcome, Versions::default(), &now);
+            if status::conditions_fingerprint(Some(&probe)) == rs.status.conditions_fingerprint {
+                return Ok(false);
+            }
+            let stored = api
+                .get_status(&rs.key.name)
+                .await
+                .map_err(ReconcileError::api("reading the status"))?
+                .status;
+            let previous = Previous::of(stored.as_ref());
+            status::desired(
+                &previous,
+                generation,
+                outcome,
+                Versions::listed(stored.as_ref()),
+                &now,
+            )
+        }
+    };
+    let patch =
+        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": desired});
+    let written = api
+        .patch_status(
+            &rs.key.name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(patch),
+        )
+        .await
+        .map_err(ReconcileError::api("writing the status"))?;
+    Ok(ctx
+        .caches
+        .randomsecrets
+        .write_through(&written, rs.generation))
+}

@@ -1,0 +1,159 @@
+//! Carries out the retention plan: owner references on every version, and
+//! deletion of released ones. Returns the versions for the status.
+
+use super::retention::{self, Change, Observed};
+use super::status::{RELEASED_KEPT, Versions};
+use super::{Context, MANAGER, ReconcileError, Subject};
+use crate::api::VersionStatus;
+use crate::cache::secrets::Version as Cached;
+use crate::runtime::events::EventType;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use serde_json::json;
+use tracing::info;
+
+fn observed(name: &str, v: &Cached) -> Observed {
+    Observed {
+        name: name.to_string(),
+        hash: v.hash.as_deref().unwrap_or_default().to_string(),
+        created: v
+            .created
+            .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
+        owners: v.owner_references(),
+    }
+}
+
+/// Applies the plan for every version of `rs` (`current` as just ensured).
+pub async fn apply(
+    rs: &Subject,
+    current_name: &str,
+    current: &Cached,
+    ctx: &Context,
+) -> Result<Versions, ReconcileError> {
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), rs.key.ns());
+    let mut versions: Vec<(String, Cached)> = vec![(current_name.to_string(), current.clone())];
+    for (name, v) in ctx.caches.secrets.versions_of(&rs.key) {
+        if &*name != current_name {
+            versions.push((name.to_string(), v));
+        }
+    }
+    let obs: Vec<Observed> = versions.iter().map(|(n, v)| observed(n, v)).collect();
+    let history = rs.spec.history.unwrap_or(0).max(0) as usize;
+    let planned = retention::plan(
+        current_name,
+        &rs.owner_reference(),
+        &obs,
+        |n| ctx.caches.holders.of(&rs.key.sibling(n)),
+        history,
+    );
+    let mut live = Vec::new();
+    let mut released = Vec::new();
+    for p in planned {
+        let cached = &versions
+            .iter()
+            .find(|(n, _)| *n == p.name)
+            .expect("planned from observed")
+            .1;
+        match p.change {
+            Change::None => {}
+            Change::SetOwners => {
+                // resourceVersion: an optimistic, conflict-checked update of the owners only.
+                let patch = json!({"metadata": {"resourceVersion": &*cached.resource_version, "ownerReferences": p.owners}});
+                let pp = PatchParams {
+                    field_manager: Some(MANAGER.into()),
+                    ..Default::default()
+                };
+                let patched = api
+                    .patch_metadata(&p.name, &pp, &Patch::Merge(patch))
+                    .await
+                    .map_err(ReconcileError::api(format!(
+                        "setting the owners of Secret {}",
+                        p.name
+                    )))?;
+                ctx.caches.secrets.write_through(&patched.metadata);
+            }
+            Change::Delete => {
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: Some(cached.uid.to_string()),
+                        resource_version: Some(cached.resource_version.to_string()),
+                    }),
+                    ..Default::default()
+                };
+                match api.delete(&p.name, &dp).await {
+                    Ok(_) => {
+                        ctx.caches.secrets.forget(&rs.key.sibling(&p.name));
+                        ctx.metrics.versions_released.inc();
+                        info!(randomsecret = %rs.key, secret = %p.name, "released version");
+                        let note = format!(
+                            "Deleted Secret {}: superseded, unreferenced and beyond spec.history",
+                            p.name
+                        );
+                        ctx.events.publish(
+                            rs.object_reference(),
+                            EventType::Normal,
+                            "VersionReleased",
+                            "ReleaseVersion",
+                            note,
+                        );
+                        released.push(p.name.clone());
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => {
+                        return Err(ReconcileError::api(format!(
+                            "deleting released Secret {}",
+                            p.name
+                        ))(e));
+                    }
+                }
+                continue;
+            }
+        }
+        live.push(VersionStatus {
+            name: p.name,
+            hash: p.hash,
+            // As stored (whole seconds), not the precise time used for ordering.
+            created: cached.created_time(),
+            state: p.state,
+            referenced_by: p.referenced_by,
+        });
+    }
+    Ok(Versions {
+        live,
+        released: remember_released(released, &rs.status.released, current_name),
+    })
+}
+
+/// Released names for the status, newest first: those released now, then
+/// those the status already lists; never the current name; at most `RELEASED_KEPT`.
+pub fn remember_released(now: Vec<String>, listed: &[Box<str>], current: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in now.into_iter().chain(listed.iter().map(|n| n.to_string())) {
+        if n != current && !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out.truncate(RELEASED_KEPT);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn released_names_are_newest_first_unique_bounded_and_never_current() {
+        let listed: Vec<Box<str>> = vec!["a-1".into(), "a-2".into()];
+        assert_eq!(
+            remember_released(vec!["a-3".into()], &listed, "a-2"),
+            ["a-3", "a-1"]
+        );
+        let many: Vec<Box<str>> = (0..20).map(|i| format!("a-{i}").into()).collect();
+        assert_eq!(remember_released(vec![], &many, "x").len(), RELEASED_KEPT);
+        assert_eq!(
+            remember_released(vec!["a-1".into()], &listed, "x"),
+            ["a-1", "a-2"]
+        );
+    }
+}

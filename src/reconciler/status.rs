@@ -1,0 +1,376 @@
+//! What the status should say: pure functions from an outcome to the desired
+//! `status`, kstatus-compatible (Ready always present; Reconciling and Stalled
+//! say why it is not Ready), and [`Previous`], the few facts about the stored
+//! status that the cache keeps instead of the status itself.
+
+use crate::api::{RandomSecretStatus, VersionStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use std::hash::{Hash, Hasher};
+
+pub const READY: &str = "Ready";
+pub const RECONCILING: &str = "Reconciling";
+pub const STALLED: &str = "Stalled";
+/// The conditions this controller writes, in the order it writes them.
+pub const CONDITIONS: [&str; 3] = [READY, RECONCILING, STALLED];
+
+/// The result of one reconcile, as far as the status is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The current version exists and is ours.
+    Ready { secret_name: String },
+    /// A permanent problem the user has to fix (bad spec, name taken).
+    Stalled { reason: String, message: String },
+    /// A transient problem; the controller retries.
+    Retrying { reason: String, message: String },
+}
+
+/// The versions part of the status: live versions and recently released names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Versions {
+    pub live: Vec<VersionStatus>,
+    pub released: Vec<String>,
+}
+
+impl Versions {
+    /// The versions a stored status lists.
+    pub fn listed(status: Option<&RandomSecretStatus>) -> Self {
+        Versions {
+            live: status.map(|s| s.versions.clone()).unwrap_or_default(),
+            released: status.map(|s| s.released.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+/// How many released names the status remembers.
+pub const RELEASED_KEPT: usize = 10;
+
+/// What the reconciler needs of a stored status, in a few bytes per object:
+/// enough to compute the next status (transition times, the last good name,
+/// released names) and to tell whether it would change anything.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Previous {
+    pub secret_name: Option<Box<str>>,
+    /// Per entry of [`CONDITIONS`]: its status and lastTransitionTime (seconds).
+    pub conditions: [Option<(bool, i64)>; 3],
+    pub ready_reason: Option<Box<str>>,
+    pub released: Box<[Box<str>]>,
+    /// Of the whole status, and of its conditions part, without transition times.
+    pub fingerprint: u64,
+    pub conditions_fingerprint: u64,
+}
+
+impl Previous {
+    pub fn of(status: Option<&RandomSecretStatus>) -> Self {
+        let Some(s) = status else {
+            return Previous {
+                fingerprint: fingerprint(None),
+                conditions_fingerprint: conditions_fingerprint(None),
+                ..Default::default()
+            };
+        };
+        let find = |t: &str| s.conditions.iter().find(|c| c.type_ == t);
+        Previous {
+            secret_name: s.secret_name.as_deref().map(Into::into),
+            conditions: CONDITIONS.map(|t| {
+                find(t).map(|c| (c.status == "True", c.last_transition_time.0.as_second()))
+            }),
+            ready_reason: find(READY).map(|c| c.reason.as_str().into()),
+            released: s.released.iter().map(|n| n.as_str().into()).collect(),
+            fingerprint: fingerprint(Some(s)),
+            conditions_fingerprint: conditions_fingerprint(Some(s)),
+        }
+    }
+
+    /// Whether `name` is among the released names.
+    pub fn released(&self, name: &str) -> bool {
+        self.released.iter().any(|n| &**n == name)
+    }
+
+    fn transition(&self, type_: &str, status: bool) -> Option<Time> {
+        let i = CONDITIONS.iter().position(|t| *t == type_)?;
+        let (was, at) = self.conditions[i]?;
+        (was == status).then(|| Time(Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH)))
+    }
+}
+
+fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+) -> Condition {
+    Condition {
+        type_: type_.to_string(),
+        status: if status { "True" } else { "False" }.to_string(),
+        reason: reason.to_string(),
+        message: message.to_string(),
+        observed_generation: generation,
+        last_transition_time: Time(Timestamp::UNIX_EPOCH),
+    }
+}
+
+/// The status for `outcome`. Conditions keep their `lastTransitionTime` while
+/// their status is unchanged, so an unchanged outcome gives an equal status
+/// (and no write). `versions` are the live and released versions to list.
+pub fn desired(
+    previous: &Previous,
+    generation: Option<i64>,
+    outcome: &Outcome,
+    versions: Versions,
+    now: &Time,
+) -> RandomSecretStatus {
+    let g = generation;
+    let last_good = || previous.secret_name.as_deref().map(String::from);
+    let (conditions, secret_name) = match outcome {
+        Outcome::Ready { secret_name } => (
+            vec![
+                condition(
+                    READY,
+                    true,
+                    "VersionReady",
+                    &format!("Secret {secret_name} is the current version"),
+                    g,
+                ),
+                condition(RECONCILING, false, "VersionReady", "", g),
+                condition(STALLED, false, "VersionReady", "", g),
+            ],
+            Some(secret_name.clone()),
+        ),
+        Outcome::Stalled { reason, message } => (
+            vec![
+                condition(READY, false, reason, message, g),
+                condition(RECONCILING, false, reason, "", g),
+                condition(STALLED, true, reason, message, g),
+            ],
+            last_good(),
+        ),
+        Outcome::Retrying { reason, message } => (
+            vec![
+                condition(READY, false, reason, message, g),
+                condition(RECONCILING, true, reason, message, g),
+                condition(STALLED, false, reason, "", g),
+            ],
+            last_good(),
+        ),
+    };
+    let conditions = conditions
+        .into_iter()
+        .map(|mut c| {
+            c.last_transition_time = previous
+                .transition(&c.type_, c.status == "True")
+                .unwrap_or_else(|| now.clone());
+            c
+        })
+        .collect();
+    RandomSecretStatus {
+        observed_generation: generation,
+        secret_name,
+        live_versions: versions.live.len() as i32,
+        versions: versions.live,
+        released: versions.released,
+        conditions,
+    }
+}
+
+fn hash_json(value: &impl serde::Serialize) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(value).unwrap_or_default().hash(&mut h);
+    h.finish()
+}
+
+fn without_transition_times(conditions: &[Condition]) -> Vec<Condition> {
+    conditions
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
+            c
+        })
+        .collect()
+}
+
+/// What a status says, leaving out `lastTransitionTime` (a fresh "now" for
+/// the same transition is no change).
+pub fn fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
+    let s = status.map(|s| RandomSecretStatus {
+        conditions: without_transition_times(&s.conditions),
+        ..s.clone()
+    });
+    hash_json(&s)
+}
+
+/// The same, of the conditions part only (conditions, observed generation,
+/// current name): what a Stalled or Retrying outcome changes.
+pub fn conditions_fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
+    hash_json(&status.map(|s| {
+        (
+            s.observed_generation,
+            &s.secret_name,
+            without_transition_times(&s.conditions),
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(secs: i64) -> Time {
+        Time(Timestamp::from_second(secs).unwrap())
+    }
+
+    fn get<'a>(s: &'a RandomSecretStatus, t: &str) -> &'a Condition {
+        s.conditions.iter().find(|c| c.type_ == t).unwrap()
+    }
+
+    fn ready(name: &str) -> Outcome {
+        Outcome::Ready {
+            secret_name: name.into(),
+        }
+    }
+
+    #[test]
+    fn ready_outcome_sets_ready_true_and_the_name() {
+        let s = desired(
+            &Previous::of(None),
+            Some(3),
+            &ready("a-hash"),
+            Versions::default(),
+            &t(10),
+        );
+        assert_eq!(s.secret_name.as_deref(), Some("a-hash"));
+        assert_eq!(s.observed_generation, Some(3));
+        assert_eq!(get(&s, READY).status, "True");
+        assert_eq!(get(&s, STALLED).status, "False");
+        assert_eq!(get(&s, RECONCILING).status, "False");
+        assert!(
+            s.conditions
+                .iter()
+                .all(|c| c.observed_generation == Some(3))
+        );
+    }
+
+    #[test]
+    fn stalled_keeps_the_last_good_name_and_says_why() {
+        let ok = desired(
+            &Previous::of(None),
+            Some(1),
+            &ready("a-1"),
+            Versions::default(),
+            &t(10),
+        );
+        let bad = Outcome::Stalled {
+            reason: "InvalidLength".into(),
+            message: "fix it".into(),
+        };
+        let s = desired(
+            &Previous::of(Some(&ok)),
+            Some(2),
+            &bad,
+            Versions::default(),
+            &t(20),
+        );
+        assert_eq!(s.secret_name.as_deref(), Some("a-1"));
+        assert_eq!(
+            (
+                get(&s, READY).status.as_str(),
+                get(&s, READY).reason.as_str()
+            ),
+            ("False", "InvalidLength")
+        );
+        assert_eq!(get(&s, STALLED).status, "True");
+        assert_eq!(get(&s, STALLED).message, "fix it");
+        assert_eq!(get(&s, READY).last_transition_time, t(20));
+        assert_eq!(
+            get(&s, RECONCILING).last_transition_time,
+            t(10),
+            "unchanged status keeps its time"
+        );
+        assert_eq!(
+            Previous::of(Some(&s)).ready_reason.as_deref(),
+            Some("InvalidLength")
+        );
+    }
+
+    #[test]
+    fn unchanged_outcome_gives_an_equal_status_and_fingerprint() {
+        let v = Versions {
+            live: vec![VersionStatus {
+                name: "a-1".into(),
+                ..Default::default()
+            }],
+            released: vec!["a-0".into()],
+        };
+        let first = desired(
+            &Previous::of(None),
+            Some(1),
+            &ready("a-1"),
+            v.clone(),
+            &t(10),
+        );
+        let prev = Previous::of(Some(&first));
+        let again = desired(&prev, Some(1), &ready("a-1"), v.clone(), &t(99));
+        assert_eq!(first, again);
+        assert_eq!(fingerprint(Some(&again)), prev.fingerprint);
+        assert!(prev.released("a-0") && !prev.released("a-1"));
+        let other = desired(&prev, Some(1), &ready("a-2"), v, &t(99));
+        assert_ne!(fingerprint(Some(&other)), prev.fingerprint);
+    }
+
+    #[test]
+    fn conditions_fingerprint_ignores_versions_and_times() {
+        let v = Versions {
+            live: vec![VersionStatus {
+                name: "a-1".into(),
+                ..Default::default()
+            }],
+            released: vec![],
+        };
+        let bad = Outcome::Stalled {
+            reason: "X".into(),
+            message: "y".into(),
+        };
+        let with = desired(&Previous::of(None), Some(2), &bad, v, &t(1));
+        let without = desired(
+            &Previous::of(None),
+            Some(2),
+            &bad,
+            Versions::default(),
+            &t(5),
+        );
+        assert_eq!(
+            conditions_fingerprint(Some(&with)),
+            conditions_fingerprint(Some(&without))
+        );
+        assert_ne!(fingerprint(Some(&with)), fingerprint(Some(&without)));
+        let later = desired(
+            &Previous::of(None),
+            Some(3),
+            &bad,
+            Versions::default(),
+            &t(5),
+        );
+        assert_ne!(
+            conditions_fingerprint(Some(&later)),
+            conditions_fingerprint(Some(&without))
+        );
+        assert_eq!(Versions::listed(Some(&with)).live.len(), 1);
+    }
+
+    #[test]
+    fn retrying_is_reconciling() {
+        let o = Outcome::Retrying {
+            reason: "ApiError".into(),
+            message: "x".into(),
+        };
+        let s = desired(&Previous::of(None), Some(1), &o, Versions::default(), &t(1));
+        assert_eq!(get(&s, RECONCILING).status, "True");
+        assert_eq!(get(&s, READY).status, "False");
+        assert_eq!(
+            Previous::of(Some(&s)).ready_reason.as_deref(),
+            Some("ApiError")
+        );
+    }
+}

@@ -1,0 +1,65 @@
+//! The RandomSecret being reconciled, as read from the cache.
+
+use super::ReconcileError;
+use crate::api::RandomSecretSpec;
+use crate::cache::randomsecrets::Entry;
+use crate::cache::{Key, Uid};
+use crate::reconciler::status::Previous;
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+#[derive(Clone, Debug)]
+pub struct Subject {
+    pub key: Key,
+    pub uid: Uid,
+    pub generation: i64,
+    /// Creation time in seconds.
+    pub created: i64,
+    pub spec: RandomSecretSpec,
+    pub status: Previous,
+}
+
+impl Subject {
+    /// The RandomSecret as cached, with its spec decoded (a spec that cannot
+    /// be read is an error to report, with what else is known).
+    pub fn read(key: Key, entry: Entry) -> (Self, Option<ReconcileError>) {
+        let spec = entry.spec();
+        let rs = Subject {
+            key,
+            uid: entry.uid,
+            generation: entry.generation,
+            created: entry.created,
+            spec: RandomSecretSpec::default(),
+            status: entry.status,
+        };
+        match spec {
+            Ok(spec) => (Subject { spec, ..rs }, None),
+            Err(e) => (rs, Some(ReconcileError::UnreadableSpec(e.to_string()))),
+        }
+    }
+
+    /// The controller owner reference its versions carry while it owns them.
+    pub fn owner_reference(&self) -> OwnerReference {
+        OwnerReference {
+            api_version: "randomsecret.io/v1".into(),
+            kind: "RandomSecret".into(),
+            name: self.key.name.to_string(),
+            uid: self.uid.to_string(),
+            controller: Some(true),
+            // blockOwnerDeletion would need update on randomsecrets/finalizers; not needed.
+            block_owner_deletion: None,
+        }
+    }
+
+    /// What Events about it regard.
+    pub fn object_reference(&self) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("randomsecret.io/v1".into()),
+            kind: Some("RandomSecret".into()),
+            name: Some(self.key.name.to_string()),
+            namespace: Some(self.key.ns().to_string()),
+            uid: Some(self.uid.to_string()),
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! Which Secret names a pod template references, and who holds a reference
+//! (ReplicaSets, ControllerRevisions, and Pods that neither of those covers).
+//!
+//! Two walkers over the same fields: [`SecretRefs`] reads them (typed, and
+//! slim: a watch deserializes only these fields), [`untyped`] rewrites them in
+//! place on JSON values (tracking mode, the GitOps filters). A test checks
+//! that they agree.
+
+pub mod untyped;
+
+pub use untyped::rewrite_pod_spec;
+
+use crate::cache::slim::{ControllerRevisionRefs, PodRefs, ReplicaSetRefs, TemplateOwner};
+use crate::cache::{Key, Namespace, Uid};
+use crate::version::hash_alphabet_contains;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+
+/// The kinds that hold references to Secret versions and own them while they do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HolderKind {
+    ReplicaSet,
+    ControllerRevision,
+    Pod,
+}
+
+impl HolderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HolderKind::ReplicaSet => "ReplicaSet",
+            HolderKind::ControllerRevision => "ControllerRevision",
+            HolderKind::Pod => "Pod",
+        }
+    }
+    pub fn api_version(self) -> &'static str {
+        match self {
+            HolderKind::ReplicaSet | HolderKind::ControllerRevision => "apps/v1",
+            HolderKind::Pod => "v1",
+        }
+    }
+    pub fn from_kind(kind: &str) -> Option<Self> {
+        [
+            HolderKind::ReplicaSet,
+            HolderKind::ControllerRevision,
+            HolderKind::Pod,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == kind)
+    }
+}
+
+/// One object that references Secrets (its uid tells incarnations apart).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Holder {
+    pub kind: HolderKind,
+    pub namespace: Namespace,
+    pub name: Box<str>,
+    pub uid: Uid,
+}
+
+impl Holder {
+    /// `Kind/name`, as listed in `status.versions[].referencedBy`.
+    pub fn display(&self) -> String {
+        format!("{}/{}", self.kind.as_str(), self.name)
+    }
+
+    /// A non-controller owner reference: the version lives while this holder does.
+    pub fn owner_reference(&self) -> OwnerReference {
+        OwnerReference {
+            api_version: self.kind.api_version().into(),
+            kind: self.kind.as_str().into(),
+            name: self.name.to_string(),
+            uid: self.uid.to_string(),
+            controller: None,
+            block_owner_deletion: None,
+        }
+    }
+}
+
+/// A pod spec, reading only the fields that name Secrets.
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretRefs {
+    containers: Option<Vec<ContainerRefs>>,
+    init_containers: Option<Vec<ContainerRefs>>,
+    ephemeral_containers: Option<Vec<ContainerRefs>>,
+    volumes: Option<Vec<VolumeRefs>>,
+    image_pull_secrets: Option<Vec<NameRef>>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct ContainerRefs {
+    env: Option<Vec<EnvRef>>,
+    env_from: Option<Vec<EnvFromRef>>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct EnvRef {
+    value_from: Option<ValueFromRef>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct ValueFromRef {
+    secret_key_ref: Option<NameRef>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct EnvFromRef {
+    secret_ref: Option<NameRef>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct VolumeRefs {
+    secret: Option<SecretVolumeRef>,
+    projected: Option<ProjectedRefs>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct SecretVolumeRef {
+    secret_name: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+struct ProjectedRefs {
+    sources: Option<Vec<ProjectionRef>>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+struct ProjectionRef {
+    secret: Option<NameRef>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+struct NameRef {
+    name: Option<String>,
+}
+
+impl SecretRefs {
+    /// Every Secret name referenced: env `secretKeyRef` and `envFrom`
+    /// `secretRef` of containers, initContainers and ephemeralContainers;
+    /// `secret` and `projected` secret volumes; `imagePullSecrets`. Sorted, unique.
+    pub fn names(&self) -> Vec<String> {
+        let mut out = BTreeSet::new();
+        let containers = [
+            &self.containers,
+            &self.init_containers,
+            &self.ephemeral_containers,
+        ];
+        for c in containers.into_iter().flatten().flatten() {
+            for e in c.env.iter().flatten() {
+                out.extend(
+                    e.value_from
+                        .as_ref()
+                        .and_then(|v| v.secret_key_ref.as_ref()?.name.clone()),
+                );
+            }
+            for e in c.env_from.iter().flatten() {
+                out.extend(e.secret_ref.as_ref().and_then(|r| r.name.clone()));
+            }
+        }
+        for v in self.volumes.iter().flatten() {
+            out.extend(v.secret.as_ref().and_then(|s| s.secret_name.clone()));
+            for s in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
+                out.extend(s.secret.as_ref().and_then(|r| r.name.clone()));
+            }
+        }
+        for r in self.image_pull_secrets.iter().flatten() {
+            out.extend(r.name.clone());
+        }
+        out.retain(|n| !n.is_empty());
+        out.into_iter().collect()
+    }
+}
+
+/// Every Secret name a typed pod spec references (see [`SecretRefs::names`]).
+pub fn pod_spec_secret_names(spec: &k8s_openapi::api::core::v1::PodSpec) -> BTreeSet<String> {
+    serde_json::to_value(spec)
+        .ok()
+        .and_then(|v| serde_json::from_value::<SecretRefs>(v).ok())
+        .map(|r| r.names().into_iter().collect())
+        .unwrap_or_default()
+}
+
+/// Whether `name` has the shape of a version (`<base>-<10-character hash>`):
+/// only such names can matter to retention, so only they are indexed.
+pub fn could_be_version(name: &str) -> bool {
+    name.len() > 11
+        && name.as_bytes()[name.len() - 11] == b'-'
+        && name[name.len() - 10..].chars().all(hash_alphabet_contains)
+}
+
+fn holder(kind: HolderKind, meta: &ObjectMeta) -> Option<Holder> {
+    Some(Holder {
+        kind,
+        namespace: Key::of(meta).namespace,
+        name: meta.name.as_deref()?.into(),
+        uid: Uid::of(meta)?,
+    })
+}
+
+/// A holder and the version-shaped Secrets it references (None: no usable
+/// identity, nothing to index).
+pub type Held = Option<(Holder, Vec<Key>)>;
+
+fn held(kind: HolderKind, meta: &ObjectMeta, refs: Option<&SecretRefs>) -> Held {
+    let h = holder(kind, meta)?;
+    let keys = refs
+        .map(SecretRefs::names)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| could_be_version(n))
+        .map(|n| Key {
+            namespace: h.namespace.clone(),
+            name: n.into_boxed_str(),
+        })
+        .collect();
+    Some((h, keys))
+}
+
+pub fn replica_set(rs: &ReplicaSetRefs) -> Held {
+    held(
+        HolderKind::ReplicaSet,
+        &rs.metadata,
+        rs.spec.as_ref().and_then(TemplateOwner::refs),
+    )
+}
+
+pub fn controller_revision(cr: &ControllerRevisionRefs) -> Held {
+    held(
+        HolderKind::ControllerRevision,
+        &cr.metadata,
+        cr.data.as_ref().and_then(TemplateOwner::refs),
+    )
+}
+
+/// Pods count only when no indexed history covers them (bare pods, Job pods, ...):
+/// a pod of a ReplicaSet, StatefulSet or DaemonSet is held by its history.
+pub fn pod(pod: &PodRefs) -> Held {
+    let covered = pod.metadata.owner_references.iter().flatten().any(|o| {
+        o.controller == Some(true)
+            && matches!(o.kind.as_str(), "ReplicaSet" | "StatefulSet" | "DaemonSet")
+    });
+    let finished = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| p == "Succeeded" || p == "Failed");
+    let refs = if covered || finished {
+        None
+    } else {
+        pod.spec.as_ref()
+    };
+    held(HolderKind::Pod, &pod.metadata, refs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    const UID: &str = "6f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+
+    fn every_field() -> Value {
+        json!({
+            "containers": [{"name": "a",
+                "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "env-ref", "key": "k"}}},
+                        {"name": "Y", "valueFrom": {"configMapKeyRef": {"name": "not-a-secret", "key": "k"}}},
+                        {"name": "Z", "value": "plain"}],
+                "envFrom": [{"secretRef": {"name": "env-from"}}, {"configMapRef": {"name": "cm"}}]}],
+            "initContainers": [{"name": "i", "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "init-env", "key": "k"}}}]}],
+            "ephemeralContainers": [{"name": "e", "envFrom": [{"secretRef": {"name": "ephemeral"}}]}],
+            "volumes": [
+                {"name": "v1", "secret": {"secretName": "volume"}},
+                {"name": "v2", "projected": {"sources": [{"secret": {"name": "projected"}}, {"configMap": {"name": "cm"}}]}},
+                {"name": "v3", "configMap": {"name": "cm"}}],
+            "imagePullSecrets": [{"name": "pull"}],
+        })
+    }
+
+    #[test]
+    fn every_reference_field_is_found() {
+        let refs: SecretRefs = serde_json::from_value(every_field()).unwrap();
+        assert_eq!(
+            refs.names(),
+            [
+                "env-from",
+                "env-ref",
+                "ephemeral",
+                "init-env",
+                "projected",
+                "pull",
+                "volume"
+            ]
+        );
+        let typed: k8s_openapi::api::core::v1::PodSpec =
+            serde_json::from_value(every_field()).unwrap();
+        assert_eq!(pod_spec_secret_names(&typed).len(), 7);
+    }
+
+    /// The reader and the rewriter walk the same fields: every name the reader
+    /// finds, the rewriter renames, and nothing else.
+    #[test]
+    fn typed_and_untyped_walkers_agree() {
+        let specs = [
+            every_field(),
+            json!({"containers": [{"name": "a", "env": [{"name": "x", "valueFrom": {"secretKeyRef": {"name": "s1", "key": "k"}}}]}]}),
+            json!({"volumes": [{"name": "v", "projected": {"sources": [{"secret": {"name": "s2"}}, {"secret": {"name": "s3"}}]}}]}),
+            json!({"containers": [], "imagePullSecrets": [{"name": "p"}, {"name": ""}]}),
+            json!({}),
+        ];
+        for spec in specs {
+            let read: SecretRefs = serde_json::from_value(spec.clone()).unwrap();
+            let seen = std::cell::RefCell::new(BTreeSet::new());
+            let mut copy = spec.clone();
+            rewrite_pod_spec(&mut copy, &|n| {
+                seen.borrow_mut().insert(n.to_string());
+                Some(format!("{n}-renamed"))
+            });
+            let mut rewritten: Vec<String> = seen.into_inner().into_iter().collect();
+            rewritten.retain(|n| !n.is_empty());
+            assert_eq!(read.names(), rewritten, "{spec}");
+            let after: SecretRefs = serde_json::from_value(copy).unwrap();
+            assert!(
+                after.names().iter().all(|n| n.ends_with("-renamed")),
+                "{spec}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_version_shaped_names_are_indexed() {
+        assert!(could_be_version("db-tmm2ctc5b4"));
+        assert!(!could_be_version("db"));
+        assert!(!could_be_version("db-creds"));
+        assert!(!could_be_version("-tmm2ctc5b4"));
+        assert!(!could_be_version("db-tmm2ctc5ba"));
+        let rs: ReplicaSetRefs = serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "n", "uid": UID},
+            "spec": {"template": {"spec": {"containers": [{"name": "a", "envFrom": [
+                {"secretRef": {"name": "db-tmm2ctc5b4"}}, {"secretRef": {"name": "plain"}}]}]}}}}))
+        .unwrap();
+        let (h, names) = replica_set(&rs).unwrap();
+        assert_eq!(
+            (h.kind, &*h.name, h.uid.to_string().as_str()),
+            (HolderKind::ReplicaSet, "web-1", UID)
+        );
+        assert_eq!(names, vec![Key::new("n", "db-tmm2ctc5b4")]);
+    }
+
+    #[test]
+    fn pods_covered_by_history_or_finished_hold_nothing() {
+        let mk = |owner: Option<&str>, phase: &str| -> PodRefs {
+            let owners: Vec<_> = owner.into_iter().map(|k| json!({"apiVersion": "apps/v1", "kind": k, "name": "o", "uid": UID, "controller": true})).collect();
+            serde_json::from_value(json!({
+                "metadata": {"name": "p", "namespace": "n", "uid": UID, "ownerReferences": owners},
+                "spec": {"containers": [{"name": "a", "envFrom": [{"secretRef": {"name": "s-tmm2ctc5b4"}}]}]},
+                "status": {"phase": phase},
+            }))
+            .unwrap()
+        };
+        let held = |p: PodRefs| pod(&p).unwrap().1.len();
+        assert_eq!(held(mk(None, "Running")), 1);
+        assert_eq!(held(mk(Some("Job"), "Running")), 1);
+        assert_eq!(held(mk(Some("ReplicaSet"), "Running")), 0);
+        assert_eq!(held(mk(Some("StatefulSet"), "Running")), 0);
+        assert_eq!(held(mk(None, "Succeeded")), 0);
+    }
+}

@@ -1,0 +1,147 @@
+//! The controller process, top to bottom: client and CRD check, admin
+//! servers, the watches that feed the caches, leader election, and the runner
+//! that reconciles, until SIGTERM.
+//!
+//! - [`client`]: the Kubernetes client and the CRD check.
+//! - [`watches`]: one function per watch, feeding `crate::cache`.
+//! - [`runner`]: runs reconciles (per-key exclusivity, backoff, shutdown).
+//! - [`leader`]: Lease-based leader election.
+//! - [`shutdown`]: the signal and the deadline after it.
+//! - [`admin`], [`metrics`], [`events`]: health and metrics servers, the
+//!   Prometheus registry, Kubernetes Events.
+
+pub mod admin;
+pub mod allocator;
+pub mod client;
+pub mod events;
+pub mod leader;
+pub mod metrics;
+pub mod runner;
+pub mod shutdown;
+pub mod watches;
+
+use crate::cache::Caches;
+use crate::cli::ControllerArgs;
+use crate::reconciler::{self, Context};
+use admin::Readiness;
+use events::{Events, Reporter};
+use metrics::Metrics;
+use prometheus_client::registry::Registry;
+use runner::Runner;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+use tracing::{info, warn};
+
+pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
+    let lease = args
+        .leader_elect
+        .then(|| leader::config(&args))
+        .transpose()?;
+    let client = client::client(&args).await?;
+    client::check_crd(&client).await?;
+    let shutdown = shutdown::signal();
+
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let readiness = Readiness::default();
+    let servers = admin::spawn(&args, registry, readiness.clone(), shutdown.clone()).await?;
+
+    // Watches feed the caches and send the keys of the RandomSecrets to reconcile.
+    let caches = Arc::new(Caches::default());
+    let (triggers, keys) = mpsc::unbounded_channel();
+    let sources = watches::Watch {
+        client: client.clone(),
+        scope: args.namespace.clone(),
+        caches: caches.clone(),
+        triggers: triggers.clone(),
+    };
+    for watch in watches::all(&sources) {
+        tokio::spawn(watch);
+    }
+
+    // Leader election: only the leader reconciles; on taking over it
+    // reconciles everything, since a standby skipped what changed meanwhile.
+    let (leader_tx, leader_rx) = watch::channel(lease.is_none());
+    let elector = lease.map(|config| {
+        info!(lease = %format!("{}/{}", config.namespace, config.name), identity = %config.identity, "leader election on");
+        tokio::spawn(leader::Elector::new(client.clone(), config).run(leader_tx, shutdown.clone()))
+    });
+    tokio::spawn(leader::follow(leader_rx.clone(), metrics.leader.clone(), {
+        let (caches, triggers) = (caches.clone(), triggers.clone());
+        move || {
+            caches
+                .randomsecrets
+                .keys()
+                .into_iter()
+                .for_each(|k| drop(triggers.send(k)))
+        }
+    }));
+
+    let (events, poster) = Events::new(client.clone(), reporter(), metrics.events_dropped.clone());
+    tokio::spawn(poster);
+    let ctx = Arc::new(Context {
+        client,
+        caches: caches.clone(),
+        events,
+        metrics,
+        leader: leader_rx,
+    });
+    info!(namespace = ?args.namespace, concurrency = args.concurrency, "starting controller");
+    let runner = Runner {
+        concurrency: usize::from(args.concurrency.max(1)),
+    };
+    let run = runner.run(
+        keys,
+        listed(&caches, &readiness),
+        || caches.randomsecrets.keys(),
+        |key| reconciler::reconcile(key, ctx.clone()),
+        shutdown.clone(),
+    );
+    tokio::select! {
+        _ = run => info!("controller stopped"),
+        _ = shutdown::deadline(shutdown.clone()) => warn!(
+            grace_seconds = shutdown::GRACE.as_secs(),
+            "in-flight reconciles did not finish in time after the shutdown signal; stopping anyway"
+        ),
+    }
+    if let Some(e) = elector {
+        // Releases the lease (if held) so a standby takes over at once.
+        let _ = e.await;
+    }
+    readiness.set(false);
+    shutdown.await;
+    servers.await?
+}
+
+/// Resolves once every cache has listed, then marks the process ready
+/// (before that nothing is created or released). Says what it waits for every 10 s.
+async fn listed(caches: &Caches, readiness: &Readiness) {
+    let started = Instant::now();
+    let mut said = 0;
+    while !caches.listed() {
+        let waited = started.elapsed().as_secs();
+        if waited / 10 > said {
+            said = waited / 10;
+            warn!(waiting_for = ?caches.waiting_for(), "still waiting for the first list of every watch");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    info!(
+        randomsecrets = caches.randomsecrets.len(),
+        secrets = caches.secrets.len(),
+        holders = caches.holders.len(),
+        "caches listed; ready"
+    );
+    crate::runtime::allocator::release_free_memory();
+    readiness.set(true);
+}
+
+/// Who reports Events: this replica (the pod name), else the controller.
+fn reporter() -> Reporter {
+    let controller = "randomsecret".to_string();
+    Reporter {
+        instance: std::env::var("POD_NAME").unwrap_or_else(|_| controller.clone()),
+        controller,
+    }
+}

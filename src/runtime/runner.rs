@@ -1,0 +1,218 @@
+//! Runs reconciles: keys in, at most `concurrency` reconciles at once, never
+//! two of the same key at once, requeues and retries with backoff.
+//!
+//! Built on kube-runtime's `scheduler` (which delays and deduplicates), not
+//! on its `Controller`: that needs a reflector store of whole objects, and our
+//! caches are our own (see `cache`).
+
+use crate::cache::Key;
+use futures::stream::{FuturesUnordered, StreamExt};
+use kube::runtime::scheduler::{ScheduleRequest, scheduler};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// What a reconcile asks for next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Nothing until something changes.
+    AwaitChange,
+    /// Look again after this long (a time-based rotation, a conflict recheck).
+    RequeueAfter(Duration),
+    /// A transient failure: again after a backoff that grows with each failure.
+    Retry,
+}
+
+/// Retry delays: 500 ms doubling to 60 s, each with up to ±20 % jitter so that
+/// many objects failing together (an apiserver outage) do not retry in step.
+pub fn backoff(failures: u32, jitter: f64) -> Duration {
+    const BASE_MS: f64 = 500.0;
+    const MAX_MS: f64 = 60_000.0;
+    let exp = BASE_MS * 2f64.powi(failures.saturating_sub(1).min(16) as i32);
+    let ms = exp.min(MAX_MS) * (1.0 + 0.2 * jitter.clamp(-1.0, 1.0));
+    Duration::from_millis(ms as u64)
+}
+
+fn jitter() -> f64 {
+    rand::random::<f64>() * 2.0 - 1.0
+}
+
+fn receiver_stream<T>(mut rx: mpsc::UnboundedReceiver<T>) -> impl futures::Stream<Item = T> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// Sends keys to the runner (from the watches, on take-over, ...).
+pub type Triggers = mpsc::UnboundedSender<Key>;
+
+pub struct Runner {
+    pub concurrency: usize,
+}
+
+impl Runner {
+    /// Runs until `shutdown`, then lets in-flight reconciles finish.
+    ///
+    /// Nothing runs until `gate` resolves (every cache has listed): triggers
+    /// before that are dropped, and `initial()` (every RandomSecret) is
+    /// scheduled when it opens.
+    pub async fn run<F, Fut>(
+        &self,
+        mut triggers: mpsc::UnboundedReceiver<Key>,
+        gate: impl Future<Output = ()>,
+        initial: impl FnOnce() -> Vec<Key>,
+        reconcile: F,
+        shutdown: impl Future<Output = ()>,
+    ) where
+        F: Fn(Key) -> Fut,
+        Fut: Future<Output = Next>,
+    {
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut gate = std::pin::pin!(gate);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return,
+                _ = &mut gate => break,
+                _ = triggers.recv() => {}
+            }
+        }
+        let (requeue, requeued) = mpsc::unbounded_channel::<ScheduleRequest<Key>>();
+        let now = |message| ScheduleRequest {
+            message,
+            run_at: Instant::now(),
+        };
+        for key in initial() {
+            let _ = requeue.send(now(key));
+        }
+        let requests = futures::stream::select(
+            receiver_stream(triggers).map(now),
+            receiver_stream(requeued),
+        );
+        let mut queue = std::pin::pin!(scheduler(requests));
+        let running: Mutex<HashSet<Key>> = Mutex::default();
+        let mut in_flight = FuturesUnordered::new();
+        let mut failures: HashMap<Key, u32> = HashMap::new();
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut shutdown => break,
+                Some((key, next)) = in_flight.next() => {
+                    running.lock().expect("running lock").remove(&key);
+                    let delay = match next {
+                        Next::AwaitChange => {
+                            failures.remove(&key);
+                            None
+                        }
+                        Next::RequeueAfter(d) => {
+                            failures.remove(&key);
+                            Some(d)
+                        }
+                        Next::Retry => {
+                            let n = failures.entry(key.clone()).or_default();
+                            *n += 1;
+                            Some(backoff(*n, jitter()))
+                        }
+                    };
+                    if let Some(d) = delay {
+                        let _ = requeue.send(ScheduleRequest { message: key, run_at: Instant::now() + d });
+                    }
+                }
+                key = async {
+                    // Keys already running stay queued until their reconcile ends.
+                    let mut ready = queue.as_mut().hold_unless(|k| !running.lock().expect("running lock").contains(k));
+                    ready.next().await
+                }, if in_flight.len() < self.concurrency => {
+                    let Some(key) = key else { break };
+                    running.lock().expect("running lock").insert(key.clone());
+                    let work = reconcile(key.clone());
+                    in_flight.push(async move { (key, work.await) });
+                }
+            }
+        }
+        while in_flight.next().await.is_some() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn backoff_grows_to_a_bound_with_jitter() {
+        assert_eq!(backoff(1, 0.0), Duration::from_millis(500));
+        assert_eq!(backoff(2, 0.0), Duration::from_secs(1));
+        assert_eq!(backoff(4, 0.0), Duration::from_secs(4));
+        assert_eq!(backoff(40, 0.0), Duration::from_secs(60));
+        assert_eq!(backoff(40, 1.0), Duration::from_secs(72));
+        assert_eq!(backoff(1, -1.0), Duration::from_millis(400));
+    }
+
+    /// Two triggers of a key while it runs give one more run after it, never
+    /// two at once; other keys run alongside; nothing runs before the gate.
+    #[tokio::test(start_paused = true)]
+    async fn one_reconcile_per_key_at_a_time() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let runs: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (active, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (gate_tx, gate_rx) = tokio::sync::oneshot::channel::<()>();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let a = Key::new("n", "a");
+        tx.send(a.clone()).unwrap(); // before the gate: dropped
+        let runner = {
+            let (runs, active, peak) = (runs.clone(), active.clone(), peak.clone());
+            let initial = vec![a.clone(), Key::new("n", "b")];
+            tokio::spawn(async move {
+                Runner { concurrency: 4 }
+                    .run(
+                        rx,
+                        async move {
+                            let _ = gate_rx.await;
+                        },
+                        move || initial,
+                        move |k: Key| {
+                            let (runs, active, peak) = (runs.clone(), active.clone(), peak.clone());
+                            async move {
+                                let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                                peak.fetch_max(now, Ordering::SeqCst);
+                                runs.lock().unwrap().push(k.name.to_string());
+                                tokio::time::sleep(Duration::from_secs(1)).await;
+                                active.fetch_sub(1, Ordering::SeqCst);
+                                if &*k.name == "b" {
+                                    Next::Retry
+                                } else {
+                                    Next::AwaitChange
+                                }
+                            }
+                        },
+                        async move {
+                            let _ = stop_rx.await;
+                        },
+                    )
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(runs.lock().unwrap().is_empty(), "nothing before the gate");
+        gate_tx.send(()).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        tx.send(a.clone()).unwrap();
+        tx.send(a.clone()).unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        stop_tx.send(()).unwrap();
+        runner.await.unwrap();
+        let runs = runs.lock().unwrap().clone();
+        assert_eq!(runs.iter().filter(|n| *n == "a").count(), 2, "{runs:?}");
+        assert!(
+            runs.iter().filter(|n| *n == "b").count() >= 3,
+            "b retried with backoff: {runs:?}"
+        );
+        assert_eq!(
+            peak.load(Ordering::SeqCst),
+            2,
+            "a and b together, never a twice"
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! One function per watch: each runs a watcher, feeds its cache or index and
+//! sends the keys of the RandomSecrets concerned to the runner.
+//!
+//! Lists are paginated at [`PAGE_SIZE`]: a page is read whole before it is
+//! parsed, and a page of 500 ReplicaSets is megabytes of transient heap that
+//! the allocator keeps; 100 keeps that small at the cost of a few more
+//! requests at start (one paginated list per kind either way).
+
+use super::runner::Triggers;
+use crate::api::{LABEL_MANAGED_BY, MANAGED_BY};
+use crate::cache::index::Stream;
+use crate::cache::slim::{ControllerRevisionRefs, PodRefs, RandomSecretObject, ReplicaSetRefs};
+use crate::cache::{Caches, Key};
+use crate::references::{self, Held};
+use crate::tracking::WorkloadKind;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::Secret;
+use kube::core::PartialObjectMeta;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use std::fmt::Debug;
+use std::sync::Arc;
+use tracing::warn;
+
+pub const PAGE_SIZE: u32 = 100;
+
+/// What every watch needs: where to watch, what to feed, whom to tell.
+#[derive(Clone)]
+pub struct Watch {
+    pub client: Client,
+    /// One namespace, or all.
+    pub scope: Option<String>,
+    pub caches: Arc<Caches>,
+    pub triggers: Triggers,
+}
+
+/// Every watch of the controller, ready to spawn.
+pub fn all(w: &Watch) -> Vec<BoxFuture<'static, ()>> {
+    vec![
+        randomsecrets(w.clone()).boxed(),
+        secrets(w.clone()).boxed(),
+        replicasets(w.clone()).boxed(),
+        controller_revisions(w.clone()).boxed(),
+        pods(w.clone()).boxed(),
+        deployments(w.clone()).boxed(),
+        statefulsets(w.clone()).boxed(),
+        daemonsets(w.clone()).boxed(),
+    ]
+}
+
+impl Watch {
+    fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        match &self.scope {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+
+    /// Runs the watch `K` (with backoff), handing each event to `apply`,
+    /// which feeds a cache and returns the RandomSecrets to reconcile.
+    async fn feed<K>(
+        &self,
+        what: &'static str,
+        config: watcher::Config,
+        mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
+    ) where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + Debug
+            + serde::de::DeserializeOwned
+            + Send
+            + 'static,
+        K::DynamicType: Default,
+    {
+        let mut events =
+            std::pin::pin!(watcher(self.api::<K>(), config.page_size(PAGE_SIZE)).default_backoff());
+        while let Some(ev) = events.next().await {
+            match ev {
+                Ok(ev) => {
+                    for key in apply(&ev) {
+                        let _ = self.triggers.send(key);
+                    }
+                }
+                Err(e) => warn!(watch = what, error = %e, "watch failed; retrying with backoff"),
+            }
+        }
+    }
+}
+
+/// RandomSecrets: their compact cache; reconciled on a new spec (generation).
+pub async fn randomsecrets(w: Watch) {
+    w.feed::<RandomSecretObject>("randomsecrets", watcher::Config::default(), |ev| {
+        w.caches.randomsecrets.handle(ev)
+    })
+    .await
+}
+
+/// Our Secrets: metadata only (never data), selected by label.
+pub async fn secrets(w: Watch) {
+    let selector = format!("{LABEL_MANAGED_BY}={MANAGED_BY}");
+    w.feed::<PartialObjectMeta<Secret>>(
+        "secrets",
+        watcher::Config::default().labels(&selector),
+        |ev| w.caches.secrets.handle(ev),
+    )
+    .await
+}
+
+/// A holder kind into the reference index: a change of what it references
+/// reconciles the RandomSecrets whose versions gained or lost it.
+async fn holders<K>(w: Watch, what: &'static str, stream: Stream, extract: fn(&K) -> Held)
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static,
+{
+    w.feed::<K>(what, watcher::Config::default(), |ev| {
+        let changed = w
+            .caches
+            .holders
+            .0
+            .write()
+            .expect("holders lock")
+            .handle(stream, ev, extract);
+        changed
+            .iter()
+            .filter_map(|secret| w.caches.secrets.randomsecret_of(secret))
+            .collect()
+    })
+    .await
+}
+
+pub async fn replicasets(w: Watch) {
+    holders::<ReplicaSetRefs>(
+        w,
+        "replicasets",
+        Stream::ReplicaSets,
+        references::replica_set,
+    )
+    .await
+}
+
+pub async fn controller_revisions(w: Watch) {
+    let extract = references::controller_revision;
+    holders::<ControllerRevisionRefs>(
+        w,
+        "controllerrevisions",
+        Stream::ControllerRevisions,
+        extract,
+    )
+    .await
+}
+
+pub async fn pods(w: Watch) {
+    holders::<PodRefs>(w, "pods", Stream::Pods, references::pod).await
+}
+
+/// Tracking mode: workloads of one kind (metadata only) annotated
+/// randomsecret.io/track; a change of what they track reconciles those RandomSecrets.
+async fn workloads<K>(w: Watch, kind: WorkloadKind, stream: Stream)
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    w.feed::<PartialObjectMeta<K>>(kind.as_str(), watcher::Config::default(), |ev| {
+        w.caches
+            .tracking
+            .0
+            .write()
+            .expect("tracking lock")
+            .handle(stream, ev, |o| crate::tracking::workload(kind, &o.metadata))
+    })
+    .await
+}
+
+pub async fn deployments(w: Watch) {
+    workloads::<Deployment>(w, WorkloadKind::Deployment, Stream::Deployments).await
+}
+
+pub async fn statefulsets(w: Watch) {
+    workloads::<StatefulSet>(w, WorkloadKind::StatefulSet, Stream::StatefulSets).await
+}
+
+pub async fn daemonsets(w: Watch) {
+    workloads::<DaemonSet>(w, WorkloadKind::DaemonSet, Stream::DaemonSets).await
+}
