@@ -110,6 +110,28 @@ pub async fn version(
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), rs.key.ns());
     let existing = match ctx.caches.secrets.get(&key) {
         Some(s) => s,
+        // A name that was live is never created again with new values (a
+        // released one may be: nothing referenced it when it went).
+        None if rs.status.was_live(&v.secret_name) && !rs.status.released(&v.secret_name) => {
+            // The cache may not show yet what another replica created: ask.
+            let found = api
+                .get_metadata_opt(&v.secret_name)
+                .await
+                .map_err(ReconcileError::api(format!(
+                    "reading Secret {}",
+                    v.secret_name
+                )))?;
+            let Some(meta) = found.map(|s| s.metadata) else {
+                return Err(ReconcileError::VersionLost(v.secret_name.clone()));
+            };
+            ctx.caches.secrets.write_through(&meta);
+            Cached::of(&meta).ok_or_else(|| {
+                ReconcileError::NameConflict(format!(
+                    "Secret {} exists without a uid",
+                    v.secret_name
+                ))
+            })?
+        }
         None => {
             let pp = PostParams {
                 field_manager: Some(MANAGER.into()),

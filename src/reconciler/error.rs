@@ -13,6 +13,10 @@ pub enum ReconcileError {
     UnreadableSpec(String),
     #[error("{0}")]
     NameConflict(String),
+    #[error(
+        "Secret {0} was a live version and is gone (deleted by hand, or lost in a restore). It is not created again: pods and kubelets may still hold its old values under that name. Change spec.rotation to roll out a new version; restore the Secret from a backup if pods still need it"
+    )]
+    VersionLost(String),
     #[error("the apiserver rejected Secret {name}: {message}: fix the spec")]
     SecretRejected { name: String, message: String },
     #[error("{doing}: {source}")]
@@ -44,6 +48,7 @@ impl ReconcileError {
             ReconcileError::Spec(e) => e.reason(),
             ReconcileError::UnreadableSpec(_) => "InvalidSpec",
             ReconcileError::NameConflict(_) => "SecretNameConflict",
+            ReconcileError::VersionLost(_) => "VersionLost",
             ReconcileError::SecretRejected { .. } => "SecretRejected",
             ReconcileError::Api { .. } => "ApiError",
             ReconcileError::Random(_) => "RandomSource",
@@ -113,6 +118,12 @@ mod tests {
             ("NoKeys", true, None)
         );
         assert_eq!(spec.action(), "Validate");
+        let lost = ReconcileError::VersionLost("db-x".into());
+        assert_eq!(
+            (lost.reason(), lost.permanent(), lost.recheck()),
+            ("VersionLost", true, None)
+        );
+        assert!(lost.to_string().contains("spec.rotation"));
         let conflict = ReconcileError::NameConflict("taken".into());
         assert_eq!(conflict.recheck(), Some(CONFLICT_RECHECK));
         let api = api_error(500, None);

@@ -55,6 +55,8 @@ pub struct Previous {
     pub conditions: [Option<(bool, i64)>; 3],
     pub ready_reason: Option<Box<str>>,
     pub released: Box<[Box<str>]>,
+    /// The names `status.versions` lists, hashed (8 bytes each): what was live.
+    pub listed: Box<[u64]>,
     /// Of the whole status, and of its conditions part, without transition times.
     pub fingerprint: u64,
     pub conditions_fingerprint: u64,
@@ -77,6 +79,7 @@ impl Previous {
             }),
             ready_reason: find(READY).map(|c| c.reason.as_str().into()),
             released: s.released.iter().map(|n| n.as_str().into()).collect(),
+            listed: s.versions.iter().map(|v| name_hash(&v.name)).collect(),
             fingerprint: fingerprint(Some(s)),
             conditions_fingerprint: conditions_fingerprint(Some(s)),
         }
@@ -85,6 +88,12 @@ impl Previous {
     /// Whether `name` is among the released names.
     pub fn released(&self, name: &str) -> bool {
         self.released.iter().any(|n| &**n == name)
+    }
+
+    /// Whether the status shows `name` as a version that was live (the
+    /// current name, or listed in `versions`): pods may have read its values.
+    pub fn was_live(&self, name: &str) -> bool {
+        self.secret_name.as_deref() == Some(name) || self.listed.contains(&name_hash(name))
     }
 
     fn transition(&self, type_: &str, status: bool) -> Option<Time> {
@@ -172,6 +181,12 @@ pub fn desired(
         released: versions.released,
         conditions,
     }
+}
+
+fn name_hash(name: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 fn hash_json(value: &impl serde::Serialize) -> u64 {
@@ -315,6 +330,7 @@ mod tests {
         assert_eq!(first, again);
         assert_eq!(fingerprint(Some(&again)), prev.fingerprint);
         assert!(prev.released("a-0") && !prev.released("a-1"));
+        assert!(prev.was_live("a-1") && !prev.was_live("a-0") && !prev.was_live("a-2"));
         let other = desired(&prev, Some(1), &ready("a-2"), v, &t(99));
         assert_ne!(fingerprint(Some(&other)), prev.fingerprint);
     }
