@@ -103,8 +103,9 @@ pub async fn write_status(
             if status::conditions_fingerprint(Some(&probe)) == rs.status.conditions_fingerprint {
                 return Ok(false);
             }
+            // The object itself (the controller's RBAC has get on it, not on /status).
             let stored = api
-                .get_status(&rs.key.name)
+                .get(&rs.key.name)
                 .await
                 .map_err(ReconcileError::api("reading the status"))?
                 .status;
