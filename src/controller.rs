@@ -569,7 +569,9 @@ async fn reconcile_inner(rs: &RandomSecret, ctx: &Context) -> Result<(Action, &'
     set_outcome(rs, &outcome, Some(versions), ctx).await?;
     // With rotateEvery, come back when the next version is due.
     let next = match next_epoch {
-        Some(at) => Action::requeue(Duration::from_secs((at - now).max(1) as u64)),
+        Some(at) => Action::requeue(Duration::from_secs(
+            at.saturating_sub(now).max(1).unsigned_abs(),
+        )),
         None => Action::await_change(),
     };
     Ok((next, "ok"))

@@ -5,7 +5,8 @@
 //!   (the same rules as the CRD's schema), with [`SpecError`] saying what to fix;
 //! - `name`: the canonical form, the hash, and [`Version`] (the name offline,
 //!   or at a point in time with `rotateEvery`);
-//! - `period`: `rotateEvery` parsing and epoch arithmetic.
+//! - `period`: `rotateEvery` parsing, its range (with the CRD's CEL rule for
+//!   it), and epoch arithmetic.
 //!
 //! The canonical form is the contract shared with the Helm helper and the
 //! kustomize function (README "How names are computed"); the fixture
@@ -16,5 +17,7 @@ mod period;
 mod spec;
 
 pub use name::{Version, base_name, hash_alphabet_contains, hash_canonical};
-pub use period::parse_period;
+pub use period::{
+    MAX_PERIOD_HOURS, MIN_PERIOD_SECONDS, parse_period, period_range_rule, period_range_text,
+};
 pub use spec::{Generated, MAX_SECRET_BYTES, SpecError, VersionSpec};

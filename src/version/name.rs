@@ -132,8 +132,13 @@ pub struct Version {
 
 impl Version {
     /// The version a spec names, as computed offline (the CLI and GitOps filters).
+    /// With `rotateEvery` there is none, but a spec the controller would
+    /// refuse gets the controller's error first (what to fix), like an
+    /// out-of-range rotateEvery.
     pub fn of(spec: &RandomSecretSpec, object_name: &str) -> Result<Self, SpecError> {
-        if spec.rotate_every.is_some() {
+        if let Some(every) = spec.rotate_every.as_deref() {
+            parse_period(every)?;
+            Self::build(spec, object_name, Some(0))?;
             return Err(SpecError::TimeBased);
         }
         Self::build(spec, object_name, None)
@@ -247,6 +252,41 @@ mod tests {
         assert!(v.secret_name.starts_with("other-"));
     }
 
+    /// A period out of range is refused by the controller (`at`) and the CLI
+    /// (`of`) alike, with what to fix; a valid one is TimeBased offline.
+    #[test]
+    fn rotate_every_out_of_range_is_refused() {
+        for every in [
+            "18446744073709551615s",
+            "9999999999999999999h",
+            "876001h",
+            "59s",
+        ] {
+            let s = spec(&format!("keys: {{k: {{length: 8}}}}\nrotateEvery: {every}"));
+            let at = Version::at(&s, "x", 0, 10).expect_err(every);
+            assert_eq!(at, SpecError::InvalidRotateEvery(every.to_string()));
+            assert_eq!(Version::of(&s, "x").unwrap_err(), at, "{every}");
+        }
+        for every in ["876000h", "1m", "1h30m"] {
+            let s = spec(&format!("keys: {{k: {{length: 8}}}}\nrotateEvery: {every}"));
+            assert_eq!(Version::of(&s, "x").unwrap_err(), SpecError::TimeBased);
+            let (v, next) = Version::at(&s, "x", 0, 10).unwrap();
+            assert_eq!(v.spec.epoch, Some(0), "{every}");
+            assert_eq!(next, Some(parse_period(every).unwrap() as i64), "{every}");
+        }
+        // The longest period, a century from an ordinary creation time.
+        let s = spec("keys: {k: {length: 8}}\nrotateEvery: 876000h");
+        let created = 1_750_000_000;
+        let (v, next) = Version::at(&s, "x", created, created + 1).unwrap();
+        assert_eq!(
+            (v.spec.epoch, next),
+            (Some(0), Some(created + 3_153_600_000))
+        );
+        // Other errors of a time-based spec come before TimeBased offline, as in the controller.
+        let s = spec("keys: {k: {length: 0}}\nrotateEvery: 1h");
+        assert_eq!(Version::of(&s, "x").unwrap_err().reason(), "InvalidLength");
+    }
+
     /// The shared fixture: every implementation of the name must agree with it.
     #[test]
     fn fixture_vectors() {
@@ -281,6 +321,9 @@ mod tests {
         assert_eq!(a.secret_name, b.secret_name);
         assert_ne!(a.secret_name, c.secret_name);
         assert_eq!((next_a, next_c), (Some(4600), Some(8200)));
+        // Created after now (clock skew): the first epoch, due one period after creation.
+        let (d, next_d) = Version::at(&s, "x", 5000, 1000).unwrap();
+        assert_eq!((d.secret_name, next_d), (a.secret_name, Some(8600)));
         // Without rotateEvery, the controller's version is the offline one.
         let plain = spec("keys: {k: {length: 8}}");
         assert_eq!(

@@ -69,7 +69,10 @@ pub enum SpecError {
         "the Secret would hold up to {0} bytes, more than the 1 MiB limit: shorten lengths or static values"
     )]
     TooLarge(usize),
-    #[error("rotateEvery {0:?} is not a duration of at least 1m (such as 720h, 90m or 1h30m)")]
+    #[error(
+        "rotateEvery {0:?} must be a duration such as 720h, 90m or 1h30m, {range}",
+        range = super::period::period_range_text()
+    )]
     InvalidRotateEvery(String),
     #[error(
         "rotateEvery makes the name depend on time: it cannot be computed offline (read status.secretName instead)"
