@@ -123,11 +123,15 @@ pub struct RandomSecretSpec {
     pub secret_annotations: Option<BTreeMap<String, String>>,
 
     /// Time-based rotation, for tracking mode: a new version every period
-    /// (e.g. 720h, 90m; at least 1m), counted from the RandomSecret's creation.
-    /// Names then depend on time and cannot be computed offline.
+    /// (e.g. 720h, 90m; at least 1m and at most 876000h, 100 years), counted
+    /// from the RandomSecret's creation. Names then depend on time and cannot
+    /// be computed offline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 2, max = 32))]
-    #[x_kube(validation = Rule::new("self.matches('^([0-9]+(h|m|s))+$')").message("rotateEvery must be a duration such as 720h, 90m or 1h30m"))]
+    #[x_kube(
+        validation = Rule::new("self.matches('^([0-9]+(h|m|s))+$')").message("rotateEvery must be a duration such as 720h, 90m or 1h30m"),
+        validation = Rule::new(crate::version::period_range_rule()).message(format!("rotateEvery must be {}", crate::version::period_range_text()).as_str()),
+    )]
     pub rotate_every: Option<String>,
 
     /// How many superseded versions to keep after nothing references them (default 0).

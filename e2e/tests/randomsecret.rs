@@ -284,9 +284,31 @@ async fn bad_input_is_refused_at_admission_with_a_readable_message() -> Result<(
             json!({"keys": {"k": {"length": 8}}, "history": -1}),
             "should be greater than or equal to 0",
         ),
+        (
+            json!({"keys": {"k": {"length": 8}}, "rotateEvery": "1d"}),
+            "rotateEvery must be a duration such as 720h, 90m or 1h30m",
+        ),
     ];
+    // rotateEvery out of range, including values that overflow a u64 or
+    // Go's duration (the controller once turned such a period negative).
+    let cases = cases.into_iter().chain(
+        [
+            "18446744073709551615s",
+            "9999999999999999999h",
+            "999999h999999h999999h",
+            "876001h",
+            "876000h1s",
+            "59s",
+        ]
+        .map(|every| {
+            (
+                json!({"keys": {"k": {"length": 8}}, "rotateEvery": every}),
+                "rotateEvery must be at least 1m and at most 876000h (100 years)",
+            )
+        }),
+    );
     let mut failures = vec![];
-    for (i, (spec, want)) in cases.iter().enumerate() {
+    for (i, (spec, want)) in cases.enumerate() {
         match api
             .create(
                 &PostParams::default(),
@@ -304,6 +326,21 @@ async fn bad_input_is_refused_at_admission_with_a_readable_message() -> Result<(
             )),
         }
     }
+    // The bounds themselves are admitted, and the controller makes a version of the longest.
+    for (name, every) in [("min-period", "1m"), ("max-period", "876000h")] {
+        let spec = json!({"keys": {"k": {"length": 8}}, "rotateEvery": every});
+        if let Err(e) = api.create(&PostParams::default(), &raw(name, spec)?).await {
+            failures.push(format!("rotateEvery {every}: refused: {e}"));
+        }
+    }
+    let typed: Api<RandomSecret> = ns.api();
+    wait_for(
+        &typed,
+        "max-period",
+        "Ready with rotateEvery 876000h",
+        is_ready,
+    )
+    .await?;
     // metadata.name longer than a label value.
     let long = "n".repeat(64);
     match api

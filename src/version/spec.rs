@@ -1,15 +1,11 @@
-//! The version-defining part of a spec, its canonical serialization, and the
-//! versioned Secret name `<secretName>-<hash>`. Pure functions, no IO.
-//!
-//! The canonical form is the contract shared with the Helm helper and the
-//! kustomize function (README "How names are computed"); the fixture
-//! `testdata/name-vectors.yaml` pins it. Changing it renames every version.
+//! The version-defining part of a spec: every default applied, and every
+//! check the CRD's schema makes, so that a spec which bypassed admission (or a
+//! manifest given to the CLI) gets the same clear error.
 
 use crate::api::{
-    Charset, DEFAULT_SYMBOLS, MAX_BASE_NAME, MAX_KEYS, MAX_LENGTH, MAX_OBJECT_NAME, MAX_SYMBOLS,
-    RandomSecretSpec, SHORT_FORM_KEY, SHORT_FORM_LENGTH,
+    Charset, DEFAULT_SYMBOLS, MAX_KEYS, MAX_LENGTH, MAX_SYMBOLS, RandomSecretSpec, SHORT_FORM_KEY,
+    SHORT_FORM_LENGTH,
 };
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Largest total size of a Secret's data (the apiserver's limit).
@@ -73,7 +69,10 @@ pub enum SpecError {
         "the Secret would hold up to {0} bytes, more than the 1 MiB limit: shorten lengths or static values"
     )]
     TooLarge(usize),
-    #[error("rotateEvery {0:?} is not a duration of at least 1m (such as 720h, 90m or 1h30m)")]
+    #[error(
+        "rotateEvery {0:?} must be a duration such as 720h, 90m or 1h30m, {range}",
+        range = super::period::period_range_text()
+    )]
     InvalidRotateEvery(String),
     #[error(
         "rotateEvery makes the name depend on time: it cannot be computed offline (read status.secretName instead)"
@@ -108,19 +107,6 @@ fn valid_data_key(k: &str) -> bool {
         && k.len() <= 253
         && k.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
-}
-
-/// A DNS-1123 subdomain: lowercase alphanumerics, '-' and '.', each label
-/// starting and ending with an alphanumeric.
-fn dns_subdomain(name: &str) -> bool {
-    name.split('.').all(|label| {
-        let b = label.as_bytes();
-        !b.is_empty()
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            && b[0] != b'-'
-            && b[b.len() - 1] != b'-'
-    })
 }
 
 fn check_symbols(key: &str, s: &str) -> Result<(), SpecError> {
@@ -277,65 +263,6 @@ impl VersionSpec {
                 .map(|(k, v)| k.len() + v.len())
                 .sum::<usize>()
     }
-
-    /// The canonical serialization (README: "How names are computed").
-    /// Strings are length-prefixed (`<bytes>:<text>`), so no escaping is needed
-    /// and every tool produces the same bytes; maps are sorted by key bytes.
-    pub fn canonical(&self) -> String {
-        fn s(out: &mut String, v: &str) {
-            out.push_str(&v.len().to_string());
-            out.push(':');
-            out.push_str(v);
-        }
-        let mut out = String::from("randomsecret.io/v1\n");
-        out.push_str("type:");
-        s(&mut out, &self.secret_type);
-        out.push_str("\nrotation:");
-        s(&mut out, &self.rotation);
-        out.push('\n');
-        for (k, g) in &self.generated {
-            out.push_str("generate:");
-            s(&mut out, k);
-            out.push_str(&format!(":{}:{}:", g.length, g.charset.as_str()));
-            s(&mut out, &g.symbols);
-            out.push('\n');
-        }
-        for (k, v) in &self.statics {
-            out.push_str("static:");
-            s(&mut out, k);
-            out.push(':');
-            s(&mut out, v);
-            out.push('\n');
-        }
-        if let Some(epoch) = self.epoch {
-            out.push_str(&format!("epoch:{epoch}\n"));
-        }
-        out
-    }
-
-    /// The 10-character version hash.
-    pub fn hash(&self) -> String {
-        hash_canonical(&self.canonical())
-    }
-}
-
-/// First 10 hex digits of SHA-256, with 0 1 3 a e mapped to g h k m t (as
-/// kustomize's name suffixes do), so a suffix never spells a word or reads as a number.
-pub fn hash_canonical(canonical: &str) -> String {
-    let digest = Sha256::digest(canonical.as_bytes());
-    digest
-        .iter()
-        .take(5)
-        .flat_map(|b| [b >> 4, b & 0xf])
-        .map(|n| match n {
-            0 => 'g',
-            1 => 'h',
-            3 => 'k',
-            0xa => 'm',
-            0xe => 't',
-            n => char::from_digit(u32::from(n), 16).expect("a nibble is a hex digit"),
-        })
-        .collect()
 }
 
 /// What the apiserver requires of the built-in Secret types, checked before it
@@ -360,152 +287,14 @@ fn missing_type_keys(secret_type: &str, has: impl Fn(&str) -> bool) -> Option<&'
     }
 }
 
-/// Parses a duration such as `720h`, `90m` or `1h30m` into seconds (at least 60).
-pub fn parse_period(text: &str) -> Result<u64, SpecError> {
-    let bad = || SpecError::InvalidRotateEvery(text.to_string());
-    let (mut total, mut digits) = (0u64, String::new());
-    for c in text.chars() {
-        match c {
-            '0'..='9' => digits.push(c),
-            'h' | 'm' | 's' if !digits.is_empty() => {
-                let n: u64 = digits.parse().map_err(|_| bad())?;
-                let unit = match c {
-                    'h' => 3600,
-                    'm' => 60,
-                    _ => 1,
-                };
-                total = n
-                    .checked_mul(unit)
-                    .and_then(|x| total.checked_add(x))
-                    .ok_or_else(bad)?;
-                digits.clear();
-            }
-            _ => return Err(bad()),
-        }
-    }
-    if !digits.is_empty() || total < 60 {
-        return Err(bad());
-    }
-    Ok(total)
-}
-
-/// Whether `c` can appear in a version hash.
-pub fn hash_alphabet_contains(c: char) -> bool {
-    matches!(
-        c,
-        'b' | 'c' | 'd' | 'f' | 'g' | 'h' | 'k' | 'm' | 't' | '2' | '4'..='9'
-    )
-}
-
-/// The base name: `spec.secretName`, else the object's name, checked to leave
-/// room for the suffix.
-pub fn base_name<'a>(
-    spec: &'a RandomSecretSpec,
-    object_name: &'a str,
-) -> Result<&'a str, SpecError> {
-    let name = spec.secret_name.as_deref().unwrap_or(object_name);
-    let why = if name.len() > MAX_BASE_NAME {
-        Some(
-            "is longer than 242 characters, which leaves no room for the version suffix: set a shorter spec.secretName",
-        )
-    } else if !dns_subdomain(name) {
-        Some(
-            "is not a DNS subdomain: use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
-        )
-    } else {
-        None
-    };
-    match why {
-        Some(why) => Err(SpecError::InvalidBaseName {
-            name: name.to_string(),
-            why,
-        }),
-        None => Ok(name),
-    }
-}
-
-/// Everything the controller and the CLI need to know about the current version.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Version {
-    pub spec: VersionSpec,
-    /// `spec.secretName`, else the object's name.
-    pub base: String,
-    pub hash: String,
-    /// `<base>-<hash>`
-    pub secret_name: String,
-}
-
-impl Version {
-    /// The version a spec names, as computed offline (the CLI and GitOps filters).
-    pub fn of(spec: &RandomSecretSpec, object_name: &str) -> Result<Self, SpecError> {
-        if spec.rotate_every.is_some() {
-            return Err(SpecError::TimeBased);
-        }
-        Self::build(spec, object_name, None)
-    }
-
-    /// The version at time `now` (seconds) of a RandomSecret created at
-    /// `created`: with `rotateEvery`, one more epoch per period. Also returns
-    /// when the next epoch starts.
-    pub fn at(
-        spec: &RandomSecretSpec,
-        object_name: &str,
-        created: i64,
-        now: i64,
-    ) -> Result<(Self, Option<i64>), SpecError> {
-        let Some(every) = spec.rotate_every.as_deref() else {
-            return Ok((Self::build(spec, object_name, None)?, None));
-        };
-        let period = parse_period(every)? as i64;
-        let epoch = (now - created).max(0) / period;
-        let next = created + (epoch + 1) * period;
-        Ok((
-            Self::build(spec, object_name, Some(epoch as u64))?,
-            Some(next),
-        ))
-    }
-
-    fn build(
-        spec: &RandomSecretSpec,
-        object_name: &str,
-        epoch: Option<u64>,
-    ) -> Result<Self, SpecError> {
-        if object_name.len() > MAX_OBJECT_NAME {
-            return Err(SpecError::NameTooLong(object_name.to_string()));
-        }
-        let base = base_name(spec, object_name)?;
-        let mut vspec = VersionSpec::from_spec(spec)?;
-        vspec.epoch = epoch;
-        let hash = vspec.hash();
-        Ok(Version {
-            secret_name: format!("{base}-{hash}"),
-            base: base.to_string(),
-            hash,
-            spec: vspec,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::Generator;
+    use crate::version::Version;
 
     fn spec(yaml: &str) -> RandomSecretSpec {
         serde_yaml::from_str(yaml).unwrap()
-    }
-
-    #[test]
-    fn hash_is_ten_dns_safe_chars_without_vowels() {
-        let h = hash_canonical("anything");
-        assert_eq!(h.len(), 10);
-        assert!(h.chars().all(|c| "bcdfghkmt2456789".contains(c)), "{h}");
-        assert!(h.chars().all(hash_alphabet_contains));
-        assert!(
-            "aeijlnopqrsuvwxyz013"
-                .chars()
-                .all(|c| !hash_alphabet_contains(c))
-        );
     }
 
     #[test]
@@ -547,56 +336,6 @@ mod tests {
             Version::of(&a, "x").unwrap().secret_name,
             Version::of(&b, "x").unwrap().secret_name
         );
-    }
-
-    #[test]
-    fn every_version_defining_field_changes_the_hash() {
-        let base = "keys: {k: {length: 8}}\nstatic: {s: v}\n";
-        let variants = [
-            "keys: {k: {length: 9}}\nstatic: {s: v}\n",
-            "keys: {k: {length: 8, charset: hex}}\nstatic: {s: v}\n",
-            "keys: {k: {length: 8, symbols: true}}\nstatic: {s: v}\n",
-            "keys: {k: {length: 8, symbolCharacters: '!'}}\nstatic: {s: v}\n",
-            "keys: {k2: {length: 8}}\nstatic: {s: v}\n",
-            "keys: {k: {length: 8}}\nstatic: {s: w}\n",
-            "keys: {k: {length: 8}}\nstatic: {s2: v}\n",
-            "keys: {k: {length: 8}}\nstatic: {s: v}\nrotation: '2'\n",
-            "keys: {k: {length: 8}}\nstatic: {s: v}\ntype: example.com/x\n",
-        ];
-        let h0 = Version::of(&spec(base), "x").unwrap().hash;
-        let mut seen = std::collections::BTreeSet::from([h0]);
-        for v in variants {
-            assert!(
-                seen.insert(Version::of(&spec(v), "x").unwrap().hash),
-                "{v} collides"
-            );
-        }
-    }
-
-    #[test]
-    fn canonical_form_is_length_prefixed_and_sorted() {
-        let s = spec(
-            "keys: {b: {length: 3, symbolCharacters: '<>&'}, a: {length: 1, charset: hex}}\nstatic: {z: \"é\\n\"}\nrotation: r1",
-        );
-        let v = VersionSpec::from_spec(&s).unwrap();
-        assert_eq!(
-            v.canonical(),
-            "randomsecret.io/v1\ntype:6:Opaque\nrotation:2:r1\ngenerate:1:a:1:hex:0:\ngenerate:1:b:3:alphanumeric:3:<>&\nstatic:1:z:3:é\n\n"
-        );
-    }
-
-    #[test]
-    fn secret_name_defaults_to_object_name() {
-        let v = Version::of(&spec("keys: {k: {length: 8}}"), "db-creds").unwrap();
-        assert!(
-            v.secret_name.starts_with("db-creds-") && v.secret_name.len() == "db-creds-".len() + 10
-        );
-        let v = Version::of(
-            &spec("secretName: other\nkeys: {k: {length: 8}}"),
-            "db-creds",
-        )
-        .unwrap();
-        assert!(v.secret_name.starts_with("other-"));
     }
 
     #[test]
@@ -673,58 +412,6 @@ mod tests {
             "NameTooLong"
         );
         assert!(Version::of(&keys, &long[..63]).is_ok());
-    }
-
-    /// The shared fixture: every implementation of the name must agree with it.
-    #[test]
-    fn fixture_vectors() {
-        #[derive(serde::Deserialize)]
-        struct Vector {
-            description: String,
-            name: String,
-            spec: RandomSecretSpec,
-            canonical: String,
-            #[serde(rename = "secretName")]
-            secret_name: String,
-        }
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/name-vectors.yaml");
-        let vectors: Vec<Vector> =
-            serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        assert!(vectors.len() >= 10);
-        for v in vectors {
-            let got =
-                Version::of(&v.spec, &v.name).unwrap_or_else(|e| panic!("{}: {e}", v.description));
-            assert_eq!(got.spec.canonical(), v.canonical, "{}", v.description);
-            assert_eq!(got.secret_name, v.secret_name, "{}", v.description);
-        }
-    }
-
-    #[test]
-    fn periods_parse_like_go_durations() {
-        assert_eq!(parse_period("720h").unwrap(), 720 * 3600);
-        assert_eq!(parse_period("1h30m").unwrap(), 5400);
-        assert_eq!(parse_period("90m").unwrap(), 5400);
-        for bad in ["", "30s", "10", "h", "1d", "1h-", "99999999999999999999h"] {
-            assert!(parse_period(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn rotate_every_changes_the_name_once_per_period() {
-        let s = spec("keys: {k: {length: 8}}\nrotateEvery: 1h");
-        assert_eq!(Version::of(&s, "x").unwrap_err(), SpecError::TimeBased);
-        let (a, next_a) = Version::at(&s, "x", 1000, 1000).unwrap();
-        let (b, _) = Version::at(&s, "x", 1000, 1000 + 3599).unwrap();
-        let (c, next_c) = Version::at(&s, "x", 1000, 1000 + 3600).unwrap();
-        assert_eq!(a.secret_name, b.secret_name);
-        assert_ne!(a.secret_name, c.secret_name);
-        assert_eq!((next_a, next_c), (Some(4600), Some(8200)));
-        // Without rotateEvery, the controller's version is the offline one.
-        let plain = spec("keys: {k: {length: 8}}");
-        assert_eq!(
-            Version::at(&plain, "x", 1, 99999).unwrap().0,
-            Version::of(&plain, "x").unwrap()
-        );
     }
 
     #[test]

@@ -1,0 +1,23 @@
+//! The version-defining part of a spec, its canonical serialization, and the
+//! versioned Secret name `<secretName>-<hash>`. Pure functions, no IO.
+//!
+//! - `spec`: [`VersionSpec::from_spec`] applies the defaults and validates
+//!   (the same rules as the CRD's schema), with [`SpecError`] saying what to fix;
+//! - `name`: the canonical form, the hash, and [`Version`] (the name offline,
+//!   or at a point in time with `rotateEvery`);
+//! - `period`: `rotateEvery` parsing, its range (with the CRD's CEL rule for
+//!   it), and epoch arithmetic.
+//!
+//! The canonical form is the contract shared with the Helm helper and the
+//! kustomize function (README "How names are computed"); the fixture
+//! `testdata/name-vectors.yaml` pins it. Changing it renames every version.
+
+mod name;
+mod period;
+mod spec;
+
+pub use name::{Version, base_name, hash_alphabet_contains, hash_canonical};
+pub use period::{
+    MAX_PERIOD_HOURS, MIN_PERIOD_SECONDS, parse_period, period_range_rule, period_range_text,
+};
+pub use spec::{Generated, MAX_SECRET_BYTES, SpecError, VersionSpec};
