@@ -105,7 +105,7 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, (Option<Subject>, Recon
     }
     Ok(Done::Ready {
         next_epoch_in: next_epoch
-            .map(|at| Duration::from_secs(at.saturating_sub(now).max(1) as u64)),
+            .map(|at| Duration::from_secs(at.saturating_sub(now).max(1).unsigned_abs())),
     })
 }
 

@@ -36,6 +36,9 @@ pub fn backoff(failures: u32, jitter: f64) -> Duration {
     Duration::from_millis(ms as u64)
 }
 
+/// Later than the scheduler's own bound (it clamps what is further out).
+const FAR: Duration = Duration::from_secs(365 * 24 * 3600);
+
 fn jitter() -> f64 {
     rand::random::<f64>() * 2.0 - 1.0
 }
@@ -115,7 +118,9 @@ impl Runner {
                         }
                     };
                     if let Some(d) = delay {
-                        let _ = requeue.send(ScheduleRequest { message: key, run_at: Instant::now() + d });
+                        // A far-off time (a 100-year rotateEvery) is clamped by the scheduler.
+                        let run_at = Instant::now().checked_add(d).unwrap_or_else(|| Instant::now() + FAR);
+                        let _ = requeue.send(ScheduleRequest { message: key, run_at });
                     }
                 }
                 key = async {
