@@ -17,7 +17,7 @@ pub mod gitops;
 pub mod index;
 pub mod leader;
 pub mod manager;
-pub mod manifests;
+pub use gitops::manifests;
 pub mod metrics;
 pub mod references;
 pub mod retention;

@@ -1,11 +1,10 @@
-//! GitOps filters: rewrite references to a RandomSecret's base name in
-//! workloads into its versioned name, before anything reaches the cluster.
+//! `randomsecret resolve`: rewrites references to a RandomSecret's base name
+//! in workloads into its versioned name, before anything reaches the cluster.
 //! A reference to an older version of the same base (`<base>-<hash>`, say from
 //! a base layer that ran the function before an overlay rotated) is moved to
-//! the current version too. `randomsecret resolve` works on a YAML stream (also as a Helm
-//! post-renderer); `randomsecret kustomize` is the same as a KRM function.
+//! the current version too.
 
-use crate::manifests::{ManifestError, is_random_secret, version_of};
+use super::manifests::{ManifestError, is_random_secret, version_of};
 use crate::rewrite::rewrite_pod_spec;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -110,7 +109,7 @@ pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
 /// `randomsecret resolve`: a YAML stream in, the same stream out (document
 /// order kept; comments are not, as the YAML library drops them).
 pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
-    let mut docs = crate::manifests::documents(input)?;
+    let mut docs = super::manifests::documents(input)?;
     let changed = resolve(&mut docs)?;
     let mut out = String::new();
     for d in &docs {
@@ -118,25 +117,6 @@ pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
         out.push_str(&serde_yaml::to_string(d)?);
     }
     Ok((out, changed))
-}
-
-/// `randomsecret kustomize`: a KRM function. The ResourceList's items are
-/// rewritten in place (every annotation kept, nothing renamed); problems go to
-/// `results`.
-pub fn krm_function(input: &str) -> Result<(String, usize), ManifestError> {
-    let mut list: Value = serde_yaml::from_str(input)?;
-    let changed = match list.get_mut("items").and_then(Value::as_array_mut) {
-        Some(items) => match resolve(items) {
-            Ok(n) => n,
-            Err(e) => {
-                let result = serde_json::json!({"message": e.to_string(), "severity": "error"});
-                list["results"] = Value::Array(vec![result]);
-                return Ok((serde_yaml::to_string(&list)?, 0));
-            }
-        },
-        None => 0,
-    };
-    Ok((serde_yaml::to_string(&list)?, changed))
 }
 
 #[cfg(test)]
@@ -243,33 +223,5 @@ mod tests {
             "key order kept:\n{out}"
         );
         assert!(out.contains(&versioned("db")));
-    }
-
-    #[test]
-    fn krm_function_rewrites_items_and_reports_errors_as_results() {
-        let list = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
-            - apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata:\n    name: db\n    annotations: {config.kubernetes.io/index: '0', internal.config.kubernetes.io/path: rs.yaml}\n  spec: {keys: {k: {length: 8}}}\n\
-            - kind: Pod\n  metadata: {name: p, annotations: {config.kubernetes.io/index: '1'}}\n  spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n";
-        let (out, n) = krm_function(list).unwrap();
-        assert_eq!(n, 1);
-        let v: Value = serde_yaml::from_str(&out).unwrap();
-        assert_eq!(
-            v["items"][0]["metadata"]["annotations"]["internal.config.kubernetes.io/path"],
-            "rs.yaml"
-        );
-        assert_eq!(
-            v["items"][1]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
-            json!(versioned("db"))
-        );
-        let bad = "kind: ResourceList\nitems:\n- apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {name: db}\n  spec: {keys: {k: {length: 0}}}\n";
-        let (out, _) = krm_function(bad).unwrap();
-        let v: Value = serde_yaml::from_str(&out).unwrap();
-        assert_eq!(v["results"][0]["severity"], "error");
-        assert!(
-            v["results"][0]["message"]
-                .as_str()
-                .unwrap()
-                .contains("length 0")
-        );
     }
 }

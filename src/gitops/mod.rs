@@ -1,0 +1,14 @@
+//! GitOps filters for the CLI: the versioned name of each RandomSecret in a
+//! YAML stream (`randomsecret name`), and references to base names rewritten
+//! into versioned names, before anything reaches the cluster.
+//!
+//! - [`manifests`]: finding the RandomSecrets in a stream and computing their names.
+//! - [`resolve`]: `randomsecret resolve`, a YAML stream in and out (also a Helm post-renderer).
+//! - [`krm`]: `randomsecret kustomize`, the same as a KRM function (ResourceList in and out).
+
+pub mod krm;
+pub mod manifests;
+pub mod resolve;
+
+pub use krm::krm_function;
+pub use resolve::{Names, resolve, resolve_stream};
