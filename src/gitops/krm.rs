@@ -4,25 +4,26 @@
 
 use super::manifests::ManifestError;
 use super::resolve::resolve;
+use super::yaml;
 use serde_json::Value;
 
 /// `randomsecret kustomize`: a KRM function. The ResourceList's items are
 /// rewritten in place (every annotation kept, nothing renamed); problems go to
 /// `results`.
 pub fn krm_function(input: &str) -> Result<(String, usize), ManifestError> {
-    let mut list: Value = serde_yaml::from_str(input)?;
+    let mut list: Value = yaml::read(input)?;
     let changed = match list.get_mut("items").and_then(Value::as_array_mut) {
         Some(items) => match resolve(items) {
             Ok(n) => n,
             Err(e) => {
                 let result = serde_json::json!({"message": e.to_string(), "severity": "error"});
                 list["results"] = Value::Array(vec![result]);
-                return Ok((serde_yaml::to_string(&list)?, 0));
+                return Ok((yaml::write(&list)?, 0));
             }
         },
         None => 0,
     };
-    Ok((serde_yaml::to_string(&list)?, changed))
+    Ok((yaml::write(&list)?, changed))
 }
 
 #[cfg(test)]
@@ -46,7 +47,7 @@ mod tests {
             - kind: Pod\n  metadata: {name: p, annotations: {config.kubernetes.io/index: '1'}}\n  spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n";
         let (out, n) = krm_function(list).unwrap();
         assert_eq!(n, 1);
-        let v: Value = serde_yaml::from_str(&out).unwrap();
+        let v: Value = yaml::read(&out).unwrap();
         assert_eq!(
             v["items"][0]["metadata"]["annotations"]["internal.config.kubernetes.io/path"],
             "rs.yaml"
@@ -57,7 +58,7 @@ mod tests {
         );
         let bad = "kind: ResourceList\nitems:\n- apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {name: db}\n  spec: {keys: {k: {length: 0}}}\n";
         let (out, _) = krm_function(bad).unwrap();
-        let v: Value = serde_yaml::from_str(&out).unwrap();
+        let v: Value = yaml::read(&out).unwrap();
         assert_eq!(v["results"][0]["severity"], "error");
         assert!(
             v["results"][0]["message"]

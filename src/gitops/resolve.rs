@@ -5,6 +5,7 @@
 //! the current version too.
 
 use super::manifests::{ManifestError, is_random_secret, version_of};
+use super::yaml;
 use crate::rewrite::rewrite_pod_spec;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -107,16 +108,11 @@ pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
 }
 
 /// `randomsecret resolve`: a YAML stream in, the same stream out (document
-/// order kept; comments are not, as the YAML library drops them).
+/// and key order kept; comments are not).
 pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
     let mut docs = super::manifests::documents(input)?;
     let changed = resolve(&mut docs)?;
-    let mut out = String::new();
-    for d in &docs {
-        out.push_str("---\n");
-        out.push_str(&serde_yaml::to_string(d)?);
-    }
-    Ok((out, changed))
+    Ok((yaml::write_stream(&docs)?, changed))
 }
 
 #[cfg(test)]
@@ -223,5 +219,54 @@ mod tests {
             "key order kept:\n{out}"
         );
         assert!(out.contains(&versioned("db")));
+    }
+
+    /// What `resolve` writes reads, for kubectl (Go, YAML 1.1), as what it
+    /// read: quoted look-alikes stay quoted strings, plain ones are written as
+    /// the booleans and numbers kubectl takes them for. (serde_yaml wrote a
+    /// quoted "on" back plain, a boolean for kubectl, and a plain 0644 as the
+    /// string '0644'.)
+    #[test]
+    fn output_means_to_kubectl_what_the_input_meant() {
+        let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n\
+            \x20 a: \"on\"\n  b: 'yes'\n  c: \"y\"\n  d: \"n\"\n  e: \"off\"\n  f: \"1_000\"\n  g: \"017\"\n\
+            \x20 h: \".inf\"\n  i: \"2024-01-01\"\n  j: 2024-01-01\n  k: yEs\n  l: \"0x1F\"\n  m: \"12:30\"\n---\n\
+            apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n\
+            \x20     volumes: [{name: v, secret: {secretName: db, defaultMode: 0644}}]\n\
+            \x20     containers: [{name: a, tty: yes, stdin: on, args: [on, \"on\", 1_000, \"1_000\", 017, n, N]}]\n---\n\
+            apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}}\n";
+        let (out, n) = resolve_stream(input).unwrap();
+        assert_eq!(n, 1);
+        for line in [
+            "  a: \"on\"",
+            "  b: \"yes\"",
+            "  c: \"y\"",
+            "  d: \"n\"",
+            "  e: \"off\"",
+            "  f: \"1_000\"",
+            "  g: \"017\"",
+            "  h: \".inf\"",
+            "  i: \"2024-01-01\"",
+            "  j: \"2024-01-01\"",
+            "  k: \"yEs\"",
+            "  l: \"0x1F\"",
+            "  m: \"12:30\"",
+            "          defaultMode: 420",
+            "        tty: true",
+            "        stdin: true",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line:?} in\n{out}");
+        }
+        let docs = crate::gitops::yaml::read_stream(&out).unwrap();
+        assert_eq!(
+            docs[1]["spec"]["template"]["spec"]["containers"][0]["args"],
+            json!([true, "on", 1000, "1_000", 15, false, false])
+        );
+        assert_eq!(
+            docs[1]["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
+            json!(versioned("db"))
+        );
+        // Its own output goes through unchanged.
+        assert_eq!(resolve_stream(&out).unwrap().0, out);
     }
 }
