@@ -8,22 +8,27 @@ use super::yaml;
 use serde_json::Value;
 
 /// `randomsecret kustomize`: a KRM function. The ResourceList's items are
-/// rewritten in place (every annotation kept, nothing renamed); problems go to
+/// rewritten in place (every annotation kept, nothing renamed); problems
+/// (an invalid RandomSecret, a plain scalar whose meaning would change) go to
 /// `results`.
 pub fn krm_function(input: &str) -> Result<(String, usize), ManifestError> {
     let mut list: Value = yaml::read(input)?;
-    let changed = match list.get_mut("items").and_then(Value::as_array_mut) {
-        Some(items) => match resolve(items) {
-            Ok(n) => n,
-            Err(e) => {
-                let result = serde_json::json!({"message": e.to_string(), "severity": "error"});
-                list["results"] = Value::Array(vec![result]);
-                return Ok((yaml::write(&list)?, 0));
-            }
-        },
-        None => 0,
-    };
-    Ok((yaml::write(&list)?, changed))
+    let outcome = yaml::check_plain_scalars(input)
+        .map_err(ManifestError::from)
+        .and_then(
+            |()| match list.get_mut("items").and_then(Value::as_array_mut) {
+                Some(items) => resolve(items),
+                None => Ok(0),
+            },
+        );
+    match outcome {
+        Ok(changed) => Ok((yaml::write(&list)?, changed)),
+        Err(e) => {
+            let result = serde_json::json!({"message": e.to_string(), "severity": "error"});
+            list["results"] = Value::Array(vec![result]);
+            Ok((yaml::write(&list)?, 0))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -66,5 +71,17 @@ mod tests {
                 .unwrap()
                 .contains("length 0")
         );
+    }
+
+    #[test]
+    fn plain_scalars_kubectl_reads_otherwise_are_reported() {
+        let list = "kind: ResourceList\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n  data: {a: 0X1F}\n";
+        let (out, n) = krm_function(list).unwrap();
+        assert_eq!(n, 0);
+        let v: Value = yaml::read(&out).unwrap();
+        assert_eq!(v["results"][0]["severity"], "error");
+        let message = v["results"][0]["message"].as_str().unwrap();
+        assert!(message.contains("0X1F (line 5, column 13)"), "{message}");
+        assert_eq!(v["items"][0]["data"]["a"], "0X1F", "nothing rewritten");
     }
 }

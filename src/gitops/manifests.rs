@@ -11,6 +11,9 @@ pub enum ManifestError {
     Yaml(#[from] yaml::Error),
     #[error("document {doc}: {message}")]
     Document { doc: usize, message: String },
+    /// From `resolve` and the KRM function only: see [`yaml::check_plain_scalars`].
+    #[error("{0}")]
+    Ambiguous(#[from] yaml::Ambiguous),
 }
 
 /// Every document of a YAML stream, in order (empty documents skipped), as JSON values.

@@ -108,9 +108,11 @@ pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
 }
 
 /// `randomsecret resolve`: a YAML stream in, the same stream out (document
-/// and key order kept; comments are not).
+/// and key order kept; comments are not). A plain scalar that kubectl reads
+/// otherwise than this reader is refused ([`yaml::check_plain_scalars`]).
 pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
     let mut docs = super::manifests::documents(input)?;
+    yaml::check_plain_scalars(input)?;
     let changed = resolve(&mut docs)?;
     Ok((yaml::write_stream(&docs)?, changed))
 }
@@ -268,5 +270,17 @@ mod tests {
         );
         // Its own output goes through unchanged.
         assert_eq!(resolve_stream(&out).unwrap().0, out);
+    }
+
+    #[test]
+    fn plain_scalars_kubectl_reads_otherwise_are_refused() {
+        let e = resolve_stream("kind: ConfigMap\nmetadata: {name: c}\ndata:\n  on: x\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("the plain key on (line 4, column 3) means \"true\" to kubectl"),
+            "{e}"
+        );
+        assert!(resolve_stream("kind: ConfigMap\nmetadata: {name: c}\ndata:\n  'on': x\n").is_ok());
     }
 }

@@ -394,6 +394,270 @@ impl<'de> de::Visitor<'de> for Key {
     }
 }
 
+/// A plain scalar that would change meaning for kubectl on its way through
+/// `resolve` or the KRM function (see [`check_plain_scalars`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Ambiguous(String);
+
+/// What Go's YAML 1.1 reader (gopkg.in/yaml.v2, under kubectl, Helm and
+/// sigs.k8s.io/yaml) makes of a plain, untagged scalar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Go {
+    Str,
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Null,
+    /// `.inf`, `.nan`: kubectl fails to turn these into JSON.
+    NotFinite,
+}
+
+/// yaml.v2's `resolve` for a plain scalar. (A timestamp stays a string, as
+/// yaml.v2 hands it to sigs.k8s.io/yaml; so does anything it cannot parse.)
+fn go_plain(s: &str) -> Go {
+    match s {
+        "true" | "True" | "TRUE" => return Go::Bool(true),
+        "false" | "False" | "FALSE" => return Go::Bool(false),
+        "" | "~" | "null" | "Null" | "NULL" => return Go::Null,
+        ".nan" | ".NaN" | ".NAN" | ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF"
+        | "-.inf" | "-.Inf" | "-.INF" => return Go::NotFinite,
+        _ => {}
+    }
+    if let Some(b) = yaml11_bool(s) {
+        return Go::Bool(b);
+    }
+    match s.as_bytes()[0] {
+        b'.' if go_float_syntax(s) => s.parse().map_or(Go::Str, Go::Float),
+        b'0'..=b'9' | b'+' | b'-' => {
+            // Underscores go before Go's strconv sees the digits.
+            let plain = s.replace('_', "");
+            if let Some(i) = go_parse_int(&plain) {
+                return Go::Int(i);
+            }
+            match plain.parse::<f64>() {
+                Ok(f) if go_float_syntax(&plain) && f.is_finite() => Go::Float(f),
+                _ => Go::Str,
+            }
+        }
+        _ => Go::Str,
+    }
+}
+
+/// strconv.ParseInt(s, 0, 64), else strconv.ParseUint(s, 0, 64): an
+/// optional sign (ParseInt only), then 0x, 0o, 0b (either case) or a
+/// leading 0 (octal), or decimal.
+fn go_parse_int(s: &str) -> Option<i128> {
+    let (sign, unsigned) = match s.as_bytes().first()? {
+        b'+' => (Some(1), &s[1..]),
+        b'-' => (Some(-1), &s[1..]),
+        _ => (None, s),
+    };
+    let (radix, digits) = match unsigned.as_bytes() {
+        [b'0', b'x' | b'X', ..] => (16, &unsigned[2..]),
+        [b'0', b'o' | b'O', ..] => (8, &unsigned[2..]),
+        [b'0', b'b' | b'B', ..] => (2, &unsigned[2..]),
+        [b'0', _, ..] => (8, &unsigned[1..]),
+        _ => (10, unsigned),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let magnitude = u64::from_str_radix(digits, radix).ok()? as i128;
+    match sign {
+        None => Some(magnitude),
+        Some(sign) => {
+            let v = sign * magnitude;
+            (i64::MIN as i128..=i64::MAX as i128)
+                .contains(&v)
+                .then_some(v)
+        }
+    }
+}
+
+/// yaml.v2's float syntax: `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`.
+fn go_float_syntax(s: &str) -> bool {
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let (mantissa, exponent) = match s.split_once(['e', 'E']) {
+        Some((m, e)) => (m, Some(e.strip_prefix(['+', '-']).unwrap_or(e))),
+        None => (s, None),
+    };
+    exponent.is_none_or(digits)
+        && match mantissa.split_once('.') {
+            Some(("", fraction)) => digits(fraction),
+            Some((whole, fraction)) => digits(whole) && (fraction.is_empty() || digits(fraction)),
+            None => digits(mantissa),
+        }
+}
+
+/// The string sigs.k8s.io/yaml makes of a plain mapping key (None: it refuses it).
+fn go_key(s: &str) -> Option<String> {
+    match go_plain(s) {
+        Go::Str => Some(s.to_string()),
+        Go::Bool(b) => Some(b.to_string()),
+        Go::Int(i) => Some(i.to_string()),
+        // strconv.FormatFloat(f, 'g', -1, 32), for the floats it writes without an exponent.
+        Go::Float(f) if f.fract() == 0.0 && f.abs() < 1e6 => Some((f as i64).to_string()),
+        Go::Float(f) if f.abs() >= 1e-4 && f.abs() < 1e6 => Some((f as f32).to_string()),
+        Go::Float(_) | Go::Null | Go::NotFinite => None,
+    }
+}
+
+fn agrees(ours: &Value, go: Go) -> bool {
+    match (ours, go) {
+        (Value::String(_), Go::Str) | (Value::Null, Go::Null) | (_, Go::NotFinite) => true,
+        (Value::Bool(a), Go::Bool(b)) => *a == b,
+        (Value::Number(n), Go::Int(i)) => {
+            n.as_i64().map(i128::from) == Some(i)
+                || n.as_u64().map(i128::from) == Some(i)
+                || n.as_f64() == Some(i as f64)
+        }
+        (Value::Number(n), Go::Float(f)) => n.as_f64() == Some(f),
+        _ => false,
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        _ => v.to_string(),
+    }
+}
+
+fn describe_go(go: Go, s: &str) -> String {
+    match go {
+        Go::Str => format!("the string {s:?}"),
+        Go::Bool(b) => format!("the boolean {b}"),
+        Go::Int(i) => format!("the number {i}"),
+        Go::Float(f) => format!("the number {f}"),
+        Go::Null => "null".into(),
+        Go::NotFinite => "a number JSON cannot carry".into(),
+    }
+}
+
+/// Whether a plain scalar may read as anything but a string, here or for Go:
+/// a number (after an optional sign and underscores, which Go drops, a digit
+/// or a dot), a boolean or null.
+fn may_not_be_a_string(s: &str) -> bool {
+    let unsigned = s
+        .strip_prefix(['+', '-'])
+        .map_or(s, |u| u.trim_start_matches('_'));
+    s.is_empty()
+        || s == "~"
+        || unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        || ["y", "yes", "n", "no", "on", "off", "true", "false", "null"]
+            .iter()
+            .any(|w| s.eq_ignore_ascii_case(w))
+}
+
+/// What this module reads a plain scalar as, if it may be anything but the
+/// string as written: as a value, or as a key (its string).
+fn our_reading(text: &str, is_key: bool) -> Option<Value> {
+    if !may_not_be_a_string(text) || text == "<<" {
+        return None;
+    }
+    if is_key {
+        let doc = read_stream_here(&format!("{text}: x\n")).ok()?;
+        let key = doc.first()?.as_object()?.keys().next()?;
+        Some(Value::String(key.clone()))
+    } else {
+        let doc = read_stream_here(&format!("k: {text}\n")).ok()?;
+        doc.first()?.get("k").cloned()
+    }
+}
+
+/// `resolve` and the KRM function write back what they read, with every
+/// string quoted where a YAML 1.1 reader could take it for something else and
+/// every other scalar written plainly. So a plain scalar of the input that
+/// kubectl reads differently from this module (`0X1F`: 31 for Go, a string
+/// here; a key `on:`: `"true"` for kubectl, `"on"` here) would silently
+/// change meaning on the way through. Such input is refused, naming the
+/// first one, its line and column. (Booleans and numbers that both read
+/// alike, such as `yes` or `0644`, pass.)
+pub fn check_plain_scalars(input: &str) -> Result<(), Ambiguous> {
+    with_stack(|| check_plain_scalars_here(input))
+}
+
+fn check_plain_scalars_here(input: &str) -> Result<(), Ambiguous> {
+    use serde_saphyr::granit_parser::{self, Event, ScalarStyle};
+    enum Frame {
+        Seq,
+        Map { key_next: bool },
+    }
+    let options = granit_parser::options! {
+        flow_nesting_limit: MAX_DEPTH,
+        block_nesting_limit: MAX_DEPTH + 1,
+        emit_comments: false,
+    };
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut ours = std::collections::HashMap::<(bool, String), Option<Value>>::new();
+    for event in granit_parser::Parser::new_from_str_with_options(input, options) {
+        // The reading proper has accepted the input; nothing more to check.
+        let Ok((event, span)) = event else {
+            return Ok(());
+        };
+        let is_key = matches!(stack.last(), Some(Frame::Map { key_next: true }));
+        let complete = match event {
+            Event::SequenceStart(..) => {
+                stack.push(Frame::Seq);
+                false
+            }
+            Event::MappingStart(..) => {
+                stack.push(Frame::Map { key_next: true });
+                false
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                stack.pop();
+                true
+            }
+            Event::Alias(_) => true,
+            Event::Scalar(text, ScalarStyle::Plain, _, None) => {
+                let text = text.as_ref();
+                let place = || {
+                    format!(
+                        "line {}, column {}",
+                        span.start.line(),
+                        span.start.col() + 1
+                    )
+                };
+                let ours = ours
+                    .entry((is_key, text.to_string()))
+                    .or_insert_with(|| our_reading(text, is_key))
+                    .as_ref();
+                match (is_key, ours) {
+                    (true, Some(Value::String(key))) if go_key(text).as_ref() != Some(key) => {
+                        let go =
+                            go_key(text).map_or("nothing it accepts".into(), |k| format!("{k:?}"));
+                        return Err(Ambiguous(format!(
+                            "the plain key {text} ({}) means {go} to kubectl but {key:?} here, so the output would change its meaning: quote it, or write the key kubectl reads",
+                            place()
+                        )));
+                    }
+                    (false, Some(v)) if !agrees(v, go_plain(text)) => {
+                        return Err(Ambiguous(format!(
+                            "the plain value {text} ({}) means {} to kubectl but {} here, so the output would change its meaning: quote it, or write the value kubectl reads",
+                            place(),
+                            describe_go(go_plain(text), text),
+                            describe(v)
+                        )));
+                    }
+                    _ => {}
+                }
+                true
+            }
+            Event::Scalar(..) => true,
+            _ => false,
+        };
+        if complete && let Some(Frame::Map { key_next }) = stack.last_mut() {
+            *key_next = !*key_next;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -592,40 +856,9 @@ mod tests {
     /// could take for a boolean, a number, null or a timestamp is quoted.
     #[test]
     fn strings_that_look_like_something_else_are_quoted() {
-        for s in [
-            "on",
-            "yes",
-            "y",
-            "Y",
-            "n",
-            "NO",
-            "off",
-            "true",
-            "False",
-            "tRuE",
-            "1_000",
-            "017",
-            "0644",
-            "0o17",
-            "0x1F",
-            "0X1F",
-            "1e3",
-            ".inf",
-            ".nan",
-            "1e999",
-            "2024-01-01",
-            "12:30",
-            "~",
-            "null",
-            "",
-            "<<",
-            "=",
-            "1_",
-            "+1",
-            "-0",
-            "0.",
-            ".5",
-        ] {
+        let strings = "on yes y Y n NO off true False tRuE 1_000 017 0644 0o17 0x1F 0X1F 1e3 .inf .nan \
+            1e999 2024-01-01 12:30 ~ null << = 1_ +1 -0 0. .5";
+        for s in strings.split_whitespace().chain([""]) {
             let out = write(&json!({"k": s})).unwrap();
             let text = out.strip_prefix("k: ").unwrap().trim_end();
             assert!(text.starts_with(['"', '\'']), "{s:?} written as {text}");
@@ -667,5 +900,188 @@ mod tests {
         assert_eq!(one(&write(&v).unwrap()), v);
         let docs = [json!({"a": 1}), json!("s"), json!([1])];
         assert_eq!(read_stream(&write_stream(&docs).unwrap()).unwrap(), docs);
+    }
+
+    #[test]
+    fn go_reads_plain_scalars_like_yaml_v2() {
+        let cases = [
+            ("on", Go::Bool(true)),
+            ("Y", Go::Bool(true)),
+            ("NO", Go::Bool(false)),
+            ("TRUE", Go::Bool(true)),
+            ("tRuE", Go::Str),
+            ("yEs", Go::Str),
+            ("1_000", Go::Int(1000)),
+            ("017", Go::Int(15)),
+            ("-017", Go::Int(-15)),
+            ("0o17", Go::Int(15)),
+            ("0O17", Go::Int(15)),
+            ("0x1F", Go::Int(31)),
+            ("0X1F", Go::Int(31)),
+            ("+0x1F", Go::Int(31)),
+            ("0B101", Go::Int(5)),
+            ("1_", Go::Int(1)),
+            ("08", Go::Float(8.0)),
+            ("1_0.5", Go::Float(10.5)),
+            ("1e3", Go::Float(1000.0)),
+            (".5", Go::Float(0.5)),
+            ("+.5", Go::Float(0.5)),
+            ("1.", Go::Float(1.0)),
+            ("18446744073709551615", Go::Int(u64::MAX as i128)),
+            ("18446744073709551616", Go::Float(18446744073709551616.0)),
+            ("1e999", Go::Str),
+            (".inf", Go::NotFinite),
+            ("-.Inf", Go::NotFinite),
+            ("2024-01-01", Go::Str),
+            ("12:30", Go::Str),
+            ("0x", Go::Str),
+            ("-", Go::Str),
+            ("--flag", Go::Str),
+            ("v1.2.3", Go::Str),
+            ("~", Go::Null),
+            ("", Go::Null),
+        ];
+        for (s, want) in cases {
+            assert_eq!(go_plain(s), want, "{s:?}");
+        }
+        assert_eq!(go_key("on").as_deref(), Some("true"));
+        assert_eq!(go_key("1.0").as_deref(), Some("1"));
+        assert_eq!(go_key("1.5").as_deref(), Some("1.5"));
+        assert_eq!(go_key("0x1F").as_deref(), Some("31"));
+        assert_eq!(go_key("null"), None);
+    }
+
+    /// Every plain scalar this module reads as Go does passes; the rest are
+    /// the spellings where they part.
+    #[test]
+    fn plain_scalars_kubectl_reads_otherwise_are_refused() {
+        let agree = "on yes Y No OFF true False tRuE yEs 1_000 017 0644 0o17 0x1F 08 1e3 1.5 .5 -0 +1 \
+            2024-01-01 12:30 ~ null --flag -x v1 1.2.3 10Gi 0.5Gi 100m '0X1F' \"1_\"";
+        let agree = agree.split_whitespace();
+        for s in agree {
+            let doc = format!("a: {s}\nb: [{s}]\nc: {{d: {s}}}\n");
+            assert!(
+                check_plain_scalars(&doc).is_ok(),
+                "{s}: {:?}",
+                check_plain_scalars(&doc)
+            );
+        }
+        for s in [
+            "0X1F", "0O17", "0B101", "1_", "1__0", "+_1", "1_0.5", "1.5e1_0", "0_8",
+        ] {
+            let e = check_plain_scalars(&format!("a: x\nb: [{s}]\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("plain value {s} (line 2, column 5)")),
+                "{e}"
+            );
+            assert!(e.contains("to kubectl"), "{e}");
+        }
+        // Keys: kept as written (or YAML 1.2's canonical string), which is
+        // what kubectl reads except for YAML 1.1 spellings and some numbers.
+        for key in [
+            "a", "TRUE", "true", "80", "1.5", "0x1F", "017", "1_000", "'on'", "\"y\"", "<<",
+        ] {
+            let doc = format!("{key}: x\n");
+            let doc = if key == "<<" {
+                "a: &a {b: 1}\nc: {<<: *a}\n".to_string()
+            } else {
+                doc
+            };
+            assert!(
+                check_plain_scalars(&doc).is_ok(),
+                "{key}: {:?}",
+                check_plain_scalars(&doc)
+            );
+        }
+        for (key, go) in [
+            ("on", "\"true\""),
+            ("y", "\"true\""),
+            ("No", "\"false\""),
+            ("1.0", "\"1\""),
+            ("0X1F", "\"31\""),
+        ] {
+            let e = check_plain_scalars(&format!("x:\n  {key}: v\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!(
+                    "plain key {key} (line 2, column 3) means {go} to kubectl"
+                )),
+                "{e}"
+            );
+        }
+    }
+
+    /// The guarantee `resolve` stands on: a plain scalar (value or key) that
+    /// passes the check is written back meaning to kubectl what it meant.
+    #[test]
+    fn what_passes_the_check_means_the_same_to_kubectl_once_written() {
+        let alphabet = [
+            "0", "1", "8", "_", ".", "e", "x", "X", "o", "b", "+", "-", "y", "n",
+        ];
+        let mut tokens: Vec<String> = "on On ON yes YES y Y n N no off OFF true TRUE tRuE false \
+            1_000 017 0644 0o17 0x1F 1e3 1E3 1.5 .5 -.5 +.5 1e-3 2024-01-01 2001-12-14t21:59:43.10-05:00 \
+            12:30 1:20:30 ~ null Null NULL NaN Infinity 9223372036854775807 9223372036854775808 \
+            18446744073709551615 18446744073709551616 -9223372036854775809 <<x = a 10Gi v1 \
+            yEs oN nO 0X1F 0O17 0B101 0b101 -0b101 0o 0x 0X +0x1F -0x1F 0x_1F 1__0 +_1 1_0.5 1.5e1_0 \
+            0_8 00 01_ 1e999 .inf"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        // Every short spelling that starts like a number (others are strings for both).
+        for a in ["0", "1", "8", ".", "+", "-"] {
+            tokens.push(a.to_string());
+            for b in alphabet {
+                tokens.push(format!("{a}{b}"));
+                for c in alphabet {
+                    tokens.push(format!("{a}{b}{c}"));
+                }
+            }
+        }
+        let kubectl_reads = |written: &str, key: bool| -> (Go, String) {
+            if written.starts_with(['"', '\'']) {
+                let s: String = read(written).unwrap();
+                (Go::Str, s)
+            } else if key {
+                (Go::Str, go_key(written).unwrap_or_default())
+            } else {
+                (go_plain(written), written.to_string())
+            }
+        };
+        let same = |a: (Go, String), b: (Go, String)| match (a.0, b.0) {
+            (Go::Str, Go::Str) => a.1 == b.1,
+            (Go::Int(x), Go::Float(y)) | (Go::Float(y), Go::Int(x)) => x as f64 == y,
+            (x, y) => x == y,
+        };
+        let mut checked = 0;
+        for t in &tokens {
+            let input = format!("a: {t}\n");
+            if let (Ok(docs), Ok(())) = (read_stream_here(&input), check_plain_scalars_here(&input))
+            {
+                let out = write(&docs[0]).unwrap();
+                let written = out.strip_prefix("a: ").unwrap().trim_end();
+                let before = (go_plain(t), t.clone());
+                assert!(
+                    same(kubectl_reads(written, false), before),
+                    "value {t:?} written as {written}"
+                );
+                checked += 1;
+            }
+            let input = format!("{t}: v\n");
+            if let (Ok(docs), Ok(())) = (read_stream_here(&input), check_plain_scalars_here(&input))
+            {
+                let out = write(&docs[0]).unwrap();
+                let written = out.strip_suffix(": v\n").unwrap();
+                let before = (Go::Str, go_key(t).unwrap_or_default());
+                assert!(
+                    same(kubectl_reads(written, true), before),
+                    "key {t:?} written as {written}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000, "{checked}");
     }
 }
