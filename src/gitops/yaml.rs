@@ -496,11 +496,28 @@ fn go_key(s: &str) -> Option<String> {
     match go_plain(s) {
         Go::Str => Some(s.to_string()),
         Go::Bool(b) => Some(b.to_string()),
-        Go::Int(i) => Some(i.to_string()),
-        // strconv.FormatFloat(f, 'g', -1, 32), for the floats it writes without an exponent.
-        Go::Float(f) if f.fract() == 0.0 && f.abs() < 1e6 => Some((f as i64).to_string()),
-        Go::Float(f) if f.abs() >= 1e-4 && f.abs() < 1e6 => Some((f as f32).to_string()),
-        Go::Float(_) | Go::Null | Go::NotFinite => None,
+        // An int64; a larger (uint64) key is refused.
+        Go::Int(i) => i64::try_from(i).ok().map(|i| i.to_string()),
+        Go::Float(f) => Some(go_format_float32(f)),
+        Go::Null | Go::NotFinite => None,
+    }
+}
+
+/// strconv.FormatFloat(f, 'g', -1, 32), as sigs.k8s.io/yaml writes a float key:
+/// the shortest float32 digits, with an exponent below 1e-4 and from 1e6.
+fn go_format_float32(f: f64) -> String {
+    let f = f as f32;
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.into();
+    }
+    let e = format!("{f:e}");
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..6).contains(&exp) {
+        f.to_string()
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
     }
 }
 
@@ -629,12 +646,16 @@ fn check_plain_scalars_here(input: &str) -> Result<(), Ambiguous> {
                     .as_ref();
                 match (is_key, ours) {
                     (true, Some(Value::String(key))) if go_key(text).as_ref() != Some(key) => {
-                        let go =
-                            go_key(text).map_or("nothing it accepts".into(), |k| format!("{k:?}"));
-                        return Err(Ambiguous(format!(
-                            "the plain key {text} ({}) means {go} to kubectl but {key:?} here, so the output would change its meaning: quote it, or write the key kubectl reads",
-                            place()
-                        )));
+                        return Err(Ambiguous(match go_key(text) {
+                            Some(go) => format!(
+                                "the plain key {text} ({}) means {go:?} to kubectl but {key:?} here, so the output would change its meaning: quote it, or write the key kubectl reads",
+                                place()
+                            ),
+                            None => format!(
+                                "the plain key {text} ({}) is one kubectl refuses (not a string to it), but {key:?} here: quote it",
+                                place()
+                            ),
+                        }));
                     }
                     (false, Some(v)) if !agrees(v, go_plain(text)) => {
                         return Err(Ambiguous(format!(
@@ -944,11 +965,27 @@ mod tests {
         for (s, want) in cases {
             assert_eq!(go_plain(s), want, "{s:?}");
         }
-        assert_eq!(go_key("on").as_deref(), Some("true"));
-        assert_eq!(go_key("1.0").as_deref(), Some("1"));
-        assert_eq!(go_key("1.5").as_deref(), Some("1.5"));
-        assert_eq!(go_key("0x1F").as_deref(), Some("31"));
-        assert_eq!(go_key("null"), None);
+        // Keys, as `kubectl label --local -o json` prints them.
+        let keys = [
+            ("on", Some("true")),
+            ("No", Some("false")),
+            ("0x1F", Some("31")),
+            ("1.0", Some("1")),
+            ("1.5", Some("1.5")),
+            ("1e3", Some("1000")),
+            ("1e5", Some("100000")),
+            ("123456.7", Some("123456.7")),
+            ("1e6", Some("1e+06")),
+            ("1.5e1_0", Some("1.5e+10")),
+            ("0.0001", Some("0.0001")),
+            ("0.00001", Some("1e-05")),
+            ("3.4e39", Some(".inf")),
+            ("9223372036854775808", None),
+            ("null", None),
+        ];
+        for (s, want) in keys {
+            assert_eq!(go_key(s).as_deref(), want, "{s:?}");
+        }
     }
 
     /// Every plain scalar this module reads as Go does passes; the rest are
