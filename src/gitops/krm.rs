@@ -1,4 +1,4 @@
-//! `randomsecret kustomize`: [`resolve`](super::resolve::resolve) as a KRM
+//! `randomsecret kustomize`: [`resolve`] as a KRM
 //! function (a ResourceList in, the same out), for `kustomize build
 //! --enable-alpha-plugins --enable-exec`.
 

@@ -3,7 +3,7 @@
 //! into versioned names, before anything reaches the cluster.
 //!
 //! - [`manifests`]: finding the RandomSecrets in a stream and computing their names.
-//! - [`resolve`]: `randomsecret resolve`, a YAML stream in and out (also a Helm post-renderer).
+//! - [`resolve`](mod@resolve): `randomsecret resolve`, a YAML stream in and out (also a Helm post-renderer).
 //! - [`krm`]: `randomsecret kustomize`, the same as a KRM function (ResourceList in and out).
 //! - [`yaml`]: reading and writing YAML; no other module touches a YAML library.
 

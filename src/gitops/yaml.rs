@@ -18,7 +18,12 @@
 //!
 //! Writing quotes every string that a YAML 1.1 reader could take for
 //! something else (`"on"`, `"017"`, `"2024-01-01"`), so a string stays a
-//! string for kubectl. Comments are not kept.
+//! string for kubectl. Comments are not kept (serde-saphyr keeps them only
+//! in typed `Commented<T>` fields, not through a generic tree).
+//!
+//! Where serde-saphyr and Go still part (`0X1F`, `1_`, a key `on:`),
+//! [`check_plain_scalars`] finds it, for the commands that write back what
+//! they read.
 //!
 //! Input is bounded before anything is built: at most [`MAX_DEPTH`] nested
 //! collections (deeper input fails at once, naming the line), and serde-saphyr's
