@@ -327,7 +327,7 @@ pub fn crd()
 pub fn crd_yaml() -> String {
     format!(
         "---\n{}",
-        serde_yaml::to_string(&crd()).expect("the CRD serializes")
+        crate::gitops::yaml::write(&crd()).expect("the CRD serializes")
     )
 }
 

@@ -18,7 +18,7 @@ pub mod cache;
 pub mod cli;
 pub mod generate;
 pub mod gitops;
-pub mod manifests;
+pub use gitops::manifests;
 pub mod reconciler;
 pub mod references;
 pub mod runtime;

@@ -5,6 +5,7 @@
 use anyhow::{Context, Result, ensure};
 use kube::Api;
 use randomsecret::api::RandomSecret;
+use randomsecret::gitops::yaml;
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
 
@@ -54,7 +55,7 @@ fn health_check_on_every_fixture() -> Result<()> {
     let mut n = 0;
     for entry in std::fs::read_dir(&dir)? {
         let path = entry?.path();
-        let fixture: Value = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
+        let fixture: Value = yaml::read(&std::fs::read_to_string(&path)?)?;
         let (status, message) = health(&fixture["obj"])?;
         ensure!(
             status == fixture["expected"]["status"],
@@ -76,7 +77,7 @@ fn health_check_on_every_fixture() -> Result<()> {
 fn argocd_cm_snippet_is_the_same_script() -> Result<()> {
     let root = repo_root();
     let script = std::fs::read_to_string(root.join("examples/argocd/health.lua"))?;
-    let cm: Value = serde_yaml::from_str(&std::fs::read_to_string(
+    let cm: Value = yaml::read(&std::fs::read_to_string(
         root.join("examples/argocd/argocd-cm.yaml"),
     )?)?;
     let snippet = cm["data"]["resource.customizations.health.randomsecret.io_RandomSecret"]

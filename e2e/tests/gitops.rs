@@ -9,6 +9,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use randomsecret::api::RandomSecret;
+use randomsecret::gitops::yaml;
 use randomsecret::version::Version;
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
@@ -323,7 +324,7 @@ fn helm_names(rss: &[&Value]) -> Result<Vec<String>> {
 fn cli_tools_agree(items: &[Value], want: &[String], reference: &str) -> Result<()> {
     let stream: String = items
         .iter()
-        .map(|d| format!("---\n{}", serde_yaml::to_string(d).unwrap_or_default()))
+        .map(|d| format!("---\n{}", yaml::write(d).unwrap_or_default()))
         .collect();
     let names: Vec<String> = run("randomsecret", &["name"], Some(&stream))?
         .lines()
@@ -348,10 +349,10 @@ fn cli_tools_agree(items: &[Value], want: &[String], reference: &str) -> Result<
     );
     let list =
         json!({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items});
-    let out: Value = serde_yaml::from_str(&run(
+    let out: Value = yaml::read(&run(
         "randomsecret",
         &["kustomize"],
-        Some(&serde_yaml::to_string(&list)?),
+        Some(&yaml::write(&list)?),
     )?)?;
     ensure!(
         pod_refs(out["items"].as_array().context("items")?) == want,
@@ -363,7 +364,7 @@ fn cli_tools_agree(items: &[Value], want: &[String], reference: &str) -> Result<
 #[tokio::test]
 async fn fixture_vectors_agree_across_every_tool() -> Result<()> {
     let text = std::fs::read_to_string(repo_root().join("testdata/name-vectors.yaml"))?;
-    let vectors: Vec<Value> = serde_yaml::from_str(&text)?;
+    let vectors: Vec<Value> = yaml::read(&text)?;
     let rss: Vec<Value> = vectors
         .iter()
         .map(|v| json!({"metadata": {"name": v["name"]}, "spec": v["spec"]}))
@@ -433,7 +434,7 @@ async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Resu
     let rs_only: String = items
         .iter()
         .filter(|d| d["kind"] == "RandomSecret")
-        .map(|d| format!("---\n{}", serde_yaml::to_string(d).unwrap_or_default()))
+        .map(|d| format!("---\n{}", yaml::write(d).unwrap_or_default()))
         .collect();
     run(
         "kubectl",
@@ -462,7 +463,7 @@ async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Resu
 async fn fleet_bundles_agree_and_deploy() -> Result<()> {
     let client = client().await?;
     let root = repo_root();
-    let fleet: Value = serde_yaml::from_str(&std::fs::read_to_string(
+    let fleet: Value = yaml::read(&std::fs::read_to_string(
         root.join("examples/fleet/app/fleet.yaml"),
     )?)?;
     let credentials =

@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use randomsecret::api::{DEFAULT_SYMBOLS, RandomSecret};
+use randomsecret::gitops::yaml;
 use randomsecret::version::Version;
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
@@ -533,8 +534,7 @@ async fn name_command_matches_status_for_every_example() -> Result<()> {
             .collect();
         let text = std::fs::read_to_string(file)?;
         let mut i = 0;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v: Value = serde::Deserialize::deserialize(doc)?;
+        for v in yaml::read_stream(&text)? {
             if v["kind"] != "RandomSecret" {
                 continue;
             }
@@ -644,7 +644,7 @@ async fn kubectl_wait_explain_and_columns_work() -> Result<()> {
 async fn fixture_vectors_name_the_stored_objects() -> Result<()> {
     let client = client().await?;
     let text = std::fs::read_to_string(repo_root().join("testdata/name-vectors.yaml"))?;
-    let vectors: Vec<Value> = serde_yaml::from_str(&text)?;
+    let vectors: Vec<Value> = yaml::read(&text)?;
     let ar = kube::core::ApiResource::erase::<RandomSecret>(&());
     let mut cases: Vec<(String, Value, String)> = vectors
         .iter()

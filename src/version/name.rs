@@ -186,7 +186,7 @@ mod tests {
     use super::*;
 
     fn spec(yaml: &str) -> RandomSecretSpec {
-        serde_yaml::from_str(yaml).unwrap()
+        crate::gitops::yaml::read(yaml).unwrap()
     }
 
     #[test]
@@ -301,7 +301,7 @@ mod tests {
         }
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/name-vectors.yaml");
         let vectors: Vec<Vector> =
-            serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            crate::gitops::yaml::read(&std::fs::read_to_string(path).unwrap()).unwrap();
         assert!(vectors.len() >= 10);
         for v in vectors {
             let got =

@@ -294,7 +294,7 @@ mod tests {
     use crate::version::Version;
 
     fn spec(yaml: &str) -> RandomSecretSpec {
-        serde_yaml::from_str(yaml).unwrap()
+        crate::gitops::yaml::read(yaml).unwrap()
     }
 
     #[test]

@@ -1,31 +1,24 @@
-//! Reading multi-document YAML streams and finding the RandomSecrets in them.
+//! Finding the RandomSecrets in a multi-document YAML stream and computing
+//! their versioned names.
 
+use super::yaml;
 use crate::api::{GROUP, RandomSecret};
 use crate::version::Version;
-use serde::Deserialize;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     #[error("invalid YAML: {0}")]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] yaml::Error),
     #[error("document {doc}: {message}")]
     Document { doc: usize, message: String },
+    /// From `resolve` and the KRM function only: see [`yaml::check_plain_scalars`].
+    #[error("{0}")]
+    Ambiguous(#[from] yaml::Ambiguous),
 }
 
 /// Every document of a YAML stream, in order (empty documents skipped), as JSON values.
 pub fn documents(input: &str) -> Result<Vec<serde_json::Value>, ManifestError> {
-    let mut out = Vec::new();
-    for (i, de) in serde_yaml::Deserializer::from_str(input).enumerate() {
-        let v = serde_yaml::Value::deserialize(de)?;
-        if !v.is_null() {
-            let json = serde_json::to_value(v).map_err(|e| ManifestError::Document {
-                doc: i + 1,
-                message: format!("not a Kubernetes object: {e}"),
-            })?;
-            out.push(json);
-        }
-    }
-    Ok(out)
+    Ok(yaml::read_stream(input)?)
 }
 
 /// Whether a document is a `randomsecret.io` RandomSecret.
@@ -37,14 +30,6 @@ pub fn is_random_secret(doc: &serde_json::Value) -> bool {
     let kind = doc.get("kind").and_then(|v| v.as_str()).unwrap_or_default();
     kind == "RandomSecret" && api.split('/').next() == Some(GROUP)
 }
-
-/// Plain YAML scalars that YAML 1.1 parsers (kubectl, Helm, kustomize's
-/// sigs.k8s.io/yaml) read as booleans or null, where this YAML 1.2 parser reads
-/// strings. As a map key, kubectl silently turns `n:` into `"false":`.
-const YAML11_SPECIAL: &[&str] = &[
-    "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
-    "OFF", "~", "null", "Null", "NULL",
-];
 
 /// The version a RandomSecret document (number `doc`, from 1) names.
 pub fn version_of(doc: usize, value: &serde_json::Value) -> Result<Version, ManifestError> {
@@ -58,7 +43,7 @@ pub fn version_of(doc: usize, value: &serde_json::Value) -> Result<Version, Mani
         .ok_or_else(|| err("RandomSecret without metadata.name".into()))?;
     let keys = rs.spec.keys.iter().flat_map(|m| m.keys());
     let mut keys = keys.chain(rs.spec.r#static.iter().flat_map(|m| m.keys()));
-    if let Some(k) = keys.find(|k| YAML11_SPECIAL.contains(&k.as_str())) {
+    if let Some(k) = keys.find(|k| yaml::is_yaml11_special(k)) {
         return Err(err(format!(
             "RandomSecret {name}: data key {k:?} is read as a boolean or null by kubectl and Helm (YAML 1.1), so the cluster would compute another name: rename the key"
         )));
@@ -120,5 +105,51 @@ mod tests {
         assert!(e.contains("document 1") && e.contains("length 0"), "{e}");
         let float = "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: a}\nspec: {keys: {k: {length: 4.5}}}\n";
         assert!(versioned_names(float).is_err());
+    }
+
+    fn name_of(spec: &str) -> Result<String, ManifestError> {
+        let doc = format!(
+            "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {{name: a}}\nspec: {spec}\n"
+        );
+        versioned_names(&doc).map(|mut names| names.remove(0))
+    }
+
+    /// Scalars mean what kubectl (Go, YAML 1.1) sends the apiserver, so the
+    /// name is the one the controller computes.
+    #[test]
+    fn scalars_are_read_as_kubectl_reads_them() {
+        let symbols = name_of("{keys: {k: {length: 16, symbols: true}}}").unwrap();
+        for same in ["yes", "on", "y", "Yes", "ON"] {
+            let spec = format!("{{keys: {{k: {{length: 16, symbols: {same}}}}}}}");
+            assert_eq!(name_of(&spec).unwrap(), symbols, "symbols: {same}");
+        }
+        assert!(name_of("{keys: {k: {length: 16, symbols: 'yes'}}}").is_err());
+        let sixteen = name_of("{keys: {k: {length: 16}}}").unwrap();
+        for same in ["020", "0o20", "0x10", "1_6", "+16"] {
+            let spec = format!("{{keys: {{k: {{length: {same}}}}}}}");
+            assert_eq!(name_of(&spec).unwrap(), sixteen, "length: {same}");
+        }
+        // A quoted look-alike is the string; plain, kubectl sends a boolean or
+        // a number, which the apiserver refuses for rotation.
+        let quoted = name_of("{keys: {k: {length: 16}}, rotation: 'on'}").unwrap();
+        assert_eq!(
+            name_of("{keys: {k: {length: 16}}, rotation: \"on\"}").unwrap(),
+            quoted
+        );
+        assert_ne!(quoted, sixteen);
+        for plain in ["on", "yes", "017", "1_000"] {
+            let spec = format!("{{keys: {{k: {{length: 16}}}}, rotation: {plain}}}");
+            assert!(name_of(&spec).is_err(), "rotation: {plain}");
+        }
+        let date = name_of("{keys: {k: {length: 16}}, rotation: '2024-01-01'}").unwrap();
+        assert_eq!(
+            name_of("{keys: {k: {length: 16}}, rotation: 2024-01-01}").unwrap(),
+            date
+        );
+        // Keys: plain TRUE reads as "true" (as kubectl and serde_yaml read it), quoted as written.
+        let t = name_of("{static: {'true': x}}").unwrap();
+        assert_eq!(name_of("{static: {TRUE: x}}").unwrap(), t);
+        assert_ne!(name_of("{static: {'TRUE': x}}").unwrap(), t);
+        assert!(name_of("{keys: {k: {length: .inf}}}").is_err());
     }
 }

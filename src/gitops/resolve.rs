@@ -1,11 +1,11 @@
-//! GitOps filters: rewrite references to a RandomSecret's base name in
-//! workloads into its versioned name, before anything reaches the cluster.
+//! `randomsecret resolve`: rewrites references to a RandomSecret's base name
+//! in workloads into its versioned name, before anything reaches the cluster.
 //! A reference to an older version of the same base (`<base>-<hash>`, say from
 //! a base layer that ran the function before an overlay rotated) is moved to
-//! the current version too. `randomsecret resolve` works on a YAML stream (also as a Helm
-//! post-renderer); `randomsecret kustomize` is the same as a KRM function.
+//! the current version too.
 
-use crate::manifests::{ManifestError, is_random_secret, version_of};
+use super::manifests::{ManifestError, is_random_secret, version_of};
+use super::yaml;
 use crate::references::rewrite_pod_spec;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -108,35 +108,13 @@ pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
 }
 
 /// `randomsecret resolve`: a YAML stream in, the same stream out (document
-/// order kept; comments are not, as the YAML library drops them).
+/// and key order kept; comments are not). A plain scalar that kubectl reads
+/// otherwise than this reader is refused ([`yaml::check_plain_scalars`]).
 pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
-    let mut docs = crate::manifests::documents(input)?;
+    let mut docs = super::manifests::documents(input)?;
+    yaml::check_plain_scalars(input)?;
     let changed = resolve(&mut docs)?;
-    let mut out = String::new();
-    for d in &docs {
-        out.push_str("---\n");
-        out.push_str(&serde_yaml::to_string(d)?);
-    }
-    Ok((out, changed))
-}
-
-/// `randomsecret kustomize`: a KRM function. The ResourceList's items are
-/// rewritten in place (every annotation kept, nothing renamed); problems go to
-/// `results`.
-pub fn krm_function(input: &str) -> Result<(String, usize), ManifestError> {
-    let mut list: Value = serde_yaml::from_str(input)?;
-    let changed = match list.get_mut("items").and_then(Value::as_array_mut) {
-        Some(items) => match resolve(items) {
-            Ok(n) => n,
-            Err(e) => {
-                let result = serde_json::json!({"message": e.to_string(), "severity": "error"});
-                list["results"] = Value::Array(vec![result]);
-                return Ok((serde_yaml::to_string(&list)?, 0));
-            }
-        },
-        None => 0,
-    };
-    Ok((serde_yaml::to_string(&list)?, changed))
+    Ok((yaml::write_stream(&docs)?, changed))
 }
 
 #[cfg(test)]
@@ -245,31 +223,64 @@ mod tests {
         assert!(out.contains(&versioned("db")));
     }
 
+    /// What `resolve` writes reads, for kubectl (Go, YAML 1.1), as what it
+    /// read: quoted look-alikes stay quoted strings, plain ones are written as
+    /// the booleans and numbers kubectl takes them for. (serde_yaml wrote a
+    /// quoted "on" back plain, a boolean for kubectl, and a plain 0644 as the
+    /// string '0644'.)
     #[test]
-    fn krm_function_rewrites_items_and_reports_errors_as_results() {
-        let list = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
-            - apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata:\n    name: db\n    annotations: {config.kubernetes.io/index: '0', internal.config.kubernetes.io/path: rs.yaml}\n  spec: {keys: {k: {length: 8}}}\n\
-            - kind: Pod\n  metadata: {name: p, annotations: {config.kubernetes.io/index: '1'}}\n  spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n";
-        let (out, n) = krm_function(list).unwrap();
+    fn output_means_to_kubectl_what_the_input_meant() {
+        let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n\
+            \x20 a: \"on\"\n  b: 'yes'\n  c: \"y\"\n  d: \"n\"\n  e: \"off\"\n  f: \"1_000\"\n  g: \"017\"\n\
+            \x20 h: \".inf\"\n  i: \"2024-01-01\"\n  j: 2024-01-01\n  k: yEs\n  l: \"0x1F\"\n  m: \"12:30\"\n---\n\
+            apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n\
+            \x20     volumes: [{name: v, secret: {secretName: db, defaultMode: 0644}}]\n\
+            \x20     containers: [{name: a, tty: yes, stdin: on, args: [on, \"on\", 1_000, \"1_000\", 017, n, N]}]\n---\n\
+            apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}}\n";
+        let (out, n) = resolve_stream(input).unwrap();
         assert_eq!(n, 1);
-        let v: Value = serde_yaml::from_str(&out).unwrap();
+        for line in [
+            "  a: \"on\"",
+            "  b: \"yes\"",
+            "  c: \"y\"",
+            "  d: \"n\"",
+            "  e: \"off\"",
+            "  f: \"1_000\"",
+            "  g: \"017\"",
+            "  h: \".inf\"",
+            "  i: \"2024-01-01\"",
+            "  j: \"2024-01-01\"",
+            "  k: \"yEs\"",
+            "  l: \"0x1F\"",
+            "  m: \"12:30\"",
+            "          defaultMode: 420",
+            "        tty: true",
+            "        stdin: true",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line:?} in\n{out}");
+        }
+        let docs = crate::gitops::yaml::read_stream(&out).unwrap();
         assert_eq!(
-            v["items"][0]["metadata"]["annotations"]["internal.config.kubernetes.io/path"],
-            "rs.yaml"
+            docs[1]["spec"]["template"]["spec"]["containers"][0]["args"],
+            json!([true, "on", 1000, "1_000", 15, false, false])
         );
         assert_eq!(
-            v["items"][1]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            docs[1]["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
             json!(versioned("db"))
         );
-        let bad = "kind: ResourceList\nitems:\n- apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {name: db}\n  spec: {keys: {k: {length: 0}}}\n";
-        let (out, _) = krm_function(bad).unwrap();
-        let v: Value = serde_yaml::from_str(&out).unwrap();
-        assert_eq!(v["results"][0]["severity"], "error");
+        // Its own output goes through unchanged.
+        assert_eq!(resolve_stream(&out).unwrap().0, out);
+    }
+
+    #[test]
+    fn plain_scalars_kubectl_reads_otherwise_are_refused() {
+        let e = resolve_stream("kind: ConfigMap\nmetadata: {name: c}\ndata:\n  on: x\n")
+            .unwrap_err()
+            .to_string();
         assert!(
-            v["results"][0]["message"]
-                .as_str()
-                .unwrap()
-                .contains("length 0")
+            e.starts_with("the plain key on (line 4, column 3) means \"true\" to kubectl"),
+            "{e}"
         );
+        assert!(resolve_stream("kind: ConfigMap\nmetadata: {name: c}\ndata:\n  'on': x\n").is_ok());
     }
 }
