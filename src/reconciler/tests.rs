@@ -11,8 +11,10 @@ use crate::api::{
     ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecretSpec,
 };
 use crate::cache::holders::HOLDER_STREAMS;
+use crate::cache::index::Stream;
 use crate::cache::slim::RandomSecretObject;
-use crate::cache::{Caches, Key};
+use crate::cache::{Caches, Key, Namespace, Uid};
+use crate::references::{Holder, HolderKind};
 use crate::runtime::events::{Events, Reporter};
 use crate::runtime::metrics::{Metrics, ReasonLabel, ResultLabel};
 use crate::runtime::runner::Next;
@@ -32,8 +34,11 @@ use tower_test::mock::{self, Handle, SendResponse};
 const NS: &str = "shop";
 const RS_NAME: &str = "db";
 const RS_UID: &str = "0f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+/// An earlier RandomSecret of the same name, deleted with its versions orphaned.
+const EARLIER_RS_UID: &str = "9f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
 const SECRET_UID: &str = "2f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
 const OLD_SECRET_UID: &str = "3f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+const REPLICASET_UID: &str = "4f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
 /// How long a reconcile (or the verifier) may take before the test fails.
 const LIMIT: Duration = Duration::from_secs(10);
 
@@ -57,6 +62,7 @@ struct Rs {
     status: Option<Value>,
     generation: i64,
     resource_version: u64,
+    deletion: bool,
 }
 
 impl Rs {
@@ -70,7 +76,22 @@ impl Rs {
             status: None,
             generation: 1,
             resource_version: 100,
+            deletion: false,
         }
+    }
+
+    /// Being deleted (the garbage collector removes what it owns).
+    fn deleting(mut self) -> Self {
+        self.deletion = true;
+        self
+    }
+
+    /// The spec edited by the user: a new generation and resourceVersion.
+    fn edited(mut self, spec: &Rs) -> Self {
+        self.spec = spec.spec.clone();
+        self.generation += 1;
+        self.resource_version += 1;
+        self
     }
 
     fn with_rotation(mut self, rotation: &str) -> Self {
@@ -98,6 +119,9 @@ impl Rs {
         });
         if let Some(s) = &self.status {
             v["status"] = s.clone();
+        }
+        if self.deletion {
+            v["metadata"]["deletionTimestamp"] = json!("2026-03-01T00:00:00Z");
         }
         v
     }
@@ -153,6 +177,12 @@ impl VersionSecret {
     fn created_at(mut self, second: &str) -> Self {
         self.meta["creationTimestamp"] = json!(format!("{second}Z"));
         self.meta["annotations"][ANNOTATION_CREATED] = json!(format!("{second}.5Z"));
+        self
+    }
+
+    /// Owned by another RandomSecret object of the same name.
+    fn owned_by(mut self, uid: &str) -> Self {
+        self.meta["ownerReferences"] = json!([owner_ref(uid)]);
         self
     }
 
@@ -362,6 +392,19 @@ impl ApiServer {
         call
     }
 
+    /// Merge patch of a Secret's metadata (its owners).
+    async fn patch_secret_metadata(&mut self, name: &str) -> Call {
+        let call = self.next("PATCH of the Secret's owners").await;
+        let call = call.expect(
+            Method::PATCH,
+            &format!("{SECRETS}/{name}"),
+            &[("fieldManager", MANAGER)],
+        );
+        assert_eq!(call.header("content-type"), "application/merge-patch+json");
+        assert!(call.header("accept").contains("as=PartialObjectMetadata"));
+        call
+    }
+
     async fn delete_secret(&mut self, name: &str) -> Call {
         let call = self.next("DELETE of a released version").await;
         call.expect(Method::DELETE, &format!("{SECRETS}/{name}"), &[])
@@ -485,6 +528,21 @@ impl Harness {
         Harness {
             caches: Arc::new(caches),
         }
+    }
+
+    /// A ReplicaSet `name` whose pod template references Secret `secret`.
+    fn referenced_by_replicaset(&self, secret: &str, name: &str) {
+        let holder = Holder {
+            kind: HolderKind::ReplicaSet,
+            namespace: Namespace::new(NS),
+            name: name.into(),
+            uid: Uid::parse(REPLICASET_UID).unwrap(),
+        };
+        self.caches.holders.0.write().unwrap().apply(
+            Stream::ReplicaSets,
+            holder,
+            vec![key().sibling(secret)],
+        );
     }
 
     /// Reconciles `shop/db` as the leader while `scenario` plays the apiserver.
@@ -983,4 +1041,206 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
         pairs(&[("Normal", "VersionCreated"), ("Normal", "VersionReleased")])
     );
     assert!(h.caches.secrets.get(&key().sibling(&old.name())).is_none());
+}
+
+/// A RandomSecret being deleted, or gone from the cache: no request.
+#[tokio::test]
+async fn a_deleted_or_deleting_randomsecret_makes_no_request() {
+    let h = Harness::new();
+    let run = h.reconcile(|api| async move { api }).await;
+    assert_eq!((run.next, run.reconciles("gone")), (Next::AwaitChange, 1));
+    Rs::test().deleting().cached_in(&h);
+    let run = h.reconcile(|api| async move { api }).await;
+    assert_eq!(
+        (run.next, run.reconciles("deleting")),
+        (Next::AwaitChange, 1)
+    );
+}
+
+/// A rotation while a ReplicaSet still references the old version: it is
+/// retained, owned by the ReplicaSet instead of the RandomSecret (so the
+/// garbage collector deletes it with the ReplicaSet), never deleted here.
+#[tokio::test]
+async fn a_rotation_hands_a_referenced_old_version_to_its_replicaset() {
+    let h = Harness::new();
+    let old = VersionSecret::of(&Rs::test())
+        .with_uid(OLD_SECRET_UID)
+        .created_at("2026-01-01T00:00:00")
+        .cached_in(&h);
+    h.referenced_by_replicaset(&old.name(), "web-7d4b9c");
+    let rs = Rs::test()
+        .with_rotation("2")
+        .with_status(ready_status(&old, &[]))
+        .cached_in(&h);
+    let v = rs.version();
+    let (old_name, old2, rs2) = (old.name(), old.clone(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            let body = post.body.clone();
+            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+
+            let patch = api.patch_secret_metadata(&old_name).await;
+            let replicaset = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d4b9c", "uid": REPLICASET_UID});
+            assert_eq!(
+                patch.body,
+                json!({"metadata": {"resourceVersion": "50", "ownerReferences": [replicaset]}})
+            );
+            let mut patched = old2.clone();
+            patched.meta["ownerReferences"] = json!([replicaset]);
+            patched.meta["resourceVersion"] = json!("51");
+            patch.respond(200, &patched.metadata_response());
+
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(
+                status["versions"],
+                json!([
+                    {"name": v.secret_name, "hash": v.hash, "created": "2026-02-01T00:00:00Z",
+                        "state": "current", "referencedBy": []},
+                    {"name": old_name, "hash": old2.hash(), "created": "2026-01-01T00:00:00Z",
+                        "state": "retained", "referencedBy": ["ReplicaSet/web-7d4b9c"]},
+                ])
+            );
+            assert_eq!(status["released"], json!([]));
+            assert_eq!(status["liveVersions"], 2);
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert_eq!(run.metrics.versions_released.get(), 0);
+    let cached = h.caches.secrets.get(&key().sibling(&old.name())).unwrap();
+    assert_eq!(
+        &*cached.resource_version, "51",
+        "the owners patch went through"
+    );
+}
+
+/// A RandomSecret deleted with its versions orphaned and created again with
+/// the same spec adopts the existing version: its owner reference is set to
+/// the new object (optimistically, on the resourceVersion read), values kept.
+#[tokio::test]
+async fn a_recreated_randomsecret_adopts_its_orphaned_version() {
+    let h = Harness::new();
+    let rs = Rs::test().cached_in(&h);
+    let orphan = VersionSecret::of(&rs).owned_by(EARLIER_RS_UID);
+    let (name, orphan2, rs2) = (orphan.name(), orphan.clone(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            post.respond(409, &failure(409, "AlreadyExists", "exists", json!([])));
+            api.get_secret_metadata(&name)
+                .await
+                .respond(200, &orphan2.metadata_response());
+            let patch = api.patch_secret_metadata(&name).await;
+            assert_eq!(
+                patch.body,
+                json!({"metadata": {"resourceVersion": "50", "ownerReferences": [owner_ref(RS_UID)]}})
+            );
+            let mut adopted = orphan2.clone().owned_by(RS_UID);
+            adopted.meta["resourceVersion"] = json!("51");
+            patch.respond(200, &adopted.metadata_response());
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(status["secretName"], name.as_str());
+            assert_eq!(condition(&status, "Ready")["status"], "True");
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert_eq!(run.metrics.versions_adopted.get(), 1);
+    assert_eq!(run.metrics.versions_created.get(), 0);
+    assert_eq!(run.events(), pairs(&[("Normal", "VersionAdopted")]));
+}
+
+/// A `git revert` of a rotation whose version was already released: the name
+/// comes back with new values, which an Event says; the version being
+/// reverted from is released in turn, and the current name leaves the
+/// released list.
+#[tokio::test]
+async fn reverting_to_a_released_version_creates_it_again_and_says_so() {
+    let h = Harness::new();
+    let reverted = Rs::test();
+    let name = reverted.version().secret_name;
+    let later = VersionSecret::of(&Rs::test().with_rotation("2"))
+        .with_uid(OLD_SECRET_UID)
+        .cached_in(&h);
+    let rs = reverted
+        .with_status(ready_status(&later, std::slice::from_ref(&name)))
+        .cached_in(&h);
+    let (later_name, rs2) = (later.name(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            assert_eq!(post.body["metadata"]["name"], name.as_str());
+            let body = post.body.clone();
+            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            let delete = api.delete_secret(&later_name).await;
+            assert_eq!(
+                delete.body,
+                json!({"preconditions": {"uid": OLD_SECRET_UID, "resourceVersion": "50"}})
+            );
+            delete.respond(
+                200,
+                &json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
+            );
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(status["secretName"], name.as_str());
+            assert_eq!(status["released"], json!([later_name]));
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert_eq!(
+        run.events(),
+        pairs(&[
+            ("Normal", "VersionRecreated"),
+            ("Normal", "VersionReleased")
+        ])
+    );
+    let note = run
+        .events
+        .iter()
+        .find(|e| e["reason"] == "VersionRecreated")
+        .unwrap()["note"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(note.contains("new values"), "{note}");
+}
+
+/// A Ready status write whose response shows a newer spec (edited while this
+/// reconcile ran) reconciles again at once: the write went through to the
+/// cache with the newer generation, so the edit's watch event, older than
+/// the write, triggers nothing.
+#[tokio::test]
+async fn a_ready_status_write_that_shows_a_newer_spec_reconciles_again() {
+    let h = Harness::new();
+    let rs = Rs::test().cached_in(&h);
+    VersionSecret::of(&rs).cached_in(&h);
+    let edited = rs.clone().edited(&Rs::test().with_rotation("2"));
+    let edited2 = edited.clone();
+    let run = h
+        .reconcile(|mut api| async move {
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(status["observedGeneration"], 1);
+            assert_eq!(condition(&status, "Ready")["status"], "True");
+            patch.respond(200, &edited2.applied(&status));
+            api
+        })
+        .await;
+    let event: RandomSecretObject = serde_json::from_value(edited.json()).unwrap();
+    assert!(
+        h.caches
+            .randomsecrets
+            .handle(&Event::Apply(event))
+            .is_empty(),
+        "the edit's own watch event triggers nothing"
+    );
+    assert_eq!(run.next, Next::RequeueAfter(Duration::ZERO));
 }
