@@ -18,6 +18,9 @@ pub mod status;
 pub mod subject;
 pub mod tracking;
 
+#[cfg(test)]
+mod tests;
+
 pub use error::ReconcileError;
 pub use subject::Subject;
 
