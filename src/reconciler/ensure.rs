@@ -157,12 +157,18 @@ pub async fn version(
                         .await
                         .map_err(ReconcileError::api(doing()))?
                         .metadata;
-                    Cached::of(&meta).ok_or_else(|| {
+                    let cached = Cached::of(&meta).ok_or_else(|| {
                         ReconcileError::NameConflict(format!(
                             "Secret {} exists without a uid",
                             v.secret_name
                         ))
-                    })?
+                    })?;
+                    // Ours: cached now (its watch event may come later). Not a
+                    // foreign one: the label-selected watch would never say it is gone.
+                    if cached.managed {
+                        ctx.caches.secrets.write_through(&meta);
+                    }
+                    cached
                 }
                 // The apiserver refused the Secret itself (a Secret type's rules, say): retrying cannot help.
                 Err(kube::Error::Api(s)) if s.code == 422 => {

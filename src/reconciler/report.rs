@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
+use std::time::Duration;
 use tracing::warn;
 
 /// Turns a reconcile's result into what happens next and a metric label.
@@ -26,7 +27,7 @@ pub async fn finish(
                 "ok",
             );
         }
-        Ok(Done::Again) => return (Next::RequeueAfter(std::time::Duration::ZERO), "ok"),
+        Ok(Done::Again) => return (Next::RequeueAfter(Duration::ZERO), "ok"),
         Ok(Done::Skipped(label)) => return (Next::AwaitChange, label),
         Err(e) => e,
     };
@@ -47,7 +48,9 @@ pub async fn finish(
             message,
         };
         // Best effort: the apiserver may be what failed.
-        let _ = write_status(&rs, &outcome, None, ctx).await;
+        if let Ok(true) = write_status(&rs, &outcome, None, ctx).await {
+            return (Next::RequeueAfter(Duration::ZERO), "error");
+        }
         return (Next::Retry, "error");
     }
     // A permanent problem: Stalled, a Warning Event when the reason is new
@@ -58,10 +61,13 @@ pub async fn finish(
         reason: reason.into(),
         message: message.clone(),
     };
-    if let Err(e) = write_status(&rs, &outcome, None, ctx).await {
-        warn!(randomsecret = %key, error = %e, "writing the Stalled status failed; retrying");
-        return (Next::Retry, "error");
-    }
+    let newer_spec = match write_status(&rs, &outcome, None, ctx).await {
+        Ok(newer) => newer,
+        Err(e) => {
+            warn!(randomsecret = %key, error = %e, "writing the Stalled status failed; retrying");
+            return (Next::Retry, "error");
+        }
+    };
     if new_reason {
         warn!(randomsecret = %key, reason, "stalled: {message}");
         ctx.events.publish(
@@ -72,7 +78,13 @@ pub async fn finish(
             message,
         );
     }
-    let next = err.recheck().map_or(Next::AwaitChange, Next::RequeueAfter);
+    // The write showed a newer spec (the user's fix, say): its watch event is
+    // older than what the cache now holds, so nothing else would trigger it.
+    let next = if newer_spec {
+        Next::RequeueAfter(Duration::ZERO)
+    } else {
+        err.recheck().map_or(Next::AwaitChange, Next::RequeueAfter)
+    };
     (next, "stalled")
 }
 
