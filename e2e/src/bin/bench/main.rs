@@ -1,7 +1,8 @@
 //! `make bench`: convergence against an apiserver floor, API requests per
-//! version, memory and CPU at 10,000 objects, rotation latency, startup,
-//! failover and a peer controller, all against the local control plane in
-//! one run. Prints a table and writes `target/bench/results.json`.
+//! version, memory, CPU, connections and threads at 10,000 objects, rotation
+//! latency, startup (with the peak RSS of the initial lists), failover and a
+//! peer controller, all against the local control plane in one run. Prints a
+//! table and writes `target/bench/results.json`.
 //!
 //! Run by `e2e/bench.sh` (which starts the control plane and builds the
 //! release binary and the peer); see the README's Benchmarks section.
@@ -16,6 +17,7 @@ use anyhow::{Context, Result, ensure};
 use clap::Parser;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use procstat::{Handles, Sampler, Steady};
 use randomsecret::api::RandomSecret;
 use randomsecret::version::Version;
 use randomsecret_e2e::ControllerProcess;
@@ -63,6 +65,9 @@ pub struct Args {
     /// First of the local ports for the controllers' metrics and health endpoints.
     #[arg(long, default_value_t = 19080)]
     port: u16,
+    /// The apiserver's port (from the kubeconfig): connections to it are counted.
+    #[arg(skip)]
+    api_port: u16,
 }
 
 /// The requests the controller makes, as (verb, resource): everything else in
@@ -91,12 +96,14 @@ const LIMIT: Duration = Duration::from_secs(1800);
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let args = Args::parse();
-    let client = Client::try_default()
+    let mut args = Args::parse();
+    let config = kube::Config::infer()
         .await
-        .context("connecting to the cluster in KUBECONFIG")?;
+        .context("reading the cluster from KUBECONFIG")?;
+    args.api_port = config.cluster_url.port_u16().unwrap_or(443);
+    let client = Client::try_from(config).context("connecting to the cluster in KUBECONFIG")?;
+    let largest = *args.sizes.last().context("--sizes is empty")?;
     let mut report = Report::new(&args);
-    let largest = *args.sizes.iter().max().context("--sizes is empty")?;
     let peer = if args.no_peer {
         None
     } else {
@@ -175,6 +182,10 @@ pub struct Converged {
     pub reconciles: f64,
     pub rss_kib: u64,
     pub peak_kib: u64,
+    /// Connections, fds and threads once settled.
+    pub handles: Handles,
+    /// The most of each while converging (sampled every 500 ms).
+    pub handles_max: Handles,
 }
 
 /// Reconciles so far (every result), from the controller's metrics.
@@ -221,6 +232,11 @@ async fn converge(
     .await?;
     let before = apimetrics::scrape(client).await?;
     let reconciles_before = reconciles(ctl)?;
+    let sampler = Sampler::start(
+        ctl.child.id(),
+        Some(args.api_port),
+        Duration::from_millis(500),
+    );
     let start = Instant::now();
     run_concurrently(n, args.concurrency, |i| {
         let (ns, name) = place(&pre, args.namespaces, i);
@@ -242,6 +258,7 @@ async fn converge(
     let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     // The benchmark's own requests.
     apimetrics::subtract(&mut requests, "POST", "randomsecrets", n as f64);
+    let during = sampler.stop();
     let mem = procstat::memory(ctl.child.id())?;
     Ok(Converged {
         took,
@@ -249,6 +266,8 @@ async fn converge(
         reconciles: reconciles(ctl)? - reconciles_before,
         rss_kib: mem.rss_kib,
         peak_kib: mem.peak_kib,
+        handles: procstat::handles(ctl.child.id(), args.api_port)?,
+        handles_max: during.max,
     })
 }
 
@@ -286,7 +305,8 @@ async fn memory(
     apimetrics::subtract(&mut requests, "POST", "replicasets", n as f64);
     report.replicasets(n, &requests);
     eprintln!("bench: N={n}: steady state ({}s)", args.steady_seconds);
-    let (steady, cpu) = procstat::steady(pid, Duration::from_secs(args.steady_seconds))?;
+    let window = Duration::from_secs(args.steady_seconds);
+    let steady = procstat::steady(pid, args.api_port, window)?;
     let peak = procstat::memory(pid)?.peak_kib;
     eprintln!(
         "bench: N={n}: {} unrelated Secrets of {} KiB",
@@ -308,12 +328,11 @@ async fn memory(
     settle(ctl).await?;
     let mut bulk_requests = apimetrics::delta(&bulk_before, &apimetrics::scrape(client).await?);
     apimetrics::subtract(&mut bulk_requests, "POST", "secrets", args.bulk as f64);
-    let (with_bulk, _) = procstat::steady(pid, Duration::from_secs(args.steady_seconds))?;
+    let with_bulk = procstat::steady(pid, args.api_port, window)?;
     report.memory(
         n,
         steady,
         peak,
-        cpu,
         with_bulk,
         procstat::memory(pid)?.peak_kib,
         &bulk_requests,
@@ -387,27 +406,46 @@ async fn rotation(client: &Client, args: &Args, n: usize, report: &mut Report) -
     Ok(())
 }
 
-/// Restart with everything converged: time to ready, and to every object
-/// reconciled once, and the requests that took (no writes expected).
-async fn startup(
+/// What a restart with `n` objects existing took and held.
+pub struct Restart {
+    pub ready: Duration,
+    pub all: Duration,
+    pub requests: apimetrics::Counts,
+    /// VmHWM when `/readyz` first answered: the peak of the initial lists.
+    pub peak_ready_kib: u64,
+    /// The largest RSS sampled (every 100 ms) until then: a check on VmHWM.
+    pub sampled_ready_kib: u64,
+    pub handles_ready: Handles,
+    /// VmHWM once every object was reconciled and the controller settled.
+    pub peak_kib: u64,
+    /// Then over the steady window.
+    pub steady: Steady,
+}
+
+/// Starts a controller with `n` RandomSecrets existing (none running) and
+/// waits until it is ready and has reconciled each once, sampling its
+/// memory from the start; then its steady state.
+async fn restart(
     client: &Client,
     args: &Args,
+    log: &str,
     n: usize,
-    ctl: ControllerProcess,
-    report: &mut Report,
-) -> Result<ControllerProcess> {
-    eprintln!("bench: N={n}: restart with {n} existing RandomSecrets");
-    ctl.terminate()?;
+) -> Result<(ControllerProcess, Restart)> {
     let before = apimetrics::scrape(client).await?;
     let start = Instant::now();
     let conc = args.concurrency.to_string();
     let mut p = ControllerProcess::spawn(
-        "bench",
+        log,
         args.port,
         &["--log-level=info", "--concurrency", &conc],
     )?;
+    let pid = p.child.id();
+    let sampler = Sampler::start(pid, None, Duration::from_millis(100));
     p.wait_ready(Duration::from_secs(300))?;
     let ready = start.elapsed();
+    let peak_ready_kib = procstat::memory(pid)?.peak_kib;
+    let sampled_ready_kib = sampler.stop().max_rss_kib();
+    let handles_ready = procstat::handles(pid, args.api_port)?;
     loop {
         let ok = p
             .metric("randomsecret_reconciles_total{result=\"ok\"}")?
@@ -424,8 +462,37 @@ async fn startup(
     let all = start.elapsed();
     settle(&p).await?;
     let requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
-    let mem = procstat::memory(p.child.id())?;
-    report.startup(n, ready, all, &requests, mem);
+    let peak_kib = procstat::memory(pid)?.peak_kib;
+    let steady = procstat::steady(pid, args.api_port, Duration::from_secs(args.steady_seconds))?;
+    Ok((
+        p,
+        Restart {
+            ready,
+            all,
+            requests,
+            peak_ready_kib,
+            sampled_ready_kib,
+            handles_ready,
+            peak_kib,
+            steady,
+        },
+    ))
+}
+
+/// Restart with everything converged: time to ready, and to every object
+/// reconciled once, the requests that took (no writes expected) and the
+/// peak RSS of the initial lists.
+async fn startup(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    ctl: ControllerProcess,
+    report: &mut Report,
+) -> Result<ControllerProcess> {
+    eprintln!("bench: N={n}: restart with {n} existing RandomSecrets");
+    ctl.terminate()?;
+    let (p, r) = restart(client, args, "bench", n).await?;
+    report.startup(n, &r);
     Ok(p)
 }
 
