@@ -1,8 +1,9 @@
 //! `make bench`: convergence against an apiserver floor, API requests per
 //! version, memory, CPU, connections and threads at 10,000 objects, rotation
-//! latency, startup (with the peak RSS of the initial lists), failover and a
-//! peer controller, all against the local control plane in one run. Prints a
-//! table and writes `target/bench/results.json`.
+//! latency, startup (with the peak RSS of the initial lists), failover, a
+//! peer controller and, last, memory as the set grows to 50,000, all against
+//! the local control plane in one run. Prints a table and writes
+//! `target/bench/results.json`.
 //!
 //! Run by `e2e/bench.sh` (which starts the control plane and builds the
 //! release binary and the peer); see the README's Benchmarks section.
@@ -13,7 +14,7 @@ mod procstat;
 mod report;
 mod workload;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 use clap::Parser;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
@@ -59,6 +60,15 @@ pub struct Args {
     /// Skip the peer controller.
     #[arg(long)]
     no_peer: bool,
+    /// The scale phase (last): grow the largest size's set to this many
+    /// RandomSecrets (each with its Secret; no more ReplicaSets) in 4 equal
+    /// steps, with the steady RSS after each, then restart the controller with
+    /// all of them. Default: 5 times the largest size (50,000 with the default sizes).
+    #[arg(long)]
+    big: Option<usize>,
+    /// Skip the scale phase.
+    #[arg(long, alias = "no-50k")]
+    no_big: bool,
     /// Where results.json goes.
     #[arg(long, default_value = "target/bench")]
     out: std::path::PathBuf,
@@ -97,13 +107,21 @@ const LIMIT: Duration = Duration::from_secs(1800);
 #[tokio::main]
 async fn main() -> Result<()> {
     let mut args = Args::parse();
+    // Ascending: the largest set is the one kept for the scale phase, which comes last.
+    args.sizes.sort_unstable();
+    args.sizes.dedup();
     let config = kube::Config::infer()
         .await
         .context("reading the cluster from KUBECONFIG")?;
     args.api_port = config.cluster_url.port_u16().unwrap_or(443);
     let client = Client::try_from(config).context("connecting to the cluster in KUBECONFIG")?;
     let largest = *args.sizes.last().context("--sizes is empty")?;
-    let mut report = Report::new(&args);
+    let big = match (args.no_big, args.big.unwrap_or(5 * largest)) {
+        (true, _) => None,
+        (false, b) if b > largest => Some(b),
+        (false, b) => bail!("--big {b} is not above the largest size {largest}"),
+    };
+    let mut report = Report::new(&args, big);
     let peer = if args.no_peer {
         None
     } else {
@@ -142,7 +160,13 @@ async fn main() -> Result<()> {
                 Err(e) => report.note(&format!("peer at N={n} failed: {e:#}")),
             }
         }
+        if n == largest && big.is_some() {
+            continue; // the scale phase grows this set; cluster.sh down removes it
+        }
         workload::delete_namespaces(&client, &prefix("ours", n), args.namespaces).await?;
+    }
+    if let Some(target) = big {
+        scale(&client, &args, largest, target, &mut report).await?;
     }
     report.finish(&args.out)
 }
@@ -494,6 +518,102 @@ async fn startup(
     let (p, r) = restart(client, args, "bench", n).await?;
     report.startup(n, &r);
     Ok(p)
+}
+
+/// One point of the scale phase.
+pub struct ScalePoint {
+    pub n: usize,
+    /// Creating the step's RandomSecrets until all were Ready (zero for the first point).
+    pub took: Duration,
+    pub steady: Steady,
+}
+
+/// The scale phase, last: with the `base` set of the largest size left in
+/// place (RandomSecrets, Secrets and ReplicaSets), a new controller; then
+/// more RandomSecrets (no ReplicaSets) in 4 equal steps up to `target`,
+/// with the steady RSS after each; then a restart with all of them.
+async fn scale(
+    client: &Client,
+    args: &Args,
+    base: usize,
+    target: usize,
+    report: &mut Report,
+) -> Result<()> {
+    const STEPS: usize = 4;
+    let pre = prefix("ours", base);
+    eprintln!("bench: scale: a controller with {base} existing");
+    let (mut ctl, first) = restart(client, args, "bench-scale", base).await?;
+    let mut points = vec![ScalePoint {
+        n: base,
+        took: Duration::ZERO,
+        steady: first.steady,
+    }];
+    // Per step, from after its readiness watch's first list to the settled end.
+    let mut requests = apimetrics::Counts::new();
+    let mut from = base;
+    for k in 1..=STEPS {
+        let upto = base + (target - base) * k / STEPS;
+        eprintln!("bench: scale: {from} -> {upto} RandomSecrets");
+        let run = format!("scale-{upto}");
+        let watch = ReadyWatch::start(
+            Api::<RandomSecret>::all(client.clone()),
+            &format!("{RUN_LABEL}={run}"),
+            upto - from,
+            workload::randomsecret_ready,
+        )
+        .await?;
+        let before = apimetrics::scrape(client).await?;
+        let start = Instant::now();
+        run_concurrently(upto - from, args.concurrency, |j| {
+            let (ns, name) = place(&pre, args.namespaces, from + j);
+            let run = run.clone();
+            async move {
+                Api::<RandomSecret>::namespaced(client.clone(), &ns)
+                    .create(
+                        &PostParams::default(),
+                        &workload::random_secret(&name, &run, "1")?,
+                    )
+                    .await?;
+                Ok(())
+            }
+        })
+        .await?;
+        let took = watch.wait(LIMIT).await? - start;
+        settle(&ctl).await?;
+        apimetrics::add(
+            &mut requests,
+            &apimetrics::delta(&before, &apimetrics::scrape(client).await?),
+        );
+        ensure!(
+            ctl.child.try_wait()?.is_none(),
+            "the controller exited at {upto} RandomSecrets"
+        );
+        // The intermediate points briefly; the last over the full window.
+        let window = if k == STEPS {
+            args.steady_seconds
+        } else {
+            args.steady_seconds.min(5)
+        };
+        let steady = procstat::steady(ctl.child.id(), args.api_port, Duration::from_secs(window))?;
+        points.push(ScalePoint {
+            n: upto,
+            took,
+            steady,
+        });
+        from = upto;
+    }
+    apimetrics::subtract(
+        &mut requests,
+        "POST",
+        "randomsecrets",
+        (target - base) as f64,
+    );
+    eprintln!("bench: scale: restart with {target} existing");
+    ctl.terminate()?;
+    let (p, last) = restart(client, args, "bench-scale", target).await?;
+    p.terminate()?;
+    report.scale(&first, &points, &requests, &last);
+    Ok(())
 }
 
 /// Failover: SIGKILL, then SIGTERM, of the leader with a warm standby: time

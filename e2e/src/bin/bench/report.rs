@@ -3,7 +3,7 @@
 
 use crate::apimetrics::{self, Counts};
 use crate::procstat::{Handles, Steady, mib};
-use crate::{Args, Converged, OURS, Restart, WATCHED};
+use crate::{Args, Converged, OURS, Restart, ScalePoint, WATCHED};
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -79,14 +79,15 @@ fn restart_json(r: &Restart) -> Value {
 }
 
 impl Report {
-    pub fn new(args: &Args) -> Self {
+    pub fn new(args: &Args, big: Option<usize>) -> Self {
         let mut json = serde_json::Map::new();
         json.insert("machine".into(), machine());
         json.insert(
             "settings".into(),
             json!({"sizes": args.sizes, "namespaces": args.namespaces, "concurrency": args.concurrency,
                    "rotations": args.rotations, "rotation_rate": args.rotation_rate,
-                   "bulk": args.bulk, "bulk_kib": args.bulk_kib, "steady_seconds": args.steady_seconds}),
+                   "bulk": args.bulk, "bulk_kib": args.bulk_kib, "steady_seconds": args.steady_seconds,
+                   "scale_to": big}),
         );
         json.insert(
             "started".into(),
@@ -308,6 +309,111 @@ impl Report {
                 "≤ {MAX_RESTART_PEAK_MIB} MiB: {}",
                 verdict(mib(r.peak_kib) <= MAX_RESTART_PEAK_MIB)
             ),
+        );
+    }
+
+    /// The scale phase: steady RSS as the set grows, per 10,000 more, and a
+    /// restart with all (`base`: the restart it began with).
+    pub fn scale(&mut self, base: &Restart, points: &[ScalePoint], requests: &Counts, r: &Restart) {
+        let (first, last) = (&points[0], &points[points.len() - 1]);
+        let per_10k = |a: &ScalePoint, b: &ScalePoint| {
+            (mib(b.steady.rss_kib) - mib(a.steady.rss_kib)) * 10_000.0 / (b.n - a.n) as f64
+        };
+        let overall = per_10k(first, last);
+        let steps: Vec<f64> = points.windows(2).map(|w| per_10k(&w[0], &w[1])).collect();
+        let added = (last.n - first.n) as f64;
+        let mine = apimetrics::only(requests, OURS);
+        let per_version = apimetrics::total(&mine) / added;
+        let lists = apimetrics::verb_on(requests, "LIST", WATCHED);
+        let lists_restart = apimetrics::verb_on(&r.requests, "LIST", WATCHED);
+        self.json.insert(
+            "scale".into(),
+            json!({
+                "points": points.iter().map(|p| json!({"n": p.n, "steady_rss_mib": mib(p.steady.rss_kib),
+                    "create_until_ready_s": secs(p.took), "idle_cpu_percent": p.steady.cpu * 100.0,
+                    "handles": p.steady.handles.json()})).collect::<Vec<_>>(),
+                "mib_per_10k": overall, "mib_per_10k_by_step": steps,
+                "requests_per_version": per_version, "lists_after_start": lists, "requests": by_verb(requests),
+                "base_restart": {"n": first.n, "ready_s": secs(base.ready), "all_reconciled_s": secs(base.all),
+                                 "memory": restart_json(base)},
+                "restart": {"n": last.n, "ready_s": secs(r.ready), "all_reconciled_s": secs(r.all),
+                            "lists": lists_restart, "requests": by_verb(&r.requests), "memory": restart_json(r)},
+            }),
+        );
+        let fmt_n = |n: usize| {
+            if n.is_multiple_of(1000) {
+                format!("{}k", n / 1000)
+            } else {
+                n.to_string()
+            }
+        };
+        self.row(
+            format!(
+                "Steady RSS by RandomSecrets (each with its Secret; {} ReplicaSets)",
+                first.n
+            ),
+            points
+                .iter()
+                .map(|p| {
+                    let v = format!("{}: {:.1} MiB", fmt_n(p.n), mib(p.steady.rss_kib));
+                    if p.n == last.n { format!("**{v}**") } else { v }
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            String::new(),
+        );
+        self.row(
+            format!(
+                "RSS per 10,000 more RandomSecrets, {} → {}",
+                fmt_n(first.n),
+                fmt_n(last.n)
+            ),
+            format!(
+                "**{overall:.2} MiB** (by step: {})",
+                steps
+                    .iter()
+                    .map(|s| format!("{s:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "linear: steps alike".into(),
+        );
+        self.row(
+            format!(
+                "Growth {} → {}: seconds per 10,000 Ready; requests per version; LISTs; connections / threads / fds at {}",
+                fmt_n(first.n),
+                fmt_n(last.n),
+                fmt_n(last.n)
+            ),
+            format!(
+                "{}; {per_version:.4}; {lists}; {}",
+                points[1..]
+                    .iter()
+                    .zip(points.windows(2))
+                    .map(|(p, w)| format!(
+                        "{:.1}",
+                        p.took.as_secs_f64() * 10_000.0 / (w[1].n - w[0].n) as f64
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+                handles(last.steady.handles)
+            ),
+            String::new(),
+        );
+        self.row(
+            format!(
+                "Restart with {} existing: ready / all reconciled; peak RSS until ready / until all reconciled; steady after",
+                last.n
+            ),
+            format!(
+                "{:.2} s / {:.2} s; {:.1} MiB / **{:.1} MiB**; {:.1} MiB ({lists_restart} LISTs)",
+                r.ready.as_secs_f64(),
+                r.all.as_secs_f64(),
+                mib(r.peak_ready_kib),
+                mib(r.peak_kib),
+                mib(r.steady.rss_kib)
+            ),
+            String::new(),
         );
     }
 
