@@ -63,7 +63,8 @@ run: build
 	echo "make run: try: kubectl get rsec; kubectl get secrets -l app.kubernetes.io/managed-by=randomsecret"; \
 	exec target/release/randomsecret controller --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
-## bench: the benchmarks against a control plane of their own (about 30 minutes);
+## bench: the benchmarks against a control plane of their own (about 40 minutes;
+## BENCH_ARGS="--no-big" skips the last phase, growing to 50,000 objects);
 ## BENCH_ARGS="--sizes 1000 --no-peer" for a shorter run (see target/release/bench --help)
 bench:
 	e2e/bench.sh $(BENCH_ARGS)

@@ -4,7 +4,8 @@
 # control plane of its own (ports apart from the test one's, state under
 # target/bench/cluster), runs target/release/bench and stops the control plane.
 # Results: target/bench/results.json and table.md; logs in target/bench/.
-# BENCH_NO_PEER=1 skips building and running the peer.
+# BENCH_NO_PEER=1 skips building and running the peer; --no-big skips the last
+# phase (growing the largest set to 5 times its size: 50,000 by default).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)

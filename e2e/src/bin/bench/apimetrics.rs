@@ -62,6 +62,13 @@ pub fn delta(before: &Counts, after: &Counts) -> Counts {
         .collect()
 }
 
+/// Adds `more` to `counts`.
+pub fn add(counts: &mut Counts, more: &Counts) {
+    for (k, v) in more {
+        *counts.entry(k.clone()).or_default() += v;
+    }
+}
+
 /// Removes `n` requests of `verb` on `resource` (the benchmark's own) from `counts`.
 pub fn subtract(counts: &mut Counts, verb: &str, resource: &str, n: f64) {
     let key = (verb.to_string(), resource.to_string());
@@ -115,5 +122,8 @@ apiserver_request_duration_seconds_count{verb="POST"} 99
         subtract(&mut d, "POST", "secrets", 9.0);
         assert_eq!(total(&only(&d, &[("APPLY", "randomsecrets/status")])), 3.0);
         assert_eq!(verb_on(&c, "POST", &["secrets"]), 9.0);
+        let mut sum = c.clone();
+        add(&mut sum, &c);
+        assert_eq!(sum[&("POST".into(), "secrets".into())], 18.0);
     }
 }

@@ -1,7 +1,9 @@
 //! `make bench`: convergence against an apiserver floor, API requests per
-//! version, memory and CPU at 10,000 objects, rotation latency, startup,
-//! failover and a peer controller, all against the local control plane in
-//! one run. Prints a table and writes `target/bench/results.json`.
+//! version, memory, CPU, connections and threads at 10,000 objects, rotation
+//! latency, startup (with the peak RSS of the initial lists), failover, a
+//! peer controller and, last, memory as the set grows to 50,000, all against
+//! the local control plane in one run. Prints a table and writes
+//! `target/bench/results.json`.
 //!
 //! Run by `e2e/bench.sh` (which starts the control plane and builds the
 //! release binary and the peer); see the README's Benchmarks section.
@@ -12,10 +14,11 @@ mod procstat;
 mod report;
 mod workload;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 use clap::Parser;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use procstat::{Handles, Sampler, Steady};
 use randomsecret::api::RandomSecret;
 use randomsecret::version::Version;
 use randomsecret_e2e::ControllerProcess;
@@ -57,12 +60,24 @@ pub struct Args {
     /// Skip the peer controller.
     #[arg(long)]
     no_peer: bool,
+    /// The scale phase (last): grow the largest size's set to this many
+    /// RandomSecrets (each with its Secret; no more ReplicaSets) in 4 equal
+    /// steps, with the steady RSS after each, then restart the controller with
+    /// all of them. Default: 5 times the largest size (50,000 with the default sizes).
+    #[arg(long)]
+    big: Option<usize>,
+    /// Skip the scale phase.
+    #[arg(long, alias = "no-50k")]
+    no_big: bool,
     /// Where results.json goes.
     #[arg(long, default_value = "target/bench")]
     out: std::path::PathBuf,
     /// First of the local ports for the controllers' metrics and health endpoints.
     #[arg(long, default_value_t = 19080)]
     port: u16,
+    /// The apiserver's port (from the kubeconfig): connections to it are counted.
+    #[arg(skip)]
+    api_port: u16,
 }
 
 /// The requests the controller makes, as (verb, resource): everything else in
@@ -91,12 +106,22 @@ const LIMIT: Duration = Duration::from_secs(1800);
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let args = Args::parse();
-    let client = Client::try_default()
+    let mut args = Args::parse();
+    // Ascending: the largest set is the one kept for the scale phase, which comes last.
+    args.sizes.sort_unstable();
+    args.sizes.dedup();
+    let config = kube::Config::infer()
         .await
-        .context("connecting to the cluster in KUBECONFIG")?;
-    let mut report = Report::new(&args);
-    let largest = *args.sizes.iter().max().context("--sizes is empty")?;
+        .context("reading the cluster from KUBECONFIG")?;
+    args.api_port = config.cluster_url.port_u16().unwrap_or(443);
+    let client = Client::try_from(config).context("connecting to the cluster in KUBECONFIG")?;
+    let largest = *args.sizes.last().context("--sizes is empty")?;
+    let big = match (args.no_big, args.big.unwrap_or(5 * largest)) {
+        (true, _) => None,
+        (false, b) if b > largest => Some(b),
+        (false, b) => bail!("--big {b} is not above the largest size {largest}"),
+    };
+    let mut report = Report::new(&args, big);
     let peer = if args.no_peer {
         None
     } else {
@@ -135,7 +160,13 @@ async fn main() -> Result<()> {
                 Err(e) => report.note(&format!("peer at N={n} failed: {e:#}")),
             }
         }
+        if n == largest && big.is_some() {
+            continue; // the scale phase grows this set; cluster.sh down removes it
+        }
         workload::delete_namespaces(&client, &prefix("ours", n), args.namespaces).await?;
+    }
+    if let Some(target) = big {
+        scale(&client, &args, largest, target, &mut report).await?;
     }
     report.finish(&args.out)
 }
@@ -175,6 +206,10 @@ pub struct Converged {
     pub reconciles: f64,
     pub rss_kib: u64,
     pub peak_kib: u64,
+    /// Connections, fds and threads once settled.
+    pub handles: Handles,
+    /// The most of each while converging (sampled every 500 ms).
+    pub handles_max: Handles,
 }
 
 /// Reconciles so far (every result), from the controller's metrics.
@@ -221,6 +256,11 @@ async fn converge(
     .await?;
     let before = apimetrics::scrape(client).await?;
     let reconciles_before = reconciles(ctl)?;
+    let sampler = Sampler::start(
+        ctl.child.id(),
+        Some(args.api_port),
+        Duration::from_millis(500),
+    );
     let start = Instant::now();
     run_concurrently(n, args.concurrency, |i| {
         let (ns, name) = place(&pre, args.namespaces, i);
@@ -242,6 +282,7 @@ async fn converge(
     let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     // The benchmark's own requests.
     apimetrics::subtract(&mut requests, "POST", "randomsecrets", n as f64);
+    let during = sampler.stop();
     let mem = procstat::memory(ctl.child.id())?;
     Ok(Converged {
         took,
@@ -249,6 +290,8 @@ async fn converge(
         reconciles: reconciles(ctl)? - reconciles_before,
         rss_kib: mem.rss_kib,
         peak_kib: mem.peak_kib,
+        handles: procstat::handles(ctl.child.id(), args.api_port)?,
+        handles_max: during.max,
     })
 }
 
@@ -286,7 +329,8 @@ async fn memory(
     apimetrics::subtract(&mut requests, "POST", "replicasets", n as f64);
     report.replicasets(n, &requests);
     eprintln!("bench: N={n}: steady state ({}s)", args.steady_seconds);
-    let (steady, cpu) = procstat::steady(pid, Duration::from_secs(args.steady_seconds))?;
+    let window = Duration::from_secs(args.steady_seconds);
+    let steady = procstat::steady(pid, args.api_port, window)?;
     let peak = procstat::memory(pid)?.peak_kib;
     eprintln!(
         "bench: N={n}: {} unrelated Secrets of {} KiB",
@@ -308,12 +352,11 @@ async fn memory(
     settle(ctl).await?;
     let mut bulk_requests = apimetrics::delta(&bulk_before, &apimetrics::scrape(client).await?);
     apimetrics::subtract(&mut bulk_requests, "POST", "secrets", args.bulk as f64);
-    let (with_bulk, _) = procstat::steady(pid, Duration::from_secs(args.steady_seconds))?;
+    let with_bulk = procstat::steady(pid, args.api_port, window)?;
     report.memory(
         n,
         steady,
         peak,
-        cpu,
         with_bulk,
         procstat::memory(pid)?.peak_kib,
         &bulk_requests,
@@ -387,27 +430,46 @@ async fn rotation(client: &Client, args: &Args, n: usize, report: &mut Report) -
     Ok(())
 }
 
-/// Restart with everything converged: time to ready, and to every object
-/// reconciled once, and the requests that took (no writes expected).
-async fn startup(
+/// What a restart with `n` objects existing took and held.
+pub struct Restart {
+    pub ready: Duration,
+    pub all: Duration,
+    pub requests: apimetrics::Counts,
+    /// VmHWM when `/readyz` first answered: the peak of the initial lists.
+    pub peak_ready_kib: u64,
+    /// The largest RSS sampled (every 100 ms) until then: a check on VmHWM.
+    pub sampled_ready_kib: u64,
+    pub handles_ready: Handles,
+    /// VmHWM once every object was reconciled and the controller settled.
+    pub peak_kib: u64,
+    /// Then over the steady window.
+    pub steady: Steady,
+}
+
+/// Starts a controller with `n` RandomSecrets existing (none running) and
+/// waits until it is ready and has reconciled each once, sampling its
+/// memory from the start; then its steady state.
+async fn restart(
     client: &Client,
     args: &Args,
+    log: &str,
     n: usize,
-    ctl: ControllerProcess,
-    report: &mut Report,
-) -> Result<ControllerProcess> {
-    eprintln!("bench: N={n}: restart with {n} existing RandomSecrets");
-    ctl.terminate()?;
+) -> Result<(ControllerProcess, Restart)> {
     let before = apimetrics::scrape(client).await?;
     let start = Instant::now();
     let conc = args.concurrency.to_string();
     let mut p = ControllerProcess::spawn(
-        "bench",
+        log,
         args.port,
         &["--log-level=info", "--concurrency", &conc],
     )?;
+    let pid = p.child.id();
+    let sampler = Sampler::start(pid, None, Duration::from_millis(100));
     p.wait_ready(Duration::from_secs(300))?;
     let ready = start.elapsed();
+    let peak_ready_kib = procstat::memory(pid)?.peak_kib;
+    let sampled_ready_kib = sampler.stop().max_rss_kib();
+    let handles_ready = procstat::handles(pid, args.api_port)?;
     loop {
         let ok = p
             .metric("randomsecret_reconciles_total{result=\"ok\"}")?
@@ -424,9 +486,134 @@ async fn startup(
     let all = start.elapsed();
     settle(&p).await?;
     let requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
-    let mem = procstat::memory(p.child.id())?;
-    report.startup(n, ready, all, &requests, mem);
+    let peak_kib = procstat::memory(pid)?.peak_kib;
+    let steady = procstat::steady(pid, args.api_port, Duration::from_secs(args.steady_seconds))?;
+    Ok((
+        p,
+        Restart {
+            ready,
+            all,
+            requests,
+            peak_ready_kib,
+            sampled_ready_kib,
+            handles_ready,
+            peak_kib,
+            steady,
+        },
+    ))
+}
+
+/// Restart with everything converged: time to ready, and to every object
+/// reconciled once, the requests that took (no writes expected) and the
+/// peak RSS of the initial lists.
+async fn startup(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    ctl: ControllerProcess,
+    report: &mut Report,
+) -> Result<ControllerProcess> {
+    eprintln!("bench: N={n}: restart with {n} existing RandomSecrets");
+    ctl.terminate()?;
+    let (p, r) = restart(client, args, "bench", n).await?;
+    report.startup(n, &r);
     Ok(p)
+}
+
+/// One point of the scale phase.
+pub struct ScalePoint {
+    pub n: usize,
+    /// Creating the step's RandomSecrets until all were Ready (zero for the first point).
+    pub took: Duration,
+    pub steady: Steady,
+}
+
+/// The scale phase, last: with the `base` set of the largest size left in
+/// place (RandomSecrets, Secrets and ReplicaSets), a new controller; then
+/// more RandomSecrets (no ReplicaSets) in 4 equal steps up to `target`,
+/// with the steady RSS after each; then a restart with all of them.
+async fn scale(
+    client: &Client,
+    args: &Args,
+    base: usize,
+    target: usize,
+    report: &mut Report,
+) -> Result<()> {
+    const STEPS: usize = 4;
+    let pre = prefix("ours", base);
+    eprintln!("bench: scale: a controller with {base} existing");
+    let (mut ctl, first) = restart(client, args, "bench-scale", base).await?;
+    let mut points = vec![ScalePoint {
+        n: base,
+        took: Duration::ZERO,
+        steady: first.steady,
+    }];
+    // Per step, from after its readiness watch's first list to the settled end.
+    let mut requests = apimetrics::Counts::new();
+    let mut from = base;
+    for k in 1..=STEPS {
+        let upto = base + (target - base) * k / STEPS;
+        eprintln!("bench: scale: {from} -> {upto} RandomSecrets");
+        let run = format!("scale-{upto}");
+        let watch = ReadyWatch::start(
+            Api::<RandomSecret>::all(client.clone()),
+            &format!("{RUN_LABEL}={run}"),
+            upto - from,
+            workload::randomsecret_ready,
+        )
+        .await?;
+        let before = apimetrics::scrape(client).await?;
+        let start = Instant::now();
+        run_concurrently(upto - from, args.concurrency, |j| {
+            let (ns, name) = place(&pre, args.namespaces, from + j);
+            let run = run.clone();
+            async move {
+                Api::<RandomSecret>::namespaced(client.clone(), &ns)
+                    .create(
+                        &PostParams::default(),
+                        &workload::random_secret(&name, &run, "1")?,
+                    )
+                    .await?;
+                Ok(())
+            }
+        })
+        .await?;
+        let took = watch.wait(LIMIT).await? - start;
+        settle(&ctl).await?;
+        apimetrics::add(
+            &mut requests,
+            &apimetrics::delta(&before, &apimetrics::scrape(client).await?),
+        );
+        ensure!(
+            ctl.child.try_wait()?.is_none(),
+            "the controller exited at {upto} RandomSecrets"
+        );
+        // The intermediate points briefly; the last over the full window.
+        let window = if k == STEPS {
+            args.steady_seconds
+        } else {
+            args.steady_seconds.min(5)
+        };
+        let steady = procstat::steady(ctl.child.id(), args.api_port, Duration::from_secs(window))?;
+        points.push(ScalePoint {
+            n: upto,
+            took,
+            steady,
+        });
+        from = upto;
+    }
+    apimetrics::subtract(
+        &mut requests,
+        "POST",
+        "randomsecrets",
+        (target - base) as f64,
+    );
+    eprintln!("bench: scale: restart with {target} existing");
+    ctl.terminate()?;
+    let (p, last) = restart(client, args, "bench-scale", target).await?;
+    p.terminate()?;
+    report.scale(&first, &points, &requests, &last);
+    Ok(())
 }
 
 /// Failover: SIGKILL, then SIGTERM, of the leader with a warm standby: time

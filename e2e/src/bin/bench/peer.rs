@@ -187,7 +187,7 @@ impl Peer {
         let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
         apimetrics::subtract(&mut requests, "POST", "externalsecrets", n as f64);
         let pid = peer.0.id();
-        let (rss, _) = procstat::steady(pid, Duration::from_secs(5))?;
+        let rss = procstat::steady(pid, args.api_port, Duration::from_secs(5))?.rss_kib;
         let peak = procstat::memory(pid)?.peak_kib;
         drop(peer);
         workload::delete_namespaces(client, &pre, args.namespaces).await?;

@@ -1,6 +1,8 @@
-//! Memory and CPU of a process, from /proc (Linux).
+//! Memory, CPU, connections, fds and threads of a process, from /proc (Linux).
 
 use anyhow::{Context, Result};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// One reading of /proc/<pid>/status, in KiB.
@@ -15,16 +17,19 @@ pub struct Memory {
 pub fn memory(pid: u32) -> Result<Memory> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .with_context(|| format!("reading /proc/{pid}/status"))?;
-    let field = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-    };
     Ok(Memory {
-        rss_kib: field("VmRSS:"),
-        peak_kib: field("VmHWM:"),
+        rss_kib: field(&text, "VmRSS:"),
+        peak_kib: field(&text, "VmHWM:"),
     })
+}
+
+/// The number after `name` in /proc/<pid>/status text (0 if absent).
+fn field(status: &str, name: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// CPU time used so far (user + system), in seconds.
@@ -47,21 +52,214 @@ fn clock_ticks() -> f64 {
         .unwrap_or(100.0)
 }
 
-/// The median RSS over `window` (sampled every 250 ms) and the CPU used in
-/// it as a share of one core: the process's steady state.
-pub fn steady(pid: u32, window: Duration) -> Result<(u64, f64)> {
-    let start = Instant::now();
-    let cpu0 = cpu_seconds(pid)?;
-    let mut samples = Vec::new();
-    while start.elapsed() < window {
-        samples.push(memory(pid)?.rss_kib);
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    let cpu = (cpu_seconds(pid)? - cpu0) / start.elapsed().as_secs_f64();
-    samples.sort_unstable();
-    Ok((samples[samples.len() / 2], cpu))
-}
-
 pub fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
+}
+
+/// What a process holds open: its TCP connections to the apiserver (any
+/// state but LISTEN, from its socket fds matched against
+/// /proc/<pid>/net/tcp{,6}), all its TCP sockets, its fds and its threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Handles {
+    pub apiserver: usize,
+    pub tcp: usize,
+    pub fds: usize,
+    pub threads: usize,
+}
+
+impl Handles {
+    /// Field by field, the larger of the two.
+    pub fn max(self, o: Handles) -> Handles {
+        Handles {
+            apiserver: self.apiserver.max(o.apiserver),
+            tcp: self.tcp.max(o.tcp),
+            fds: self.fds.max(o.fds),
+            threads: self.threads.max(o.threads),
+        }
+    }
+
+    pub fn json(self) -> serde_json::Value {
+        serde_json::json!({"apiserver_connections": self.apiserver, "tcp_sockets": self.tcp,
+                           "fds": self.fds, "threads": self.threads})
+    }
+}
+
+/// A reading of the process's open connections, fds and threads;
+/// `api_port` is the apiserver's (remote) port.
+pub fn handles(pid: u32, api_port: u16) -> Result<Handles> {
+    let mut sockets = std::collections::HashSet::new();
+    let mut fds = 0;
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .with_context(|| format!("reading /proc/{pid}/fd"))?
+    {
+        // An fd closed between the listing and the readlink is skipped.
+        let Ok(entry) = entry else { continue };
+        fds += 1;
+        if let Ok(target) = std::fs::read_link(entry.path())
+            && let Some(inode) = target
+                .to_str()
+                .and_then(|t| t.strip_prefix("socket:["))
+                .and_then(|t| t.strip_suffix(']'))
+        {
+            sockets.insert(inode.to_string());
+        }
+    }
+    let (mut apiserver, mut tcp) = (0, 0);
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        for (remote_port, state, inode) in text.lines().skip(1).filter_map(tcp_line) {
+            if !sockets.contains(inode) {
+                continue;
+            }
+            tcp += 1;
+            if remote_port == api_port && state != LISTEN {
+                apiserver += 1;
+            }
+        }
+    }
+    Ok(Handles {
+        apiserver,
+        tcp,
+        fds,
+        threads: status_field(pid, "Threads:")? as usize,
+    })
+}
+
+/// TCP_LISTEN in /proc/net/tcp's `st` column.
+const LISTEN: u8 = 0x0A;
+
+/// (remote port, state, inode) of a /proc/net/tcp line:
+/// `sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...`.
+fn tcp_line(line: &str) -> Option<(u16, u8, &str)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let port = u16::from_str_radix(f.get(2)?.rsplit_once(':')?.1, 16).ok()?;
+    let state = u8::from_str_radix(f.get(3)?, 16).ok()?;
+    Some((port, state, f.get(9).copied()?))
+}
+
+fn status_field(pid: u32, name: &str) -> Result<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    Ok(field(&text, name))
+}
+
+/// What a `Sampler` saw.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    /// RSS at each sample, in order.
+    pub rss_kib: Vec<u64>,
+    /// The largest of each handle count over the samples.
+    pub max: Handles,
+    /// The last reading.
+    pub last: Handles,
+}
+
+impl Samples {
+    pub fn median_rss_kib(&self) -> u64 {
+        let mut s = self.rss_kib.clone();
+        s.sort_unstable();
+        s.get(s.len() / 2).copied().unwrap_or(0)
+    }
+
+    pub fn max_rss_kib(&self) -> u64 {
+        self.rss_kib.iter().copied().max().unwrap_or(0)
+    }
+}
+
+/// Reads the RSS of a process every `every` on a thread of its own until
+/// stopped (or the process is gone), and its `Handles` too given the
+/// apiserver's port.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Samples>,
+}
+
+impl Sampler {
+    pub fn start(pid: u32, api_port: Option<u16>, every: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut s = Samples::default();
+            loop {
+                let Ok(m) = memory(pid) else { break };
+                s.rss_kib.push(m.rss_kib);
+                if let Some(port) = api_port {
+                    let Ok(h) = handles(pid, port) else { break };
+                    s.max = s.max.max(h);
+                    s.last = h;
+                }
+                if flag.load(Ordering::Relaxed) {
+                    break;
+                }
+                std::thread::sleep(every);
+            }
+            s
+        });
+        Sampler { stop, thread }
+    }
+
+    /// Takes one last sample and returns them all.
+    pub fn stop(self) -> Samples {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+/// The process over `window`: median RSS, CPU as a share of one core, and
+/// the most connections, fds and threads it held.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Steady {
+    pub rss_kib: u64,
+    pub cpu: f64,
+    pub handles: Handles,
+}
+
+/// Samples the process for `window` (every 250 ms): its steady state.
+pub fn steady(pid: u32, api_port: u16, window: Duration) -> Result<Steady> {
+    let start = Instant::now();
+    let cpu0 = cpu_seconds(pid)?;
+    let sampler = Sampler::start(pid, Some(api_port), Duration::from_millis(250));
+    std::thread::sleep(window);
+    let samples = sampler.stop();
+    let cpu = (cpu_seconds(pid)? - cpu0) / start.elapsed().as_secs_f64();
+    anyhow::ensure!(!samples.rss_kib.is_empty(), "process {pid} is gone");
+    Ok(Steady {
+        rss_kib: samples.median_rss_kib(),
+        cpu,
+        handles: samples.max,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tcp_lines() {
+        let l = "   3: 0100007F:9C4E 0100007F:4435 01 00000000:00000000 02:000A1234 00000000  1000        0 4242 2 0000000000000000 20 4 30 10 -1";
+        assert_eq!(tcp_line(l), Some((0x4435, 1, "4242")));
+        assert_eq!(tcp_line("  sl  local_address rem_address"), None);
+    }
+
+    #[test]
+    fn reads_its_own_process() {
+        let pid = std::process::id();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let _conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let h = handles(pid, port).unwrap();
+        // The client end (remote = port); the accepted end is not accepted yet but
+        // is not ours either; the listener is LISTEN.
+        assert_eq!(h.apiserver, 1);
+        assert!(h.tcp >= 2 && h.fds >= 2 && h.threads >= 1, "{h:?}");
+        let s = Sampler::start(pid, Some(port), Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(50));
+        let s = s.stop();
+        assert!(
+            !s.rss_kib.is_empty() && s.max_rss_kib() > 0 && s.max.apiserver == 1,
+            "{s:?}"
+        );
+    }
 }
