@@ -34,7 +34,16 @@ impl Subject {
         };
         match spec {
             Ok(spec) => (Subject { spec, ..rs }, None),
-            Err(e) => (rs, Some(ReconcileError::UnreadableSpec(e.to_string()))),
+            // Where, not serde's text: that can quote the value (a static value, say).
+            Err(e) => (
+                rs,
+                Some(ReconcileError::UnreadableSpec(format!(
+                    "{:?} error at line {} column {}",
+                    e.classify(),
+                    e.line(),
+                    e.column()
+                ))),
+            ),
         }
     }
 
@@ -61,5 +70,31 @@ impl Subject {
             uid: Some(self.uid.to_string()),
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::randomsecrets::RandomSecrets;
+    use kube::runtime::watcher::Event;
+
+    /// A spec this version cannot read is reported by where it fails, never by
+    /// serde's text, which quotes the offending value.
+    #[test]
+    fn an_unreadable_spec_is_reported_without_its_values() {
+        let obj = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "db", "namespace": "n", "uid": "6f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"},
+            "spec": {"static": {"password": ["hunter2-secret"]}},
+        }))
+        .unwrap();
+        let cache = RandomSecrets::default();
+        cache.handle(&Event::Apply(obj));
+        let key = Key::new("n", "db");
+        let (rs, err) = Subject::read(key.clone(), cache.get(&key).unwrap());
+        let err = err.expect("unreadable");
+        assert_eq!((rs.key, err.reason()), (key, "InvalidSpec"));
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(err.to_string().contains("line 1"), "{err}");
     }
 }
