@@ -67,19 +67,17 @@ async fn a_lost_live_version_is_reported_not_regenerated() -> Result<()> {
     ns.delete().await
 }
 
-/// A released version that has no owner reference left (here: orphaned by a
-/// `--cascade=orphan` delete of its RandomSecret) is deleted, not kept forever
-/// in `status.versions`.
+/// A superseded Secret with our labels but no owner reference at all (here:
+/// orphaned by a `--cascade=orphan` delete of its RandomSecret) is never
+/// deleted: labels alone do not prove this controller created it.
 #[tokio::test]
-async fn a_released_version_without_owners_is_deleted() -> Result<()> {
+async fn an_ownerless_secret_with_our_labels_is_not_deleted() -> Result<()> {
     let client = client().await?;
     let ns = TestNamespace::new(&client, "safety-ownerless").await?;
     let api: Api<RandomSecret> = ns.api();
     let secrets: Api<Secret> = ns.api();
     let spec = |rotation: &str, history: i32| json!({"keys": {"k": {"length": 16}}, "rotation": rotation, "history": history});
-    let old = first_version(&api, &secrets, "db", spec("1", 1))
-        .await?
-        .name_any();
+    let old = first_version(&api, &secrets, "db", spec("1", 1)).await?;
     patch_spec(&api, "db", spec("2", 1)).await?;
     let rs = wait_for(&api, "db", "Ready on rotation 2", is_ready).await?;
     let current = rs
@@ -87,40 +85,50 @@ async fn a_released_version_without_owners_is_deleted() -> Result<()> {
         .and_then(|s| s.secret_name)
         .context("secretName")?;
     ensure!(
-        secrets.get_opt(&old).await?.is_some(),
+        secrets.get_opt(&old.name_any()).await?.is_some(),
         "kept within history 1"
     );
 
     // Orphaned: the garbage collector removes the owner references.
     api.delete("db", &DeleteParams::orphan()).await?;
     wait_deleted(&api, "db").await?;
-    wait_for(&secrets, &old, "orphaned", |s: Option<&Secret>| {
-        s.is_some_and(|s| s.owner_references().is_empty())
-    })
+    wait_for(
+        &secrets,
+        &old.name_any(),
+        "orphaned",
+        |s: Option<&Secret>| s.is_some_and(|s| s.owner_references().is_empty()),
+    )
     .await?;
 
-    // Re-created without history: the old version is released and deleted.
+    // Re-created without history: the old one is superseded and unreferenced,
+    // but has no owner to prove it ours, so it stays, untouched.
     api.create(&PostParams::default(), &random_secret("db", spec("2", 0))?)
         .await?;
     let rs = wait_for(&api, "db", "Ready and adopted", is_ready).await?;
     ensure!(rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(current.as_str()));
-    wait_deleted(&secrets, &old)
-        .await
-        .context("the ownerless released version is deleted")?;
     let rs = wait_for(
         &api,
         "db",
-        "status without the released version",
+        "the old version listed as released",
         |rs: Option<&RandomSecret>| {
             rs.and_then(|r| r.status.as_ref()).is_some_and(|s| {
                 s.versions
                     .iter()
-                    .all(|v| v.name != old && v.state != VersionState::Released)
-                    && s.released.contains(&old)
+                    .any(|v| v.name == old.name_any() && v.state == VersionState::Released)
             })
         },
     )
     .await?;
-    ensure!(rs.status.is_some_and(|s| s.versions.len() == 1));
+    ensure!(
+        rs.status
+            .is_some_and(|s| !s.released.contains(&old.name_any()))
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = secrets.get(&old.name_any()).await?;
+    ensure!(
+        after.uid() == old.uid() && after.data == old.data,
+        "the ownerless Secret was changed"
+    );
+    ensure!(after.owner_references().is_empty());
     ns.delete().await
 }

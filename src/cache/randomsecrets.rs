@@ -7,7 +7,7 @@
 
 use super::slim::RandomSecretObject;
 use super::{Key, Uid};
-use crate::api::{RandomSecret, RandomSecretSpec, RandomSecretStatus};
+use crate::api::{RandomSecretSpec, RandomSecretStatus};
 use crate::reconciler::status::Previous;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
@@ -138,17 +138,19 @@ impl RandomSecrets {
 
     /// Applies the response of our own write. Returns true when it shows a
     /// newer spec than `generation` (the one just reconciled): reconcile again.
-    pub fn write_through(&self, rs: &RandomSecret, generation: i64) -> bool {
-        let key = Key::of(&rs.metadata);
-        let spec = serde_json::to_string(&rs.spec).unwrap_or_default();
-        let Some(mut next) = Entry::new(&rs.metadata, spec, rs.status.as_ref()) else {
+    pub fn write_through(&self, obj: &RandomSecretObject, generation: i64) -> bool {
+        let key = Key::of(&obj.metadata);
+        let Some(mut next) = Entry::from_object(obj) else {
             return false;
         };
         let mut inner = self.0.write().expect("randomsecrets lock");
-        next.epoch = inner.epoch;
         match inner.map.get_mut(&key) {
             Some(known) if known.newer_than(&next) => {}
-            Some(known) => *known = next.clone(),
+            Some(known) => {
+                // Keeps its place in a relist under way (the relist decides whether it stays).
+                next.epoch = known.epoch;
+                *known = next.clone();
+            }
             // Deleted meanwhile: the watch will say so; do not bring it back.
             None => return false,
         }
@@ -240,8 +242,7 @@ mod tests {
         let c = RandomSecrets::default();
         let key = Key::new("n", "db");
         c.handle(&Event::Apply(obj("10", 1, json!(null))));
-        let written: RandomSecret = serde_json::from_value(json!({
-            "apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
+        let written: RandomSecretObject = serde_json::from_value(json!({
             "metadata": {"name": "db", "namespace": "n", "uid": UID, "resourceVersion": "12", "generation": 1},
             "spec": {"keys": {"password": {"length": 16}}},
             "status": {"secretName": "db-x"},

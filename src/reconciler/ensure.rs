@@ -124,13 +124,17 @@ pub async fn version(
             let Some(meta) = found.map(|s| s.metadata) else {
                 return Err(ReconcileError::VersionLost(v.secret_name.clone()));
             };
-            ctx.caches.secrets.write_through(&meta);
-            Cached::of(&meta).ok_or_else(|| {
+            let cached = Cached::of(&meta).ok_or_else(|| {
                 ReconcileError::NameConflict(format!(
                     "Secret {} exists without a uid",
                     v.secret_name
                 ))
-            })?
+            })?;
+            // Not a foreign one: the label-selected watch would never say it is gone.
+            if cached.managed {
+                ctx.caches.secrets.write_through(&meta);
+            }
+            cached
         }
         None => {
             let pp = PostParams {
@@ -143,7 +147,7 @@ pub async fn version(
                     // Only the metadata is kept; the values are never cached.
                     ctx.caches.secrets.write_through(&created.metadata);
                     let cached = Cached::of(&created.metadata).ok_or_else(|| {
-                        ReconcileError::UnreadableSpec(format!(
+                        ReconcileError::NameConflict(format!(
                             "Secret {} came back without a uid",
                             v.secret_name
                         ))

@@ -71,7 +71,10 @@ pub async fn reconcile(key: Key, ctx: Arc<Context>) -> Next {
     next
 }
 
-async fn steps(key: &Key, ctx: &Context) -> Result<Done, (Option<Subject>, ReconcileError)> {
+/// A reconcile that failed: the RandomSecret as read, and why.
+pub type Failed = (Box<Subject>, ReconcileError);
+
+async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     if !*ctx.leader.borrow() {
         // A standby: caches stay warm; everything is reconciled on taking over.
         return Ok(Done::Skipped("standby"));
@@ -85,9 +88,9 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, (Option<Subject>, Recon
     }
     let (rs, unreadable) = Subject::read(key.clone(), entry);
     if let Some(e) = unreadable {
-        return Err((Some(rs), e));
+        return Err((Box::new(rs), e));
     }
-    let at = |e: ReconcileError| (Some(rs.clone()), e);
+    let at = |e: ReconcileError| (Box::new(rs.clone()), e);
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let (v, next_epoch) =
         Version::at(&rs.spec, &rs.key.name, rs.created, now).map_err(|e| at(e.into()))?;

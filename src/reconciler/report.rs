@@ -2,9 +2,10 @@
 //! the metric and the log line, and decides what happens next.
 
 use super::status::{self, Outcome, Previous, Versions};
-use super::{Context, Done, MANAGER, ReconcileError, Subject};
-use crate::api::RandomSecret;
+use super::{Context, Done, Failed, MANAGER, ReconcileError, Subject};
+use crate::api::RandomSecretStatus;
 use crate::cache::Key;
+use crate::cache::slim::RandomSecretObject;
 use crate::runtime::events::EventType;
 use crate::runtime::runner::Next;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -17,7 +18,7 @@ use tracing::warn;
 /// Turns a reconcile's result into what happens next and a metric label.
 pub async fn finish(
     key: &Key,
-    result: Result<Done, (Option<Subject>, ReconcileError)>,
+    result: Result<Done, Failed>,
     ctx: &Context,
 ) -> (Next, &'static str) {
     let (rs, err) = match result {
@@ -37,10 +38,6 @@ pub async fn finish(
     }
     ctx.metrics.error(err.reason());
     let message = err.to_string();
-    let Some(rs) = rs else {
-        warn!(randomsecret = %key, reason = err.reason(), "reconcile failed: {message}");
-        return (Next::Retry, "error");
-    };
     if !err.permanent() {
         warn!(randomsecret = %key, reason = err.reason(), "reconcile failed; retrying: {message}");
         let outcome = Outcome::Retrying {
@@ -101,7 +98,7 @@ pub async fn write_status(
 ) -> Result<bool, ReconcileError> {
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let generation = Some(rs.generation);
-    let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), rs.key.ns());
+    let api: Api<RandomSecretObject> = Api::namespaced(ctx.client.clone(), rs.key.ns());
     let desired = match versions {
         Some(versions) => {
             let desired = status::desired(&rs.status, generation, outcome, versions, &now);
@@ -115,12 +112,15 @@ pub async fn write_status(
             if status::conditions_fingerprint(Some(&probe)) == rs.status.conditions_fingerprint {
                 return Ok(false);
             }
-            // The object itself (the controller's RBAC has get on it, not on /status).
-            let stored = api
+            // The object itself (the controller's RBAC has get on it, not on
+            // /status), untyped: a spec this version cannot read must not stop
+            // the report that says so.
+            let stored: Option<RandomSecretStatus> = api
                 .get(&rs.key.name)
                 .await
                 .map_err(ReconcileError::api("reading the status"))?
-                .status;
+                .status
+                .and_then(|s| serde_json::from_value(s).ok());
             let previous = Previous::of(stored.as_ref());
             status::desired(
                 &previous,

@@ -105,12 +105,12 @@ pub fn plan(
             }
             owners.extend(holders.iter().map(Holder::owner_reference));
             owners.extend(v.owners.iter().filter(|o| !managed(o)).cloned());
-            // A released version with no owner left is deleted, also when it
-            // already had none (the garbage collector never deletes those).
-            let change = if owners.is_empty() {
-                Change::Delete
-            } else if same_owners(&owners, &v.owners) {
+            // A Secret that never had an owner is not deleted: its labels
+            // alone do not prove this controller created it.
+            let change = if same_owners(&owners, &v.owners) {
                 Change::None
+            } else if owners.is_empty() {
+                Change::Delete
             } else {
                 Change::SetOwners
             };
@@ -304,10 +304,10 @@ mod tests {
         );
     }
 
-    /// Issue 12 (4): a released version that already had no owner was never
-    /// deleted and stayed in status.versions.
+    /// A released version that has no owner at all is left alone: with
+    /// labels as the only evidence, it may not be ours to delete.
     #[test]
-    fn a_released_version_without_owners_is_deleted() {
+    fn a_released_version_without_any_owner_is_not_deleted() {
         let p = run(
             "v2",
             &[obs("v1", 1, vec![]), obs("v2", 2, vec![rs_owner("me")])],
@@ -316,7 +316,7 @@ mod tests {
         );
         assert_eq!(
             (p[1].state, p[1].change.clone()),
-            (VersionState::Released, Change::Delete)
+            (VersionState::Released, Change::None)
         );
     }
 

@@ -97,6 +97,7 @@ impl Runner {
         let mut in_flight = FuturesUnordered::new();
         let mut failures: HashMap<Key, u32> = HashMap::new();
         loop {
+            let saturated = in_flight.len() >= self.concurrency;
             tokio::select! {
                 biased;
                 _ = &mut shutdown => break,
@@ -123,11 +124,18 @@ impl Runner {
                         let _ = requeue.send(ScheduleRequest { message: key, run_at });
                     }
                 }
+                // While every slot is busy the scheduler is still polled (with
+                // nothing taken), so triggers are deduplicated into its queue
+                // instead of piling up in the channel.
                 key = async {
-                    // Keys already running stay queued until their reconcile ends.
-                    let mut ready = queue.as_mut().hold_unless(|k| !running.lock().expect("running lock").contains(k));
-                    ready.next().await
-                }, if in_flight.len() < self.concurrency => {
+                    if saturated {
+                        queue.as_mut().hold().next().await
+                    } else {
+                        // Keys already running stay queued until their reconcile ends.
+                        let mut ready = queue.as_mut().hold_unless(|k| !running.lock().expect("running lock").contains(k));
+                        ready.next().await
+                    }
+                } => {
                     let Some(key) = key else { break };
                     running.lock().expect("running lock").insert(key.clone());
                     let work = reconcile(key.clone());
