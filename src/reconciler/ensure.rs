@@ -99,6 +99,21 @@ pub fn build_secret(rs: &Subject, v: &Version, ctx: &Context) -> Result<Secret, 
     })
 }
 
+/// A Secret read back from the apiserver (its name was taken, or the cache
+/// had not shown it): cached now if it is ours (its watch event may come
+/// later); a foreign one is not, since the label-selected watch would never
+/// say it is gone.
+fn found_existing(meta: &ObjectMeta, ctx: &Context) -> Result<Cached, ReconcileError> {
+    let name = meta.name.as_deref().unwrap_or_default();
+    let cached = Cached::of(meta).ok_or_else(|| {
+        ReconcileError::NameConflict(format!("Secret {name} exists without a uid"))
+    })?;
+    if cached.managed {
+        ctx.caches.secrets.write_through(meta);
+    }
+    Ok(cached)
+}
+
 /// Makes sure the current version exists; returns what happened and its
 /// metadata as cached.
 pub async fn version(
@@ -124,17 +139,7 @@ pub async fn version(
             let Some(meta) = found.map(|s| s.metadata) else {
                 return Err(ReconcileError::VersionLost(v.secret_name.clone()));
             };
-            let cached = Cached::of(&meta).ok_or_else(|| {
-                ReconcileError::NameConflict(format!(
-                    "Secret {} exists without a uid",
-                    v.secret_name
-                ))
-            })?;
-            // Not a foreign one: the label-selected watch would never say it is gone.
-            if cached.managed {
-                ctx.caches.secrets.write_through(&meta);
-            }
-            cached
+            found_existing(&meta, ctx)?
         }
         None => {
             let pp = PostParams {
@@ -161,18 +166,7 @@ pub async fn version(
                         .await
                         .map_err(ReconcileError::api(doing()))?
                         .metadata;
-                    let cached = Cached::of(&meta).ok_or_else(|| {
-                        ReconcileError::NameConflict(format!(
-                            "Secret {} exists without a uid",
-                            v.secret_name
-                        ))
-                    })?;
-                    // Ours: cached now (its watch event may come later). Not a
-                    // foreign one: the label-selected watch would never say it is gone.
-                    if cached.managed {
-                        ctx.caches.secrets.write_through(&meta);
-                    }
-                    cached
+                    found_existing(&meta, ctx)?
                 }
                 // The apiserver refused the Secret itself (a Secret type's rules, say): retrying cannot help.
                 Err(kube::Error::Api(s)) if s.code == 422 => {
