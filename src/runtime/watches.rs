@@ -26,6 +26,26 @@ use tracing::warn;
 
 pub const PAGE_SIZE: u32 = 100;
 
+/// A namespaced kind that `watcher` can watch.
+pub trait Watched:
+    Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + 'static
+{
+}
+impl<K> Watched for K where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static
+{
+}
+
 /// What every watch needs: where to watch, what to feed, whom to tell.
 #[derive(Clone)]
 pub struct Watch {
@@ -116,12 +136,7 @@ pub async fn secrets(w: Watch) {
 /// reconciles the RandomSecrets whose versions gained or lost it.
 async fn holders<K>(w: Watch, what: &'static str, stream: Stream, extract: fn(&K) -> Held)
 where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + 'static,
+    K: Watched,
 {
     w.feed::<K>(what, watcher::Config::default(), |ev| {
         let changed = w
@@ -168,13 +183,7 @@ pub async fn pods(w: Watch) {
 /// randomsecret.io/track; a change of what they track reconciles those RandomSecrets.
 async fn workloads<K>(w: Watch, kind: WorkloadKind, stream: Stream)
 where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Watched + Sync,
 {
     w.feed::<PartialObjectMeta<K>>(kind.as_str(), watcher::Config::default(), |ev| {
         w.caches

@@ -175,6 +175,31 @@ fn prefix(what: &str, n: usize) -> String {
     format!("bench-{what}-{n}")
 }
 
+/// Creates RandomSecrets number `range` of set `pre` (labelled `run`), with
+/// the benchmark's concurrency.
+async fn create_randomsecrets(
+    client: &Client,
+    args: &Args,
+    pre: &str,
+    run: &str,
+    range: std::ops::Range<usize>,
+) -> Result<()> {
+    run_concurrently(range.len(), args.concurrency, |j| {
+        let (ns, name) = place(pre, args.namespaces, range.start + j);
+        let run = run.to_string();
+        async move {
+            Api::<RandomSecret>::namespaced(client.clone(), &ns)
+                .create(
+                    &PostParams::default(),
+                    &workload::random_secret(&name, &run, "1")?,
+                )
+                .await?;
+            Ok(())
+        }
+    })
+    .await
+}
+
 fn start_controller(args: &Args, log: &str, extra: &[&str]) -> Result<ControllerProcess> {
     let conc = args.concurrency.to_string();
     let mut all = vec!["--log-level=info", "--concurrency", &conc];
@@ -262,20 +287,7 @@ async fn converge(
         Duration::from_millis(500),
     );
     let start = Instant::now();
-    run_concurrently(n, args.concurrency, |i| {
-        let (ns, name) = place(&pre, args.namespaces, i);
-        let run = run.clone();
-        async move {
-            Api::<RandomSecret>::namespaced(client.clone(), &ns)
-                .create(
-                    &PostParams::default(),
-                    &workload::random_secret(&name, &run, "1")?,
-                )
-                .await?;
-            Ok(())
-        }
-    })
-    .await?;
+    create_randomsecrets(client, args, &pre, &run, 0..n).await?;
     let done = watch.wait(LIMIT).await?;
     let took = done - start;
     settle(ctl).await?;
@@ -564,20 +576,7 @@ async fn scale(
         .await?;
         let before = apimetrics::scrape(client).await?;
         let start = Instant::now();
-        run_concurrently(upto - from, args.concurrency, |j| {
-            let (ns, name) = place(&pre, args.namespaces, from + j);
-            let run = run.clone();
-            async move {
-                Api::<RandomSecret>::namespaced(client.clone(), &ns)
-                    .create(
-                        &PostParams::default(),
-                        &workload::random_secret(&name, &run, "1")?,
-                    )
-                    .await?;
-                Ok(())
-            }
-        })
-        .await?;
+        create_randomsecrets(client, args, &pre, &run, from..upto).await?;
         let took = watch.wait(LIMIT).await? - start;
         settle(&ctl).await?;
         apimetrics::add(
