@@ -60,6 +60,9 @@ export E2E_VALUES_FILE=$E2E_DIR/values.txt CONTROLLER_LOG=$E2E_DIR/controller.lo
 : >"$E2E_VALUES_FILE"
 METRICS_PORT=${E2E_METRICS_PORT:-18080}; HEALTH_PORT=${E2E_HEALTH_PORT:-18081}
 export E2E_METRICS_URL=http://127.0.0.1:$METRICS_PORT/metrics
+# Every controller of the run (this one, and those the outage and HA suites
+# start) shares one proof key, as the replicas of one install do.
+export RANDOMSECRET_PROOF_KEY_NAMESPACE=randomsecret-system
 "$RANDOMSECRET_BIN" controller --log-level=debug --kubeconfig "$E2E_CONTROLLER_KUBECONFIG" \
   --leader-elect --leader-election-namespace randomsecret-system --leader-election-id e2e-shared \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \

@@ -18,7 +18,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the controller (all namespaces unless --namespace is given).
-    Controller(ControllerArgs),
+    Controller(Box<ControllerArgs>),
     /// Print the RandomSecret CRD YAML generated from the Rust types.
     Crd,
     /// Print the versioned Secret name of each RandomSecret in a YAML stream, one per line.
@@ -92,6 +92,16 @@ pub struct ControllerArgs {
     /// Seconds between renewals by the leader and attempts by standbys.
     #[arg(long, env = "RANDOMSECRET_RETRY_PERIOD_SECONDS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub retry_period_seconds: u64,
+    /// Secret that holds the key proving which Secrets this controller created (made on first start).
+    #[arg(
+        long,
+        env = "RANDOMSECRET_PROOF_KEY_SECRET",
+        default_value = "randomsecret-proof-key"
+    )]
+    pub proof_key_secret: String,
+    /// Namespace of --proof-key-secret (default: $POD_NAMESPACE, else --namespace, else "default").
+    #[arg(long, env = "RANDOMSECRET_PROOF_KEY_NAMESPACE")]
+    pub proof_key_namespace: Option<String>,
     /// Log format.
     #[arg(
         long,

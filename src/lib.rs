@@ -5,6 +5,7 @@
 //!   (canonical form, hash, name). [`generate`]: random values.
 //! - [`references`]: which Secrets a pod template names (read and rewrite).
 //!   [`tracking`]: tracking mode's annotation and rewrite.
+//! - [`proof`]: the mark that proves this controller created a Secret.
 //! - [`cache`]: compact caches and indexes of our own, fed by the watches.
 //! - [`reconciler`]: one reconcile as a chain of steps, pure decisions
 //!   (retention plan, desired status) beside the IO that carries them out.
@@ -19,6 +20,7 @@ pub mod cli;
 pub mod generate;
 pub mod gitops;
 pub use gitops::manifests;
+pub mod proof;
 pub mod reconciler;
 pub mod references;
 pub mod runtime;

@@ -44,7 +44,7 @@ fn main() -> ExitCode {
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
-            rt.block_on(runtime::run(args))
+            rt.block_on(runtime::run(*args))
                 .map_err(|e| format!("{e:#}"))
         }
         Command::Crd => {

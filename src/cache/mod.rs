@@ -23,7 +23,6 @@ pub mod slim;
 pub use key::{Key, Namespace, Uid};
 
 /// Every cache the reconciler reads, fed by the watches (`runtime::watches`).
-#[derive(Default)]
 pub struct Caches {
     pub randomsecrets: randomsecrets::RandomSecrets,
     pub secrets: secrets::Secrets,
@@ -32,6 +31,16 @@ pub struct Caches {
 }
 
 impl Caches {
+    /// Empty caches; `key` checks which Secrets we created.
+    pub fn new(key: crate::proof::ProofKey) -> Self {
+        Caches {
+            randomsecrets: Default::default(),
+            secrets: secrets::Secrets::new(key),
+            holders: Default::default(),
+            tracking: Default::default(),
+        }
+    }
+
     /// Whether the caches retention depends on have listed once: before
     /// that, a version would look missing or unreferenced.
     pub fn listed(&self) -> bool {

@@ -2,12 +2,16 @@
 //! only, never data): per version its identity, labels, creation time and
 //! owners, compact; and which versions each RandomSecret has.
 //!
+//! Each entry records whether the Secret proves we created it
+//! (`crate::proof`): labels alone prove nothing.
+//!
 //! Our own creates and patches are applied here from their responses
 //! (metadata only), so the next reconcile sees them at once, and the watch
 //! event that follows, carrying the same resourceVersion, triggers nothing.
 
 use super::{Key, Uid};
 use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use crate::proof::{Proof, ProofKey};
 use crate::references::HolderKind;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -106,12 +110,17 @@ pub struct Version {
     /// creationTimestamp as stored (whole seconds, for the status).
     pub creation_timestamp: Option<Timestamp>,
     pub owners: Box<[Owner]>,
+    /// What its proof annotation says, checked against the metadata.
+    pub proof: Proof,
+    /// Checked whole by this process (type, data, immutable), or created
+    /// by it: a proof copied onto another Secret fails that check.
+    pub verified: bool,
     epoch: u32,
 }
 
 impl Version {
     /// From a Secret's metadata (a watch event, a write's response, a GET).
-    pub fn of(meta: &ObjectMeta) -> Option<Self> {
+    pub fn of(meta: &ObjectMeta, key: &ProofKey) -> Option<Self> {
         let label = |k: &str| meta.labels.as_ref()?.get(k).map(|v| v.as_str());
         let stamp = meta.creation_timestamp.as_ref().map(|t| t.0);
         Some(Version {
@@ -132,6 +141,8 @@ impl Version {
                 .flatten()
                 .map(Owner::of)
                 .collect(),
+            proof: key.check_metadata(meta),
+            verified: false,
             epoch: 0,
         })
     }
@@ -157,13 +168,17 @@ struct Inner {
 impl Inner {
     /// Stores `v` at `key`; returns the RandomSecrets concerned when it
     /// changed anything (the same resourceVersion again changes nothing).
-    fn put(&mut self, key: Key, v: Version) -> Vec<Key> {
+    fn put(&mut self, key: Key, mut v: Version) -> Vec<Key> {
         if let Some(known) = self.versions.get_mut(&key)
-            && known.resource_version == v.resource_version
             && known.uid == v.uid
         {
-            known.epoch = v.epoch;
-            return Vec::new();
+            // The same object: what was verified stays verified.
+            v.verified |= known.verified;
+            if known.resource_version == v.resource_version {
+                known.epoch = v.epoch;
+                known.verified = v.verified;
+                return Vec::new();
+            }
         }
         let mut affected = self.remove(&key);
         if let Some(rs) = &v.randomsecret {
@@ -198,23 +213,41 @@ impl Inner {
     }
 }
 
-#[derive(Default)]
-pub struct Secrets(RwLock<Inner>);
+pub struct Secrets {
+    inner: RwLock<Inner>,
+    key: ProofKey,
+}
 
 impl Secrets {
+    pub fn new(key: ProofKey) -> Self {
+        Secrets {
+            inner: RwLock::default(),
+            key,
+        }
+    }
+
+    pub fn key(&self) -> &ProofKey {
+        &self.key
+    }
+
+    /// A Secret's metadata as this cache would hold it.
+    pub fn read(&self, meta: &ObjectMeta) -> Option<Version> {
+        Version::of(meta, &self.key)
+    }
+
     /// Applies one watch event of the metadata-only Secret watch; returns the
     /// RandomSecrets to reconcile.
     pub fn handle(
         &self,
         ev: &Event<kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::Secret>>,
     ) -> Vec<Key> {
-        let mut inner = self.0.write().expect("secrets lock");
+        let mut inner = self.inner.write().expect("secrets lock");
         match ev {
             Event::Init => {
                 inner.epoch += 1;
                 Vec::new()
             }
-            Event::InitApply(s) | Event::Apply(s) => match Version::of(&s.metadata) {
+            Event::InitApply(s) | Event::Apply(s) => match self.read(&s.metadata) {
                 Some(mut v) => {
                     v.epoch = inner.epoch;
                     inner.put(Key::of(&s.metadata), v)
@@ -236,22 +269,24 @@ impl Secrets {
         }
     }
 
-    /// Applies the metadata of our own write's response (create or patch).
-    pub fn write_through(&self, meta: &ObjectMeta) {
-        if let Some(mut v) = Version::of(meta) {
-            let mut inner = self.0.write().expect("secrets lock");
+    /// Applies the metadata of our own write's response (create or patch),
+    /// or of a Secret read whole; `verified`: created by us, or checked whole.
+    pub fn write_through(&self, meta: &ObjectMeta, verified: bool) {
+        if let Some(mut v) = self.read(meta) {
+            let mut inner = self.inner.write().expect("secrets lock");
             v.epoch = inner.epoch;
+            v.verified = verified;
             inner.put(Key::of(meta), v);
         }
     }
 
     /// Our own delete.
     pub fn forget(&self, key: &Key) {
-        self.0.write().expect("secrets lock").remove(key);
+        self.inner.write().expect("secrets lock").remove(key);
     }
 
     pub fn get(&self, key: &Key) -> Option<Version> {
-        self.0
+        self.inner
             .read()
             .expect("secrets lock")
             .versions
@@ -261,7 +296,7 @@ impl Secrets {
 
     /// The Secrets labelled as versions of RandomSecret `rs`, with their metadata.
     pub fn versions_of(&self, rs: &Key) -> Vec<(Box<str>, Version)> {
-        let inner = self.0.read().expect("secrets lock");
+        let inner = self.inner.read().expect("secrets lock");
         inner
             .by_randomsecret
             .get(rs)
@@ -273,17 +308,17 @@ impl Secrets {
 
     /// The RandomSecret a cached Secret is labelled as a version of.
     pub fn randomsecret_of(&self, secret: &Key) -> Option<Key> {
-        let inner = self.0.read().expect("secrets lock");
+        let inner = self.inner.read().expect("secrets lock");
         let rs = inner.versions.get(secret)?.randomsecret.as_deref()?;
         Some(secret.sibling(rs))
     }
 
     pub fn listed(&self) -> bool {
-        self.0.read().expect("secrets lock").listed
+        self.inner.read().expect("secrets lock").listed
     }
 
     pub fn len(&self) -> usize {
-        self.0.read().expect("secrets lock").versions.len()
+        self.inner.read().expect("secrets lock").versions.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -324,7 +359,7 @@ mod tests {
     #[test]
     fn owner_references_round_trip_compactly() {
         let m = meta("db-tmm2ctc5b4", "1");
-        let v = Version::of(&m).unwrap();
+        let v = Version::of(&m, &ProofKey::generate().unwrap()).unwrap();
         assert!(matches!(v.owners[0], Owner::RandomSecret { .. }));
         assert!(matches!(
             v.owners[1],
@@ -341,10 +376,10 @@ mod tests {
 
     #[test]
     fn versions_are_indexed_by_randomsecret_and_our_writes_do_not_trigger_twice() {
-        let c = Secrets::default();
+        let c = Secrets::new(ProofKey::generate().unwrap());
         let rs = Key::new("n", "db");
         let m = meta("db-tmm2ctc5b4", "5");
-        c.write_through(&m);
+        c.write_through(&m, true);
         assert_eq!(c.versions_of(&rs).len(), 1);
         assert!(
             c.handle(&event(m.clone())).is_empty(),
@@ -353,6 +388,10 @@ mod tests {
         assert_eq!(
             c.handle(&event(meta("db-tmm2ctc5b4", "6"))),
             std::slice::from_ref(&rs)
+        );
+        assert!(
+            c.get(&rs.sibling("db-tmm2ctc5b4")).unwrap().verified,
+            "a later event of the same object keeps it verified"
         );
         assert_eq!(
             c.randomsecret_of(&rs.sibling("db-tmm2ctc5b4")),

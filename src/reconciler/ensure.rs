@@ -1,11 +1,12 @@
 //! Makes sure the current version's Secret exists: created with fresh values
-//! when missing, and otherwise checked to be ours.
+//! (and signed, `crate::proof`) when missing, and otherwise proven ours.
 
-use super::{Context, MANAGER, ReconcileError, Subject};
+use super::{Context, MANAGER, ReconcileError, Subject, proven};
 use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use crate::cache::Uid;
 use crate::cache::secrets::Version as Cached;
 use crate::generate;
+use crate::proof::ANNOTATION_PROOF;
 use crate::version::Version;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -27,13 +28,26 @@ pub enum Existing {
 }
 
 /// Decides whether the Secret `s` (named `name`) is the version `hash` of
-/// RandomSecret `rs_name` (uid `rs_uid`).
-pub fn classify(name: &str, s: &Cached, rs_name: &str, rs_uid: Uid, hash: &str) -> Existing {
+/// RandomSecret `rs_name` (uid `rs_uid`). `proven`: its proof of creation
+/// held (`proven::ours`).
+pub fn classify(
+    name: &str,
+    s: &Cached,
+    proven: bool,
+    rs_name: &str,
+    rs_uid: Uid,
+    hash: &str,
+) -> Existing {
     let Some(owner) = s.randomsecret.as_deref().filter(|_| s.managed) else {
         return Existing::Foreign(format!(
             "Secret {name} already exists and was not created by randomsecret; it is left untouched: rename or delete it, or set spec.secretName to another base name"
         ));
     };
+    if !proven {
+        return Existing::Foreign(format!(
+            "Secret {name} carries randomsecret's labels but not a valid proof that randomsecret created it ({ANNOTATION_PROOF}): someone else made it, so it is left untouched and never used as a version. Find out who created it and delete it, or change spec.rotation to move to a new name"
+        ));
+    }
     if owner != rs_name || s.hash.as_deref() != Some(hash) {
         return Existing::Foreign(format!(
             "Secret {name} belongs to RandomSecret {owner}: give this RandomSecret another spec.secretName"
@@ -79,7 +93,7 @@ pub fn build_secret(rs: &Subject, v: &Version, ctx: &Context) -> Result<Secret, 
         k8s_openapi::jiff::Timestamp::now().to_string(),
     );
     let holders = ctx.caches.holders.of(&rs.key.sibling(&v.secret_name));
-    Ok(Secret {
+    let mut secret = Secret {
         metadata: ObjectMeta {
             name: Some(v.secret_name.clone()),
             namespace: Some(rs.key.ns().to_string()),
@@ -96,22 +110,12 @@ pub fn build_secret(rs: &Subject, v: &Version, ctx: &Context) -> Result<Secret, 
         type_: Some(v.spec.secret_type.clone()),
         data: Some(data),
         ..Default::default()
-    })
-}
-
-/// A Secret read back from the apiserver (its name was taken, or the cache
-/// had not shown it): cached now if it is ours (its watch event may come
-/// later); a foreign one is not, since the label-selected watch would never
-/// say it is gone.
-fn found_existing(meta: &ObjectMeta, ctx: &Context) -> Result<Cached, ReconcileError> {
-    let name = meta.name.as_deref().unwrap_or_default();
-    let cached = Cached::of(meta).ok_or_else(|| {
-        ReconcileError::NameConflict(format!("Secret {name} exists without a uid"))
-    })?;
-    if cached.managed {
-        ctx.caches.secrets.write_through(meta);
+    };
+    let proof = ctx.caches.secrets.key().sign(&secret);
+    if let Some(a) = secret.metadata.annotations.as_mut() {
+        a.insert(ANNOTATION_PROOF.into(), proof);
     }
-    Ok(cached)
+    Ok(secret)
 }
 
 /// Makes sure the current version exists; returns what happened and its
@@ -129,17 +133,17 @@ pub async fn version(
         // released one may be: nothing referenced it when it went).
         None if rs.status.was_live(&v.secret_name) && !rs.status.released(&v.secret_name) => {
             // The cache may not show yet what another replica created: ask.
-            let found = api
-                .get_metadata_opt(&v.secret_name)
+            let read = api
+                .get_opt(&v.secret_name)
                 .await
                 .map_err(ReconcileError::api(format!(
                     "reading Secret {}",
                     v.secret_name
                 )))?;
-            let Some(meta) = found.map(|s| s.metadata) else {
+            let Some(secret) = read else {
                 return Err(ReconcileError::VersionLost(v.secret_name.clone()));
             };
-            found_existing(&meta, ctx)?
+            found(&secret, ctx)?
         }
         None => {
             let pp = PostParams {
@@ -150,8 +154,8 @@ pub async fn version(
             match api.create(&pp, &build_secret(rs, v, ctx)?).await {
                 Ok(created) => {
                     // Only the metadata is kept; the values are never cached.
-                    ctx.caches.secrets.write_through(&created.metadata);
-                    let cached = Cached::of(&created.metadata).ok_or_else(|| {
+                    ctx.caches.secrets.write_through(&created.metadata, true);
+                    let cached = ctx.caches.secrets.get(&key).ok_or_else(|| {
                         ReconcileError::NameConflict(format!(
                             "Secret {} came back without a uid",
                             v.secret_name
@@ -161,12 +165,11 @@ pub async fn version(
                 }
                 // Cache lag, a retry, a second leader, or someone else's Secret.
                 Err(kube::Error::Api(s)) if s.code == 409 => {
-                    let meta = api
-                        .get_metadata(&v.secret_name)
+                    let secret = api
+                        .get(&v.secret_name)
                         .await
-                        .map_err(ReconcileError::api(doing()))?
-                        .metadata;
-                    found_existing(&meta, ctx)?
+                        .map_err(ReconcileError::api(doing()))?;
+                    found(&secret, ctx)?
                 }
                 // The apiserver refused the Secret itself (a Secret type's rules, say): retrying cannot help.
                 Err(kube::Error::Api(s)) if s.code == 422 => {
@@ -179,11 +182,26 @@ pub async fn version(
             }
         }
     };
-    match classify(&v.secret_name, &existing, &rs.key.name, rs.uid, &v.hash) {
+    let name = &v.secret_name;
+    let (existing, proven) = match proven::ours(rs, name, existing.clone(), ctx).await? {
+        Some(c) => (c, true),
+        None => (existing, false),
+    };
+    match classify(name, &existing, proven, &rs.key.name, rs.uid, &v.hash) {
         Existing::Owned => Ok((Ensured::Existed, existing)),
         Existing::Adoptable => Ok((Ensured::Adopted, existing)),
         Existing::Foreign(why) => Err(ReconcileError::NameConflict(why)),
     }
+}
+
+/// A Secret read whole (its name was taken, or the cache did not show it).
+fn found(secret: &Secret, ctx: &Context) -> Result<Cached, ReconcileError> {
+    proven::found(secret, ctx).ok_or_else(|| {
+        ReconcileError::NameConflict(format!(
+            "Secret {} exists without a uid",
+            secret.metadata.name.as_deref().unwrap_or_default()
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -204,7 +222,7 @@ mod tests {
             "labels": labels, "ownerReferences": owners,
         }))
         .unwrap();
-        Cached::of(&meta).unwrap()
+        Cached::of(&meta, &crate::proof::ProofKey::generate().unwrap()).unwrap()
     }
 
     fn ours() -> serde_json::Value {
@@ -212,28 +230,44 @@ mod tests {
     }
 
     #[test]
+    fn labels_without_a_proof_are_foreign() {
+        let uid = Uid::parse(RS_UID).unwrap();
+        let s = cached(ours(), &[RS_UID]);
+        assert!(
+            matches!(classify("db-abc", &s, false, "db", uid, "abc"), Existing::Foreign(m) if m.contains("not a valid proof"))
+        );
+    }
+
+    #[test]
     fn classifies_owned_adoptable_and_foreign() {
         let uid = Uid::parse(RS_UID).unwrap();
         assert_eq!(
-            classify("db-abc", &cached(ours(), &[RS_UID]), "db", uid, "abc"),
+            classify("db-abc", &cached(ours(), &[RS_UID]), true, "db", uid, "abc"),
             Existing::Owned
         );
         assert_eq!(
-            classify("db-abc", &cached(ours(), &[OTHER_UID]), "db", uid, "abc"),
+            classify(
+                "db-abc",
+                &cached(ours(), &[OTHER_UID]),
+                true,
+                "db",
+                uid,
+                "abc"
+            ),
             Existing::Adoptable
         );
         assert_eq!(
-            classify("db-abc", &cached(ours(), &[]), "db", uid, "abc"),
+            classify("db-abc", &cached(ours(), &[]), true, "db", uid, "abc"),
             Existing::Adoptable
         );
         assert!(
-            matches!(classify("db-abc", &cached(json!({}), &[]), "db", uid, "abc"), Existing::Foreign(m) if m.contains("not created by randomsecret"))
+            matches!(classify("db-abc", &cached(json!({}), &[]), true, "db", uid, "abc"), Existing::Foreign(m) if m.contains("not created by randomsecret"))
         );
         assert!(
-            matches!(classify("db-abc", &cached(ours(), &[OTHER_UID]), "other", uid, "abc"), Existing::Foreign(m) if m.contains("belongs to RandomSecret db"))
+            matches!(classify("db-abc", &cached(ours(), &[OTHER_UID]), true, "other", uid, "abc"), Existing::Foreign(m) if m.contains("belongs to RandomSecret db"))
         );
         assert!(matches!(
-            classify("db-abc", &cached(ours(), &[RS_UID]), "db", uid, "xyz"),
+            classify("db-abc", &cached(ours(), &[RS_UID]), true, "db", uid, "xyz"),
             Existing::Foreign(_)
         ));
     }

@@ -3,14 +3,17 @@
 //! A reconcile is a short chain of steps, each in its own module:
 //! [`subject`] reads the RandomSecret from the cache, the version is computed
 //! (pure, `crate::version`), [`ensure`] creates it if missing (AlreadyExists of
-//! our own Secret is success), [`retain`] sets every version's owners from the
+//! our own Secret is success), [`proven`] tells our Secrets from look-alikes
+//! before anything is adopted, patched or deleted, [`retain`] sets every version's owners from the
 //! retention plan (pure, [`retention`]) and deletes released ones,
 //! [`tracking`] points tracking workloads at it, and [`report`] turns the
 //! outcome, good or bad, into the status (pure, [`status`]), the Event and
-//! the metric, in one place. Secret data is written once and never read back.
+//! the metric, in one place. Secret data is written once; it is read back
+//! only to check a proof, and never kept.
 
 pub mod ensure;
 pub mod error;
+pub mod proven;
 pub mod report;
 pub mod retain;
 pub mod retention;

@@ -3,7 +3,7 @@
 
 use super::retention::{self, Change, Observed};
 use super::status::{RELEASED_KEPT, Versions};
-use super::{Context, MANAGER, ReconcileError, Subject};
+use super::{Context, MANAGER, ReconcileError, Subject, proven};
 use crate::api::VersionStatus;
 use crate::cache::secrets::Version as Cached;
 use crate::runtime::events::EventType;
@@ -34,8 +34,21 @@ pub async fn apply(
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), rs.key.ns());
     let mut versions: Vec<(String, Cached)> = vec![(current_name.to_string(), current.clone())];
     for (name, v) in ctx.caches.secrets.versions_of(&rs.key) {
-        if &*name != current_name {
-            versions.push((name.to_string(), v));
+        if &*name == current_name {
+            continue;
+        }
+        match proven::ours(rs, &name, v, ctx).await? {
+            Some(v) => versions.push((name.to_string(), v)),
+            // Labelled as ours without proof: never patched or deleted.
+            None => ctx.events.publish(
+                rs.object_reference(),
+                EventType::Warning,
+                "UnprovenSecret",
+                "RetainVersions",
+                format!(
+                    "Secret {name} is labelled as a version of this RandomSecret but does not prove that randomsecret created it: it is not treated as a version and is left untouched; find out who created it"
+                ),
+            ),
         }
     }
     let obs: Vec<Observed> = versions.iter().map(|(n, v)| observed(n, v)).collect();
@@ -71,7 +84,7 @@ pub async fn apply(
                         "setting the owners of Secret {}",
                         p.name
                     )))?;
-                ctx.caches.secrets.write_through(&patched.metadata);
+                ctx.caches.secrets.write_through(&patched.metadata, false);
             }
             Change::Delete => {
                 let dp = DeleteParams {

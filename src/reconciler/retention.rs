@@ -2,6 +2,7 @@
 //! observed (versions, who references them, `spec.history`) to what each
 //! version Secret's owners should be.
 //!
+//! Only versions proven to be ours (`reconciler::proven`) are planned.
 //! A version is owned by its RandomSecret while it is current or within
 //! `history`, and by every ReplicaSet, ControllerRevision or (bare) Pod that
 //! references it. When its last owner goes, the Kubernetes garbage collector
@@ -105,12 +106,12 @@ pub fn plan(
             }
             owners.extend(holders.iter().map(Holder::owner_reference));
             owners.extend(v.owners.iter().filter(|o| !managed(o)).cloned());
-            // A Secret that never had an owner is not deleted: its labels
-            // alone do not prove this controller created it.
-            let change = if same_owners(&owners, &v.owners) {
-                Change::None
-            } else if owners.is_empty() {
+            // Only proven versions are planned (`reconciler::proven`), so
+            // one left with no owner is deleted, even if it never had one.
+            let change = if owners.is_empty() {
                 Change::Delete
+            } else if same_owners(&owners, &v.owners) {
+                Change::None
             } else {
                 Change::SetOwners
             };
@@ -304,10 +305,10 @@ mod tests {
         );
     }
 
-    /// A released version that has no owner at all is left alone: with
-    /// labels as the only evidence, it may not be ours to delete.
+    /// A released (proven) version that has no owner at all is deleted, not
+    /// kept in the status forever (issue 12, point 4).
     #[test]
-    fn a_released_version_without_any_owner_is_not_deleted() {
+    fn a_released_version_without_any_owner_is_deleted() {
         let p = run(
             "v2",
             &[obs("v1", 1, vec![]), obs("v2", 2, vec![rs_owner("me")])],
@@ -316,7 +317,7 @@ mod tests {
         );
         assert_eq!(
             (p[1].state, p[1].change.clone()),
-            (VersionState::Released, Change::None)
+            (VersionState::Released, Change::Delete)
         );
     }
 

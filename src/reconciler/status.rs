@@ -55,8 +55,9 @@ pub struct Previous {
     pub conditions: [Option<(bool, i64)>; 3],
     pub ready_reason: Option<Box<str>>,
     pub released: Box<[Box<str>]>,
-    /// The names `status.versions` lists, hashed (8 bytes each): what was live.
-    pub listed: Box<[u64]>,
+    /// The names `status.versions` lists, hashed, with their `created`
+    /// (seconds; `i64::MIN` when absent): what was live, and which object.
+    pub listed: Box<[(u64, i64)]>,
     /// Of the whole status, and of its conditions part, without transition times.
     pub fingerprint: u64,
     pub conditions_fingerprint: u64,
@@ -79,7 +80,11 @@ impl Previous {
             }),
             ready_reason: find(READY).map(|c| c.reason.as_str().into()),
             released: s.released.iter().map(|n| n.as_str().into()).collect(),
-            listed: s.versions.iter().map(|v| name_hash(&v.name)).collect(),
+            listed: s
+                .versions
+                .iter()
+                .map(|v| (name_hash(&v.name), seconds(v.created.as_ref())))
+                .collect(),
             fingerprint: fingerprint(Some(s)),
             conditions_fingerprint: conditions_fingerprint(Some(s)),
         }
@@ -93,7 +98,15 @@ impl Previous {
     /// Whether the status shows `name` as a version that was live (the
     /// current name, or listed in `versions`): pods may have read its values.
     pub fn was_live(&self, name: &str) -> bool {
-        self.secret_name.as_deref() == Some(name) || self.listed.contains(&name_hash(name))
+        let h = name_hash(name);
+        self.secret_name.as_deref() == Some(name) || self.listed.iter().any(|(n, _)| *n == h)
+    }
+
+    /// Whether `status.versions` lists `name` with this creation time: the
+    /// very object this controller recorded (a Secret deleted and made
+    /// again under the name has a later one).
+    pub fn recorded(&self, name: &str, created: Option<&Time>) -> bool {
+        self.listed.contains(&(name_hash(name), seconds(created)))
     }
 
     fn transition(&self, type_: &str, status: bool) -> Option<Time> {
@@ -181,6 +194,10 @@ pub fn desired(
         released: versions.released,
         conditions,
     }
+}
+
+fn seconds(t: Option<&Time>) -> i64 {
+    t.map_or(i64::MIN, |t| t.0.as_second())
 }
 
 fn name_hash(name: &str) -> u64 {
@@ -314,6 +331,7 @@ mod tests {
         let v = Versions {
             live: vec![VersionStatus {
                 name: "a-1".into(),
+                created: Some(t(5)),
                 ..Default::default()
             }],
             released: vec!["a-0".into()],
@@ -331,6 +349,9 @@ mod tests {
         assert_eq!(fingerprint(Some(&again)), prev.fingerprint);
         assert!(prev.released("a-0") && !prev.released("a-1"));
         assert!(prev.was_live("a-1") && !prev.was_live("a-0") && !prev.was_live("a-2"));
+        assert!(prev.recorded("a-1", Some(&t(5))));
+        assert!(!prev.recorded("a-1", Some(&t(11))) && !prev.recorded("a-1", None));
+        assert!(!prev.recorded("a-2", Some(&t(5))));
         let other = desired(&prev, Some(1), &ready("a-2"), v, &t(99));
         assert_ne!(fingerprint(Some(&other)), prev.fingerprint);
     }

@@ -14,6 +14,7 @@ use crate::cache::holders::HOLDER_STREAMS;
 use crate::cache::index::Stream;
 use crate::cache::slim::RandomSecretObject;
 use crate::cache::{Caches, Key, Namespace, Uid};
+use crate::proof::{ANNOTATION_PROOF, ProofKey};
 use crate::references::{Holder, HolderKind};
 use crate::runtime::events::{Events, Reporter};
 use crate::runtime::metrics::{Metrics, ReasonLabel, ResultLabel};
@@ -48,6 +49,11 @@ const STATUS: &str = "/apis/randomsecret.io/v1/namespaces/shop/randomsecrets/db/
 
 fn key() -> Key {
     Key::new(NS, RS_NAME)
+}
+
+/// The controller's proof key in every test (fixtures sign with it).
+fn proof_key() -> ProofKey {
+    ProofKey::from_bytes(&[7; crate::proof::KEY_LEN]).unwrap()
 }
 
 fn owner_ref(uid: &str) -> Value {
@@ -157,17 +163,23 @@ impl Rs {
     }
 }
 
-/// A version Secret's metadata (the only part ever read back).
+/// A version Secret: its metadata (all the cache holds), and its values as
+/// a whole read returns them.
 #[derive(Clone)]
 struct VersionSecret {
     meta: Value,
 }
 
+/// The values of every fixture version.
+fn data() -> Value {
+    json!({"password": "eA=="})
+}
+
 impl VersionSecret {
-    /// The version `rs` names, created by this controller for this RandomSecret.
+    /// The version `rs` names, created (and signed) by this controller for this RandomSecret.
     fn of(rs: &Rs) -> Self {
         let v = rs.version();
-        VersionSecret {
+        let mut s = VersionSecret {
             meta: json!({
                 "name": v.secret_name, "namespace": NS, "uid": SECRET_UID, "resourceVersion": "50",
                 "creationTimestamp": "2026-01-02T00:00:00Z",
@@ -175,7 +187,25 @@ impl VersionSecret {
                 "annotations": {ANNOTATION_CREATED: "2026-01-02T00:00:00.5Z"},
                 "ownerReferences": [owner_ref(RS_UID)],
             }),
-        }
+        };
+        let whole = serde_json::from_value(s.whole()).unwrap();
+        s.meta["annotations"][ANNOTATION_PROOF] = json!(proof_key().sign(&whole));
+        s
+    }
+
+    /// Made by someone else, with our labels (and no proof).
+    fn unproven(mut self) -> Self {
+        self.meta["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove(ANNOTATION_PROOF);
+        self
+    }
+
+    /// As a whole GET returns it.
+    fn whole(&self) -> Value {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": self.meta,
+            "type": "Opaque", "immutable": true, "data": data()})
     }
 
     fn with_uid(mut self, uid: &str) -> Self {
@@ -389,16 +419,10 @@ impl ApiServer {
         call.expect(Method::POST, SECRETS, &[("fieldManager", MANAGER)])
     }
 
-    /// GET of a Secret's metadata: never its data.
-    async fn get_secret_metadata(&mut self, name: &str) -> Call {
-        let call = self.next("GET of the Secret's metadata").await;
-        let call = call.expect(Method::GET, &format!("{SECRETS}/{name}"), &[]);
-        assert!(
-            call.header("accept").contains("as=PartialObjectMetadata"),
-            "only metadata is read back, not the values: {}",
-            call.header("accept")
-        );
-        call
+    /// GET of a whole Secret (to check its proof of creation).
+    async fn get_secret(&mut self, name: &str) -> Call {
+        let call = self.next("GET of the Secret").await;
+        call.expect(Method::GET, &format!("{SECRETS}/{name}"), &[])
     }
 
     /// Merge patch of a Secret's metadata (its owners).
@@ -522,7 +546,7 @@ impl Run {
 
 impl Harness {
     fn new() -> Self {
-        let caches = Caches::default();
+        let caches = Caches::new(proof_key());
         caches.randomsecrets.handle(&Event::Init);
         caches.randomsecrets.handle(&Event::InitDone);
         caches.secrets.handle(&Event::Init);
@@ -754,9 +778,7 @@ async fn already_exists_of_our_own_secret_is_success() {
             let post = api.create_secret().await;
             let msg = format!("secrets \"{name}\" already exists");
             post.respond(409, &failure(409, "AlreadyExists", &msg, json!([])));
-            api.get_secret_metadata(&name)
-                .await
-                .respond(200, &existing.metadata_response());
+            api.get_secret(&name).await.respond(200, &existing.whole());
             let patch = api.apply_status().await;
             let status = patch.body["status"].clone();
             assert_eq!(status["secretName"], name.as_str());
@@ -796,9 +818,7 @@ async fn already_exists_of_a_foreign_secret_is_a_stalled_name_conflict() {
             let post = api.create_secret().await;
             let msg = format!("secrets \"{name}\" already exists");
             post.respond(409, &failure(409, "AlreadyExists", &msg, json!([])));
-            api.get_secret_metadata(&name)
-                .await
-                .respond(200, &taken.metadata_response());
+            api.get_secret(&name).await.respond(200, &taken.whole());
             // A non-Ready outcome reads the stored status (the cache keeps no
             // version list) before applying one.
             api.get_status().await.respond(200, &rs2.json());
@@ -849,9 +869,9 @@ async fn already_exists_of_a_foreign_secret_is_a_stalled_name_conflict() {
         .reconcile(|mut api| async move {
             let post = api.create_secret().await;
             post.respond(409, &failure(409, "AlreadyExists", "exists", json!([])));
-            api.get_secret_metadata(&name)
+            api.get_secret(&name)
                 .await
-                .respond(200, &VersionSecret::of(&rs).foreign().metadata_response());
+                .respond(200, &VersionSecret::of(&rs).foreign().whole());
             api
         })
         .await;
@@ -1140,9 +1160,9 @@ async fn a_recreated_randomsecret_adopts_its_orphaned_version() {
         .reconcile(|mut api| async move {
             let post = api.create_secret().await;
             post.respond(409, &failure(409, "AlreadyExists", "exists", json!([])));
-            api.get_secret_metadata(&name)
+            api.get_secret(&name)
                 .await
-                .respond(200, &orphan2.metadata_response());
+                .respond(200, &orphan2.whole());
             let patch = api.patch_secret_metadata(&name).await;
             assert_eq!(
                 patch.body,
@@ -1231,11 +1251,16 @@ async fn reverting_to_a_released_version_creates_it_again_and_says_so() {
 async fn a_ready_status_write_that_shows_a_newer_spec_reconciles_again() {
     let h = Harness::new();
     let rs = Rs::test().cached_in(&h);
-    VersionSecret::of(&rs).cached_in(&h);
+    let version = VersionSecret::of(&rs).cached_in(&h);
     let edited = rs.clone().edited(&Rs::test().with_rotation("2"));
     let edited2 = edited.clone();
     let run = h
         .reconcile(|mut api| async move {
+            // Not created by this process nor recorded in the status: read
+            // whole once to check its proof.
+            api.get_secret(&version.name())
+                .await
+                .respond(200, &version.whole());
             let patch = api.apply_status().await;
             let status = patch.body["status"].clone();
             assert_eq!(status["observedGeneration"], 1);
@@ -1296,4 +1321,118 @@ async fn a_stalled_status_write_that_shows_a_newer_spec_reconciles_again() {
         Next::RequeueAfter(Duration::ZERO),
         "the fixed spec must be reconciled again, as on the Ready path"
     );
+}
+
+/// A Secret planted at the next version's name with our labels (the name is
+/// computable from git) but no proof: Stalled SecretNameConflict, never
+/// adopted, never patched.
+#[tokio::test]
+async fn a_planted_secret_with_our_labels_is_not_adopted() {
+    let h = Harness::new();
+    let rs = Rs::test().cached_in(&h);
+    let planted = VersionSecret::of(&rs).unproven().cached_in(&h);
+    let (name, rs2) = (planted.name(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            api.get_status().await.respond(200, &rs2.json());
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(condition(&status, "Ready")["reason"], "SecretNameConflict");
+            let message = condition(&status, "Ready")["message"].as_str().unwrap();
+            assert!(
+                message.contains(&name) && message.contains("not a valid proof"),
+                "{message}"
+            );
+            assert!(status.get("secretName").is_none_or(Value::is_null));
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.errors("SecretNameConflict"), 1);
+    assert_eq!(run.metrics.versions_adopted.get(), 0);
+}
+
+/// A proof copied from a real version onto a Secret with other values: the
+/// metadata verifies, so the Secret is read whole once, and the values give
+/// it away.
+#[tokio::test]
+async fn a_copied_proof_on_other_values_is_caught_by_a_whole_read() {
+    let h = Harness::new();
+    let rs = Rs::test().cached_in(&h);
+    let copy = VersionSecret::of(&rs).cached_in(&h);
+    let (name, rs2) = (copy.name(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let mut other = copy.whole();
+            other["data"] = json!({"password": "b3RoZXI="});
+            api.get_secret(&name).await.respond(200, &other);
+            api.get_status().await.respond(200, &rs2.json());
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(condition(&status, "Ready")["reason"], "SecretNameConflict");
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.errors("SecretNameConflict"), 1);
+    assert_eq!(run.metrics.versions_adopted.get(), 0);
+}
+
+/// A version made before proofs existed, which the status records (same
+/// name and creation time): read whole and signed with one metadata patch,
+/// conditional on its resourceVersion; then Ready as before.
+#[tokio::test]
+async fn a_recorded_version_from_before_proofs_is_signed_once() {
+    let h = Harness::new();
+    let signed = VersionSecret::of(&Rs::test());
+    let legacy = signed.clone().unproven().cached_in(&h);
+    let stored = ready_status(&legacy, &[]);
+    Rs::test().with_status(stored).cached_in(&h);
+    let (name, signed2) = (legacy.name(), signed.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let signed = signed2;
+            api.get_secret(&name)
+                .await
+                .respond(200, &legacy.whole());
+            let patch = api.patch_secret_metadata(&name).await;
+            assert_eq!(
+                patch.body,
+                json!({"metadata": {"resourceVersion": "50",
+                    "annotations": {ANNOTATION_PROOF: signed.meta["annotations"][ANNOTATION_PROOF]}}})
+            );
+            let mut patched = signed.clone();
+            patched.meta["resourceVersion"] = json!("51");
+            patch.respond(200, &patched.metadata_response());
+            api
+        })
+        .await;
+    assert_eq!(run.reconciles("ok"), 1);
+    let cached = h
+        .caches
+        .secrets
+        .get(&key().sibling(&signed.name()))
+        .unwrap();
+    assert_eq!(
+        (cached.proof, cached.verified),
+        (crate::proof::Proof::Valid, true)
+    );
+}
+
+/// A labelled Secret without proof among the versions: a Warning, and it is
+/// neither patched nor deleted (it is not even listed).
+#[tokio::test]
+async fn an_unproven_look_alike_among_the_versions_is_left_alone() {
+    let h = Harness::new();
+    let current = VersionSecret::of(&Rs::test()).cached_in(&h);
+    let stored = ready_status(&current, &[]);
+    Rs::test().with_status(stored).cached_in(&h);
+    let mut other = VersionSecret::of(&Rs::test().with_rotation("9"))
+        .with_uid(OLD_SECRET_UID)
+        .unproven();
+    other.meta["ownerReferences"] = json!([]);
+    other.cached_in(&h);
+    let run = h.reconcile(|api| async move { api }).await;
+    assert_eq!(run.reconciles("ok"), 1);
+    assert_eq!(run.events(), pairs(&[("Warning", "UnprovenSecret")]));
 }

@@ -6,6 +6,7 @@
 //! - [`watches`]: one function per watch, feeding `crate::cache`.
 //! - [`runner`]: runs reconciles (per-key exclusivity, backoff, shutdown).
 //! - [`leader`]: Lease-based leader election.
+//! - [`proofkey`]: the key that signs the Secrets we create.
 //! - [`shutdown`]: the signal and the deadline after it.
 //! - [`admin`], [`metrics`], [`events`]: health and metrics servers, the
 //!   Prometheus registry, Kubernetes Events.
@@ -16,6 +17,7 @@ pub mod client;
 pub mod events;
 pub mod leader;
 pub mod metrics;
+pub mod proofkey;
 pub mod runner;
 pub mod shutdown;
 pub mod watches;
@@ -40,6 +42,8 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         .transpose()?;
     let client = client::client(&args).await?;
     client::check_crd(&client).await?;
+    let (key_ns, key_name) = proofkey::location(&args);
+    let proof_key = proofkey::load(&client, &key_ns, &key_name).await?;
     let shutdown = shutdown::signal();
 
     let mut registry = Registry::default();
@@ -48,7 +52,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let servers = admin::spawn(&args, registry, readiness.clone(), shutdown.clone()).await?;
 
     // Watches feed the caches and send the keys of the RandomSecrets to reconcile.
-    let caches = Arc::new(Caches::default());
+    let caches = Arc::new(Caches::new(proof_key));
     let (triggers, keys) = mpsc::unbounded_channel();
     let sources = watches::Watch {
         client: client.clone(),
