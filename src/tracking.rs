@@ -42,7 +42,7 @@ impl WorkloadKind {
 pub struct Workload {
     pub kind: WorkloadKind,
     pub namespace: Namespace,
-    pub name: Box<str>,
+    pub name: crate::cache::Name,
 }
 
 /// The RandomSecrets a workload's annotation names.
@@ -85,11 +85,12 @@ pub fn refers_to(name: &str, base: &str) -> bool {
             .is_some_and(|hash| hash.len() == 10 && hash.chars().all(hash_alphabet_contains))
 }
 
-/// Points every reference to `base` (or one of its versions) in a pod template
-/// spec at `current`; returns how many changed.
-pub fn retarget(pod_spec: &mut Value, base: &str, current: &str) -> usize {
+/// Points every reference in a pod template spec that `own` accepts (the
+/// RandomSecret's base name or one of its versions) at `current`; returns
+/// how many changed.
+pub fn retarget(pod_spec: &mut Value, own: &dyn Fn(&str) -> bool, current: &str) -> usize {
     crate::references::rewrite_pod_spec(pod_spec, &|name| {
-        refers_to(name, base).then(|| current.to_string())
+        (name != current && own(name)).then(|| current.to_string())
     })
 }
 
@@ -119,7 +120,8 @@ mod tests {
     fn retarget_moves_base_and_old_versions_only() {
         let mut spec = json!({"containers": [{"name": "a", "envFrom": [
             {"secretRef": {"name": "db"}}, {"secretRef": {"name": "db-hgkm245tbc"}}, {"secretRef": {"name": "db-creds"}}]}]});
-        assert_eq!(retarget(&mut spec, "db", "db-tmm2ctc5b4"), 2);
+        let own = |n: &str| refers_to(n, "db");
+        assert_eq!(retarget(&mut spec, &own, "db-tmm2ctc5b4"), 2);
         let names: Vec<&str> = spec["containers"][0]["envFrom"]
             .as_array()
             .unwrap()
@@ -127,5 +129,12 @@ mod tests {
             .map(|e| e["secretRef"]["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["db-tmm2ctc5b4", "db-tmm2ctc5b4", "db-creds"]);
+        assert_eq!(
+            retarget(&mut spec, &own, "db-tmm2ctc5b4"),
+            0,
+            "nothing left to move"
+        );
+        let none = |_: &str| false;
+        assert_eq!(retarget(&mut spec, &none, "db-hgkm245tbc"), 0);
     }
 }

@@ -3,6 +3,7 @@
 //! versions never linger.
 
 use anyhow::{Context, Result, ensure};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -229,6 +230,56 @@ async fn a_copied_proof_on_other_values_is_not_adopted() -> Result<()> {
             .is_some_and(|k| k.0.len() == 32)
     );
     ensure!(!key.labels().contains_key("app.kubernetes.io/managed-by"));
+    ns.delete().await
+}
+
+/// Tracking mode rewrites only names that are the RandomSecret's own: with
+/// `spec.secretName` set to the name of another Secret a tracked workload
+/// uses, that reference is left alone (a Warning says why), and so is a
+/// version-shaped name that is not one of its versions.
+#[tokio::test]
+async fn tracking_rewrites_only_the_randomsecrets_own_names() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "safety-track").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let deploys: Api<Deployment> = ns.api();
+    let tls: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "tls-cert"}, "stringData": {"tls.key": "not-yours"}}),
+    )?;
+    secrets.create(&PostParams::default(), &tls).await?;
+    let track = |name: &str, secret: &str| -> Result<Deployment> {
+        let mut d = deployment(name, secret)?;
+        d.metadata.annotations =
+            Some([("randomsecret.io/track".to_string(), "db".to_string())].into());
+        Ok(d)
+    };
+    // A version-shaped name of the base that is no version of it.
+    let stranger = version_name("x", json!({"length": 9}))?.replace("x-", "tls-cert-");
+    deploys
+        .create(&PostParams::default(), &track("web", "tls-cert")?)
+        .await?;
+    deploys
+        .create(&PostParams::default(), &track("api", &stranger)?)
+        .await?;
+
+    let rs = create_ready(&api, "db", json!({"length": 16, "secretName": "tls-cert"})).await?;
+    let current = rs
+        .status
+        .and_then(|s| s.secret_name)
+        .context("secretName")?;
+    ensure!(current.starts_with("tls-cert-"));
+    wait_event(&client, &ns.name, "TrackingSkipped", |e| {
+        e.reason.as_deref() == Some("TrackingSkipped") && e.type_.as_deref() == Some("Warning")
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for (d, secret) in [("web", "tls-cert"), ("api", stranger.as_str())] {
+        let now = deploys.get(d).await?;
+        let spec = serde_json::to_value(&now.spec.context("spec")?.template)?;
+        let name = &spec["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"];
+        ensure!(name == secret, "Deployment {d} was pointed at {name}");
+    }
     ns.delete().await
 }
 

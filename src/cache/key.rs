@@ -4,6 +4,10 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex};
 
+/// A name held in a cache: up to 24 bytes inline (most object names fit),
+/// so most names cost no allocation of their own.
+pub type Name = compact_str::CompactString;
+
 /// A namespace name, interned: ten thousand objects in one namespace share one
 /// allocation of its name.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -43,7 +47,7 @@ impl fmt::Display for Namespace {
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
     pub namespace: Namespace,
-    pub name: Box<str>,
+    pub name: Name,
 }
 
 impl Key {

@@ -20,7 +20,7 @@ pub mod randomsecrets;
 pub mod secrets;
 pub mod slim;
 
-pub use key::{Key, Namespace, Uid};
+pub use key::{Key, Name, Namespace, Uid};
 
 /// Every cache the reconciler reads, fed by the watches (`runtime::watches`).
 pub struct Caches {

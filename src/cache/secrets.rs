@@ -9,7 +9,7 @@
 //! (metadata only), so the next reconcile sees them at once, and the watch
 //! event that follows, carrying the same resourceVersion, triggers nothing.
 
-use super::{Key, Uid};
+use super::{Key, Name, Uid};
 use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use crate::proof::{Proof, ProofKey};
 use crate::references::HolderKind;
@@ -24,13 +24,13 @@ use std::sync::RwLock;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Owner {
     RandomSecret {
-        name: Box<str>,
+        name: Name,
         uid: Uid,
         controller: Option<bool>,
     },
     Holder {
         kind: HolderKind,
-        name: Box<str>,
+        name: Name,
         uid: Uid,
         controller: Option<bool>,
     },
@@ -95,20 +95,24 @@ impl Owner {
     }
 }
 
+/// A missing time.
+const NONE: i64 = i64::MIN;
+
 /// One of our Secrets, as cached.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Version {
     pub uid: Uid,
-    pub resource_version: Box<str>,
+    pub resource_version: Name,
     /// Labelled `app.kubernetes.io/managed-by: randomsecret`.
     pub managed: bool,
     /// The `randomsecret.io/name` and `randomsecret.io/hash` labels.
-    pub randomsecret: Option<Box<str>>,
-    pub hash: Option<Box<str>>,
-    /// Our creation annotation (nanoseconds, to order versions), else creationTimestamp.
-    pub created: Option<Timestamp>,
-    /// creationTimestamp as stored (whole seconds, for the status).
-    pub creation_timestamp: Option<Timestamp>,
+    pub randomsecret: Option<Name>,
+    pub hash: Option<Name>,
+    /// Our creation annotation (to order versions, to the nanosecond), else
+    /// creationTimestamp; in nanoseconds, `NONE` when neither.
+    created: i64,
+    /// creationTimestamp as stored (whole seconds, for the status); `NONE` when absent.
+    creation_timestamp: i64,
     pub owners: Box<[Owner]>,
     /// What its proof annotation says, checked against the metadata.
     pub proof: Proof,
@@ -132,9 +136,11 @@ impl Version {
             created: meta
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(ANNOTATION_CREATED)?.parse().ok())
-                .or(stamp),
-            creation_timestamp: stamp,
+                .and_then(|a| a.get(ANNOTATION_CREATED)?.parse::<Timestamp>().ok())
+                .or(stamp)
+                .and_then(|t| i64::try_from(t.as_nanosecond()).ok())
+                .unwrap_or(NONE),
+            creation_timestamp: stamp.map_or(NONE, |t| t.as_second()),
             owners: meta
                 .owner_references
                 .iter()
@@ -151,8 +157,22 @@ impl Version {
         self.owners.iter().map(Owner::to_reference).collect()
     }
 
+    /// creationTimestamp as stored.
     pub fn created_time(&self) -> Option<Time> {
-        self.creation_timestamp.map(Time)
+        (self.creation_timestamp != NONE)
+            .then(|| {
+                Timestamp::from_second(self.creation_timestamp)
+                    .ok()
+                    .map(Time)
+            })
+            .flatten()
+    }
+
+    /// When it was created, as precisely as known (to order versions).
+    pub fn created(&self) -> Option<Timestamp> {
+        (self.created != NONE)
+            .then(|| Timestamp::from_nanosecond(i128::from(self.created)).ok())
+            .flatten()
     }
 }
 
@@ -160,7 +180,7 @@ impl Version {
 struct Inner {
     versions: HashMap<Key, Version>,
     /// RandomSecret -> the names of the Secrets labelled as its versions.
-    by_randomsecret: HashMap<Key, Vec<Box<str>>>,
+    by_randomsecret: HashMap<Key, Vec<Name>>,
     epoch: u32,
     listed: bool,
 }
@@ -295,7 +315,7 @@ impl Secrets {
     }
 
     /// The Secrets labelled as versions of RandomSecret `rs`, with their metadata.
-    pub fn versions_of(&self, rs: &Key) -> Vec<(Box<str>, Version)> {
+    pub fn versions_of(&self, rs: &Key) -> Vec<(Name, Version)> {
         let inner = self.inner.read().expect("secrets lock");
         inner
             .by_randomsecret
@@ -370,7 +390,8 @@ mod tests {
         ));
         assert!(matches!(v.owners[2], Owner::Other(_)));
         assert_eq!(v.owner_references(), m.owner_references.unwrap());
-        assert_eq!(v.created.unwrap().subsec_nanosecond(), 123456789);
+        assert_eq!(v.created().unwrap().subsec_nanosecond(), 123456789);
+        assert_eq!(v.created_time(), m.creation_timestamp);
         assert!(v.managed && v.hash.as_deref() == Some("tmm2ctc5b4"));
     }
 

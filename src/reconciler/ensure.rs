@@ -151,6 +151,7 @@ pub async fn version(
                 ..Default::default()
             };
             let doing = || format!("creating Secret {}", v.secret_name);
+            ctx.may_write()?;
             match api.create(&pp, &build_secret(rs, v, ctx)?).await {
                 Ok(created) => {
                     // Only the metadata is kept; the values are never cached.

@@ -27,6 +27,9 @@ pub enum ReconcileError {
     },
     #[error("the operating system's random source failed: {0}")]
     Random(String),
+    /// Leadership became uncertain mid-reconcile: stop, write nothing.
+    #[error("no longer sure to lead: stopped before writing")]
+    NotLeading,
 }
 
 /// How often a RandomSecret whose Secret name is taken is checked again (the
@@ -52,6 +55,7 @@ impl ReconcileError {
             ReconcileError::SecretRejected { .. } => "SecretRejected",
             ReconcileError::Api { .. } => "ApiError",
             ReconcileError::Random(_) => "RandomSource",
+            ReconcileError::NotLeading => "NotLeading",
         }
     }
 

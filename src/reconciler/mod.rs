@@ -47,7 +47,19 @@ pub struct Context {
     pub events: Events,
     pub metrics: Metrics,
     /// Whether this replica leads (always true without leader election).
-    pub leader: tokio::sync::watch::Receiver<bool>,
+    pub leader: crate::runtime::leader::Leadership,
+}
+
+impl Context {
+    /// Checked before every write: a replica whose leadership is uncertain
+    /// (renew deadline passed) writes nothing more.
+    pub fn may_write(&self) -> Result<(), ReconcileError> {
+        if self.leader.leading() {
+            Ok(())
+        } else {
+            Err(ReconcileError::NotLeading)
+        }
+    }
 }
 
 /// How a reconcile ended, for the metric and what to do next.
@@ -78,7 +90,7 @@ pub async fn reconcile(key: Key, ctx: Arc<Context>) -> Next {
 pub type Failed = (Box<Subject>, ReconcileError);
 
 async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
-    if !*ctx.leader.borrow() {
+    if !ctx.leader.leading() {
         // A standby: caches stay warm; everything is reconciled on taking over.
         return Ok(Done::Skipped("standby"));
     }

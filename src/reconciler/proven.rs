@@ -87,6 +87,7 @@ async fn sign_legacy(
         field_manager: Some(MANAGER.into()),
         ..Default::default()
     };
+    ctx.may_write()?;
     let patched = Api::<Secret>::namespaced(ctx.client.clone(), rs.key.ns())
         .patch_metadata(name, &pp, &Patch::Merge(patch))
         .await

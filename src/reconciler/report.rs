@@ -32,6 +32,10 @@ pub async fn finish(
         Ok(Done::Skipped(label)) => return (Next::AwaitChange, label),
         Err(e) => e,
     };
+    if matches!(err, ReconcileError::NotLeading) {
+        // The new leader reconciles everything when it takes over.
+        return (Next::AwaitChange, "standby");
+    }
     if err.namespace_terminating() {
         // The namespace is going away, and this RandomSecret with it: nothing to retry.
         return (Next::AwaitChange, "deleting");
@@ -60,6 +64,7 @@ pub async fn finish(
     };
     let newer_spec = match write_status(&rs, &outcome, None, ctx).await {
         Ok(newer) => newer,
+        Err(ReconcileError::NotLeading) => return (Next::AwaitChange, "standby"),
         Err(e) => {
             warn!(randomsecret = %key, error = %e, "writing the Stalled status failed; retrying");
             return (Next::Retry, "error");
@@ -133,6 +138,7 @@ pub async fn write_status(
     };
     let patch =
         json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": desired});
+    ctx.may_write()?;
     let written = api
         .patch_status(
             &rs.key.name,

@@ -18,7 +18,7 @@ fn observed(name: &str, v: &Cached) -> Observed {
         name: name.to_string(),
         hash: v.hash.as_deref().unwrap_or_default().to_string(),
         created: v
-            .created
+            .created()
             .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
         owners: v.owner_references(),
     }
@@ -77,6 +77,7 @@ pub async fn apply(
                     field_manager: Some(MANAGER.into()),
                     ..Default::default()
                 };
+                ctx.may_write()?;
                 let patched = api
                     .patch_metadata(&p.name, &pp, &Patch::Merge(patch))
                     .await
@@ -94,6 +95,7 @@ pub async fn apply(
                     }),
                     ..Default::default()
                 };
+                ctx.may_write()?;
                 match api.delete(&p.name, &dp).await {
                     Ok(_) => {
                         ctx.caches.secrets.forget(&rs.key.sibling(&p.name));
@@ -140,7 +142,11 @@ pub async fn apply(
 
 /// Released names for the status, newest first: those released now, then
 /// those the status already lists; never the current name; at most `RELEASED_KEPT`.
-pub fn remember_released(now: Vec<String>, listed: &[Box<str>], current: &str) -> Vec<String> {
+pub fn remember_released(
+    now: Vec<String>,
+    listed: &[crate::cache::Name],
+    current: &str,
+) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for n in now.into_iter().chain(listed.iter().map(|n| n.to_string())) {
         if n != current && !out.contains(&n) {
@@ -157,12 +163,12 @@ mod tests {
 
     #[test]
     fn released_names_are_newest_first_unique_bounded_and_never_current() {
-        let listed: Vec<Box<str>> = vec!["a-1".into(), "a-2".into()];
+        let listed: Vec<crate::cache::Name> = vec!["a-1".into(), "a-2".into()];
         assert_eq!(
             remember_released(vec!["a-3".into()], &listed, "a-2"),
             ["a-3", "a-1"]
         );
-        let many: Vec<Box<str>> = (0..20).map(|i| format!("a-{i}").into()).collect();
+        let many: Vec<crate::cache::Name> = (0..20).map(|i| format!("a-{i}").into()).collect();
         assert_eq!(remember_released(vec![], &many, "x").len(), RELEASED_KEPT);
         assert_eq!(
             remember_released(vec!["a-1".into()], &listed, "x"),

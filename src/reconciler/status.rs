@@ -50,11 +50,11 @@ pub const RELEASED_KEPT: usize = 10;
 /// released names) and to tell whether it would change anything.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Previous {
-    pub secret_name: Option<Box<str>>,
+    pub secret_name: Option<crate::cache::Name>,
     /// Per entry of [`CONDITIONS`]: its status and lastTransitionTime (seconds).
     pub conditions: [Option<(bool, i64)>; 3],
-    pub ready_reason: Option<Box<str>>,
-    pub released: Box<[Box<str>]>,
+    pub ready_reason: Option<crate::cache::Name>,
+    pub released: Box<[crate::cache::Name]>,
     /// The names `status.versions` lists, hashed, with their `created`
     /// (seconds; `i64::MIN` when absent): what was live, and which object.
     pub listed: Box<[(u64, i64)]>,

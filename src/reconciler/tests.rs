@@ -335,8 +335,8 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 
 type Mocked = Handle<Request<Body>, Response<Body>>;
 
-/// The verifier's side of the mocked apiserver.
-struct ApiServer(Mocked);
+/// The verifier's side of the mocked apiserver (and of the lease).
+struct ApiServer(Mocked, tokio::sync::watch::Sender<bool>);
 
 /// One request received, decoded.
 struct Call {
@@ -378,6 +378,10 @@ impl Call {
 }
 
 impl ApiServer {
+    /// This replica stops leading (its renew deadline passed).
+    fn lose_leadership(&self) {
+        self.1.send_replace(false);
+    }
     /// The next request; fails when the reconcile ended without making it.
     async fn next(&mut self, what: &str) -> Call {
         let (req, send) = self
@@ -607,15 +611,16 @@ impl Harness {
         );
         let poster = tokio::spawn(poster);
         let posted = tokio::spawn(collect_events(event_handle));
-        let (_leader, leader_rx) = tokio::sync::watch::channel(leader);
+        let (lease, flag) = tokio::sync::watch::channel(leader);
+        let leadership = crate::runtime::leader::Leadership::following(flag);
         let ctx = Arc::new(Context {
             client: kube::Client::new(service, "default"),
             caches: self.caches.clone(),
             events,
             metrics: metrics.clone(),
-            leader: leader_rx,
+            leader: leadership,
         });
-        let server = scenario(ApiServer(handle));
+        let server = scenario(ApiServer(handle, lease));
         let verifier = tokio::spawn(async move { server.await.no_more().await });
         // The context (client and Event queue) is dropped when the reconcile ends.
         let next = tokio::time::timeout(LIMIT, reconcile(key(), ctx)).await;
@@ -1435,4 +1440,24 @@ async fn an_unproven_look_alike_among_the_versions_is_left_alone() {
     let run = h.reconcile(|api| async move { api }).await;
     assert_eq!(run.reconciles("ok"), 1);
     assert_eq!(run.events(), pairs(&[("Warning", "UnprovenSecret")]));
+}
+
+/// Leadership that ends mid-reconcile (the renew deadline passed): the
+/// reconcile stops before its next write (here: the status) and counts as
+/// a standby's; the new leader reconciles everything when it takes over.
+#[tokio::test]
+async fn a_leader_whose_lease_lapses_mid_reconcile_writes_nothing_more() {
+    let h = Harness::new();
+    Rs::test().cached_in(&h);
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            let body = post.body.clone();
+            api.lose_leadership();
+            post.respond(201, &stored(body, SECRET_UID, "2026-01-02T00:00:00Z"));
+            api
+        })
+        .await;
+    assert_eq!(run.reconciles("standby"), 1);
+    assert_eq!(run.errors("NotLeading"), 0, "not an error");
 }

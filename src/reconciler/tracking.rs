@@ -1,16 +1,84 @@
 //! Tracking mode: points the templates of workloads annotated
 //! `randomsecret.io/track: <this RandomSecret>` at the current version.
+//!
+//! Only names that are this RandomSecret's own are rewritten: its versions
+//! (proven ours, or recorded in its status) and its base name while no
+//! Secret has that name (a placeholder; the controller never creates it).
+//! Otherwise whoever can edit `spec.secretName` could point a tracked
+//! workload's other Secret references (a TLS certificate, say) at a version.
 
 use super::{Context, MANAGER, ReconcileError, Subject};
+use crate::proof::Proof;
 use crate::runtime::events::EventType;
+use crate::tracking::refers_to;
 use crate::version::Version;
+use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::json;
+use std::collections::HashSet;
 use tracing::info;
 
+/// Which names tracking may move to the current version.
+struct Own {
+    base: String,
+    /// Whether a Secret exists under the bare base name (then it is not ours).
+    base_taken: bool,
+    versions: HashSet<String>,
+}
+
+impl Own {
+    async fn of(rs: &Subject, v: &Version, ctx: &Context) -> Result<Self, ReconcileError> {
+        let versions = ctx
+            .caches
+            .secrets
+            .versions_of(&rs.key)
+            .into_iter()
+            .filter(|(_, c)| c.proof == Proof::Valid)
+            .map(|(n, _)| n.to_string())
+            .collect();
+        let base_taken = Api::<Secret>::namespaced(ctx.client.clone(), rs.key.ns())
+            .get_metadata_opt(&v.base)
+            .await
+            .map_err(ReconcileError::api(format!("reading Secret {}", v.base)))?
+            .is_some();
+        Ok(Own {
+            base: v.base.clone(),
+            base_taken,
+            versions,
+        })
+    }
+
+    fn accepts(&self, rs: &Subject, name: &str) -> bool {
+        if name == self.base {
+            return !self.base_taken;
+        }
+        refers_to(name, &self.base)
+            && (self.versions.contains(name)
+                || rs.status.was_live(name)
+                || rs.status.released(name))
+    }
+}
+
 pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<(), ReconcileError> {
-    for w in ctx.caches.tracking.of(&rs.key) {
+    let workloads = ctx.caches.tracking.of(&rs.key);
+    if workloads.is_empty() {
+        return Ok(());
+    }
+    let own = Own::of(rs, v, ctx).await?;
+    if own.base_taken {
+        ctx.events.publish(
+            rs.object_reference(),
+            EventType::Warning,
+            "TrackingSkipped",
+            "TrackVersion",
+            format!(
+                "Secret {} exists and is not a version of this RandomSecret: tracking workloads' references to it are left as they are",
+                v.base
+            ),
+        );
+    }
+    for w in workloads {
         let what = format!("{} {}", w.kind.as_str(), w.name);
         let api: Api<DynamicObject> =
             Api::namespaced_with(ctx.client.clone(), rs.key.ns(), &w.kind.api_resource());
@@ -26,7 +94,8 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<(), Re
         let Some(mut pod_spec) = obj.data.pointer("/spec/template/spec").cloned() else {
             continue;
         };
-        if crate::tracking::retarget(&mut pod_spec, &v.base, &v.secret_name) == 0 {
+        let accepts = |name: &str| own.accepts(rs, name);
+        if crate::tracking::retarget(&mut pod_spec, &accepts, &v.secret_name) == 0 {
             continue;
         }
         // resourceVersion: an optimistic update; a concurrent change means a retry.
@@ -35,6 +104,7 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<(), Re
             field_manager: Some(MANAGER.into()),
             ..Default::default()
         };
+        ctx.may_write()?;
         api.patch(&w.name, &pp, &Patch::Merge(patch))
             .await
             .map_err(ReconcileError::api(format!(

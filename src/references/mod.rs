@@ -55,7 +55,7 @@ impl HolderKind {
 pub struct Holder {
     pub kind: HolderKind,
     pub namespace: Namespace,
-    pub name: Box<str>,
+    pub name: crate::cache::Name,
     pub uid: Uid,
 }
 
@@ -218,7 +218,7 @@ fn held(kind: HolderKind, meta: &ObjectMeta, refs: Option<&SecretRefs>) -> Held 
         .filter(|n| could_be_version(n))
         .map(|n| Key {
             namespace: h.namespace.clone(),
-            name: n.into_boxed_str(),
+            name: n.into(),
         })
         .collect();
     Some((h, keys))

@@ -5,7 +5,10 @@
 //! resourceVersion, so two candidates can never both win.
 //!
 //! Correctness never depends on the lease (versions are create-only); it only
-//! keeps a standby from doing duplicate work.
+//! keeps a standby from doing duplicate work. Still, a leader stops writing
+//! the moment its leadership is uncertain: [`Leadership::leading`] is checked
+//! before every write, and is false once the renew deadline has passed since
+//! the last renewal began, even while a renewal request hangs.
 
 use crate::cli::ControllerArgs;
 use anyhow::bail;
@@ -13,6 +16,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Client;
 use kube::api::{Api, PostParams};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -68,6 +72,45 @@ pub fn config(args: &ControllerArgs) -> anyhow::Result<LeaseConfig> {
     })
 }
 
+/// Whether this replica may write: it leads (as the elector last said) and,
+/// with leader election, its last successful renewal began less than the
+/// renew deadline ago.
+#[derive(Clone, Debug)]
+pub struct Leadership {
+    flag: watch::Receiver<bool>,
+    /// Until when the last renewal holds; None without leader election.
+    until: Option<Arc<Mutex<Option<Instant>>>>,
+}
+
+impl Leadership {
+    /// Without leader election: always leading.
+    pub fn always() -> Self {
+        Leadership {
+            flag: watch::channel(true).1,
+            until: None,
+        }
+    }
+
+    /// Leading exactly while `flag` says so (tests).
+    pub fn following(flag: watch::Receiver<bool>) -> Self {
+        Leadership { flag, until: None }
+    }
+
+    pub fn leading(&self) -> bool {
+        *self.flag.borrow()
+            && self.until.as_ref().is_none_or(|u| {
+                u.lock()
+                    .expect("lease deadline lock")
+                    .is_some_and(|t| Instant::now() < t)
+            })
+    }
+
+    /// The elector's flag, for the metric and take-over.
+    pub fn flag(&self) -> watch::Receiver<bool> {
+        self.flag.clone()
+    }
+}
+
 /// Calls `on_takeover` each time this replica starts leading (false -> true),
 /// and keeps `gauge` at 1 while it leads.
 pub async fn follow(
@@ -121,19 +164,33 @@ fn now() -> MicroTime {
 pub struct Elector {
     api: Api<Lease>,
     config: LeaseConfig,
+    /// Shared with [`Leadership`]: when the last renewal stops holding.
+    until: Arc<Mutex<Option<Instant>>>,
     /// The record last seen (holder, renewTime, resourceVersion) and when it changed.
     observed: Option<(String, Instant)>,
     last_renew: Option<Instant>,
 }
 
 impl Elector {
-    pub fn new(client: Client, config: LeaseConfig) -> Self {
-        Elector {
+    /// The elector, and the leadership it publishes through `flag`.
+    pub fn new(
+        client: Client,
+        config: LeaseConfig,
+        flag: watch::Receiver<bool>,
+    ) -> (Self, Leadership) {
+        let until = Arc::new(Mutex::new(None));
+        let leadership = Leadership {
+            flag,
+            until: Some(until.clone()),
+        };
+        let elector = Elector {
             api: Api::namespaced(client, &config.namespace),
             config,
+            until,
             observed: None,
             last_renew: None,
-        }
+        };
+        (elector, leadership)
     }
 
     fn desired(&self, lease: &Lease, acquire: bool) -> Lease {
@@ -192,13 +249,18 @@ impl Elector {
             Step::Renew | Step::Acquire => {
                 let desired = self.desired(&lease, step == Step::Acquire);
                 // replace() sends the resourceVersion: a concurrent writer makes this fail with 409.
+                let began = Instant::now();
                 match self
                     .api
                     .replace(&self.config.name, &PostParams::default(), &desired)
                     .await
                 {
                     Ok(_) => {
-                        self.last_renew = Some(Instant::now());
+                        // A standby counts the lease from when it sees this
+                        // renewal, which is after it began.
+                        self.last_renew = Some(began);
+                        *self.until.lock().expect("lease deadline lock") =
+                            Some(began + self.config.renew_deadline);
                         Ok(true)
                     }
                     Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
@@ -233,6 +295,9 @@ impl Elector {
                             .is_some_and(|t| t.elapsed() < self.config.renew_deadline)
                 }
             };
+            if !now_leading {
+                *self.until.lock().expect("lease deadline lock") = None;
+            }
             if now_leading != leading {
                 if now_leading {
                     info!(identity = %self.config.identity, lease = %self.config.name, "became the leader");
@@ -247,6 +312,7 @@ impl Elector {
             }
         }
         if *leader.borrow() {
+            *self.until.lock().expect("lease deadline lock") = None;
             leader.send_replace(false);
             self.release().await;
         }
@@ -281,6 +347,25 @@ mod tests {
     use super::*;
 
     const D: Duration = Duration::from_secs(15);
+
+    #[test]
+    fn leadership_ends_at_the_renew_deadline_without_waiting_for_the_elector() {
+        let (tx, rx) = watch::channel(true);
+        let until = Arc::new(Mutex::new(Some(Instant::now() + Duration::from_secs(60))));
+        let l = Leadership {
+            flag: rx,
+            until: Some(until.clone()),
+        };
+        assert!(l.leading());
+        // The deadline passes while the flag still says leading.
+        *until.lock().unwrap() = Some(Instant::now() - Duration::from_millis(1));
+        assert!(!l.leading());
+        *until.lock().unwrap() = Some(Instant::now() + Duration::from_secs(60));
+        tx.send_replace(false);
+        assert!(!l.leading());
+        assert!(Leadership::always().leading());
+        assert!(!Leadership::following(watch::channel(false).1).leading());
+    }
 
     #[test]
     fn holder_renews_free_lease_is_acquired() {

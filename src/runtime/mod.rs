@@ -66,12 +66,19 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
 
     // Leader election: only the leader reconciles; on taking over it
     // reconciles everything, since a standby skipped what changed meanwhile.
-    let (leader_tx, leader_rx) = watch::channel(lease.is_none());
-    let elector = lease.map(|config| {
-        info!(lease = %format!("{}/{}", config.namespace, config.name), identity = %config.identity, "leader election on");
-        tokio::spawn(leader::Elector::new(client.clone(), config).run(leader_tx, shutdown.clone()))
-    });
-    tokio::spawn(leader::follow(leader_rx.clone(), metrics.leader.clone(), {
+    let (leadership, elector) = match lease {
+        None => (leader::Leadership::always(), None),
+        Some(config) => {
+            info!(lease = %format!("{}/{}", config.namespace, config.name), identity = %config.identity, "leader election on");
+            let (tx, rx) = watch::channel(false);
+            let (elector, leadership) = leader::Elector::new(client.clone(), config, rx);
+            (
+                leadership,
+                Some(tokio::spawn(elector.run(tx, shutdown.clone()))),
+            )
+        }
+    };
+    tokio::spawn(leader::follow(leadership.flag(), metrics.leader.clone(), {
         let (caches, triggers) = (caches.clone(), triggers.clone());
         move || {
             caches
@@ -89,7 +96,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         caches: caches.clone(),
         events,
         metrics,
-        leader: leader_rx,
+        leader: leadership,
     });
     info!(namespace = ?args.namespace, concurrency = args.concurrency, "starting controller");
     let runner = Runner {
