@@ -83,7 +83,9 @@ fn resource_version(meta: &ObjectMeta) -> u64 {
 
 #[derive(Default)]
 struct Inner {
-    map: HashMap<Key, Entry>,
+    /// Boxed: a table of 10,000 entries has some 16,000 slots, and an empty
+    /// slot costs the size of its value.
+    map: HashMap<Key, Box<Entry>>,
     epoch: u32,
     listed: bool,
 }
@@ -113,11 +115,11 @@ impl RandomSecrets {
                     }
                     Some(known) => {
                         let trigger = known.changed_for_reconcile(&next);
-                        *known = next;
+                        **known = next;
                         trigger
                     }
                     None => {
-                        inner.map.insert(key.clone(), next);
+                        inner.map.insert(key.clone(), Box::new(next));
                         true
                     }
                 };
@@ -149,7 +151,7 @@ impl RandomSecrets {
             Some(known) => {
                 // Keeps its place in a relist under way (the relist decides whether it stays).
                 next.epoch = known.epoch;
-                *known = next.clone();
+                **known = next.clone();
             }
             // Deleted meanwhile: the watch will say so; do not bring it back.
             None => return false,
@@ -163,7 +165,7 @@ impl RandomSecrets {
             .expect("randomsecrets lock")
             .map
             .get(key)
-            .cloned()
+            .map(|e| (**e).clone())
     }
 
     pub fn keys(&self) -> Vec<Key> {

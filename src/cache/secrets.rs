@@ -178,7 +178,8 @@ impl Version {
 
 #[derive(Default)]
 struct Inner {
-    versions: HashMap<Key, Version>,
+    /// Boxed, as in the RandomSecret cache: empty slots stay small.
+    versions: HashMap<Key, Box<Version>>,
     /// RandomSecret -> the names of the Secrets labelled as its versions.
     by_randomsecret: HashMap<Key, Vec<Name>>,
     epoch: u32,
@@ -211,7 +212,7 @@ impl Inner {
                 affected.push(owner);
             }
         }
-        self.versions.insert(key, v);
+        self.versions.insert(key, Box::new(v));
         affected
     }
 
@@ -311,7 +312,7 @@ impl Secrets {
             .expect("secrets lock")
             .versions
             .get(key)
-            .cloned()
+            .map(|v| (**v).clone())
     }
 
     /// The Secrets labelled as versions of RandomSecret `rs`, with their metadata.
@@ -322,7 +323,7 @@ impl Secrets {
             .get(rs)
             .into_iter()
             .flatten()
-            .filter_map(|n| Some((n.clone(), inner.versions.get(&rs.sibling(n))?.clone())))
+            .filter_map(|n| Some((n.clone(), (**inner.versions.get(&rs.sibling(n))?).clone())))
             .collect()
     }
 

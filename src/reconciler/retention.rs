@@ -43,6 +43,24 @@ pub struct Planned {
     pub change: Change,
 }
 
+/// At most this many holders become owner references of one version.
+pub const MAX_HOLDER_OWNERS: usize = 32;
+/// At most this many holders are listed in `referencedBy` (then a count).
+pub const MAX_REFERENCED_BY: usize = 10;
+
+/// `Kind/name` of each holder, at most `MAX_REFERENCED_BY`, then `+N more`.
+fn referenced_by(holders: &[Holder]) -> Vec<String> {
+    let mut out: Vec<String> = holders
+        .iter()
+        .take(MAX_REFERENCED_BY)
+        .map(Holder::display)
+        .collect();
+    if holders.len() > MAX_REFERENCED_BY {
+        out.push(format!("+{} more", holders.len() - MAX_REFERENCED_BY));
+    }
+    out
+}
+
 /// Owner references this controller manages: RandomSecrets and holders.
 fn managed(o: &OwnerReference) -> bool {
     (o.kind == "RandomSecret" && o.api_version.starts_with("randomsecret.io/"))
@@ -100,11 +118,20 @@ pub fn plan(
             } else {
                 VersionState::Released
             };
+            // Past MAX_HOLDER_OWNERS holders (a Job's thousand bare pods, say),
+            // the RandomSecret holds the version in their stead, so the
+            // Secret's metadata stays small and nothing is collected early.
+            let many = holders.len() > MAX_HOLDER_OWNERS;
             let mut owners: Vec<OwnerReference> = Vec::new();
-            if state != VersionState::Released && (is_current || in_history) {
+            if state != VersionState::Released && (is_current || in_history || many) {
                 owners.push(owner.clone());
             }
-            owners.extend(holders.iter().map(Holder::owner_reference));
+            owners.extend(
+                holders
+                    .iter()
+                    .take(MAX_HOLDER_OWNERS)
+                    .map(Holder::owner_reference),
+            );
             owners.extend(v.owners.iter().filter(|o| !managed(o)).cloned());
             // Only proven versions are planned (`reconciler::proven`), so
             // one left with no owner is deleted, even if it never had one.
@@ -120,7 +147,7 @@ pub fn plan(
                 hash: v.hash.clone(),
                 created: v.created.clone(),
                 state,
-                referenced_by: holders.iter().map(Holder::display).collect(),
+                referenced_by: referenced_by(&holders),
                 owners,
                 change,
             }
@@ -319,6 +346,38 @@ mod tests {
             (p[1].state, p[1].change.clone()),
             (VersionState::Released, Change::Delete)
         );
+    }
+
+    /// A thousand holders (a Job's bare pods): a bounded number of owner
+    /// references, the RandomSecret holding the version for the rest, and a
+    /// bounded `referencedBy` with a count.
+    #[test]
+    fn many_holders_are_bounded_and_the_randomsecret_holds_for_the_rest() {
+        let refs: Vec<(String, String)> = (0..1000)
+            .map(|i| ("v1".to_string(), format!("pod-{i:04}")))
+            .collect();
+        let refs: Vec<(&str, &str)> = refs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let p = run(
+            "v2",
+            &[obs("v1", 1, vec![]), obs("v2", 2, vec![rs_owner("me")])],
+            &refs,
+            0,
+        );
+        let v1 = &p[1];
+        assert_eq!(v1.state, VersionState::Retained);
+        assert_eq!(v1.owners.len(), MAX_HOLDER_OWNERS + 1);
+        assert!(v1.owners.iter().any(|o| o.kind == "RandomSecret"));
+        assert_eq!(v1.referenced_by.len(), MAX_REFERENCED_BY + 1);
+        assert_eq!(v1.referenced_by.last().unwrap(), "+990 more");
+        // Few holders: each is an owner, and the RandomSecret is not.
+        let p = run(
+            "v2",
+            &[obs("v1", 1, vec![]), obs("v2", 2, vec![rs_owner("me")])],
+            &refs[..3],
+            0,
+        );
+        assert_eq!(p[1].owners.len(), 3);
+        assert!(p[1].owners.iter().all(|o| o.kind != "RandomSecret"));
     }
 
     #[test]
