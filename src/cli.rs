@@ -92,6 +92,11 @@ pub struct ControllerArgs {
     /// Seconds between renewals by the leader and attempts by standbys.
     #[arg(long, env = "RANDOMSECRET_RETRY_PERIOD_SECONDS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub retry_period_seconds: u64,
+    /// Tracking mode: watch Deployments, StatefulSets and DaemonSets and point
+    /// those annotated `randomsecret.io/track` at the current version (needs
+    /// patch on them; off by default).
+    #[arg(long, env = "RANDOMSECRET_TRACKING", default_value_t = false)]
+    pub tracking: bool,
     /// Secret that holds the key proving which Secrets this controller created (made on first start).
     #[arg(
         long,

@@ -24,7 +24,7 @@ fn replica(n: u16) -> Result<ControllerProcess> {
         &[
             "--leader-elect",
             "--leader-election-namespace=randomsecret-system",
-            "--leader-election-id=e2e-ha",
+            "--leader-election-id=randomsecret",
             &format!("--lease-duration-seconds={LEASE_SECONDS}"),
             "--renew-deadline-seconds=4",
             "--retry-period-seconds=1",

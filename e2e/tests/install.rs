@@ -107,6 +107,51 @@ async fn helm_chart_and_kustomize_config_install() -> Result<()> {
         None,
     )?;
     apply_twice(&helm)?;
+
+    // Workloads only with tracking mode: no rule on them by default; with
+    // tracking.enabled, the rule and the flag.
+    let workloads = |rules: &Value| {
+        rules.as_array().is_some_and(|r| {
+            r.iter()
+                .any(|r| r["resources"].to_string().contains("deployments"))
+        })
+    };
+    ensure!(!workloads(&cluster_role_rules(&h)?));
+    ensure!(!c["args"].to_string().contains("--tracking"));
+    let tracking = run(
+        "helm",
+        &[
+            "template",
+            "rs-helm-test",
+            chart,
+            "--set",
+            "tracking.enabled=true",
+        ],
+        None,
+    )?;
+    let t = docs(&tracking)?;
+    ensure!(workloads(&cluster_role_rules(&t)?));
+    let dep = t.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    ensure!(
+        dep["spec"]["template"]["spec"]["containers"][0]["args"]
+            .to_string()
+            .contains("\"--tracking\"")
+    );
+    // The lease rules name the chart's own Lease for get and update.
+    let lease_role = h
+        .iter()
+        .find(|d| {
+            d["kind"] == "Role"
+                && d["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-leader-election"))
+        })
+        .context("leader election Role")?;
+    ensure!(
+        lease_role["rules"][0]["resourceNames"] == serde_json::json!(["rs-helm-test-randomsecret"]),
+        "{}",
+        lease_role["rules"]
+    );
     Ok(())
 }
 

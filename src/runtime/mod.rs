@@ -60,7 +60,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         caches: caches.clone(),
         triggers: triggers.clone(),
     };
-    for watch in watches::all(&sources) {
+    for watch in watches::all(&sources, args.tracking) {
         tokio::spawn(watch);
     }
 
@@ -98,7 +98,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         metrics,
         leader: leadership,
     });
-    info!(namespace = ?args.namespace, concurrency = args.concurrency, "starting controller");
+    info!(namespace = ?args.namespace, concurrency = args.concurrency, tracking = args.tracking, "starting controller");
     let runner = Runner {
         concurrency: usize::from(args.concurrency.max(1)),
     };

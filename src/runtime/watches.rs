@@ -57,17 +57,24 @@ pub struct Watch {
 }
 
 /// Every watch of the controller, ready to spawn.
-pub fn all(w: &Watch) -> Vec<BoxFuture<'static, ()>> {
-    vec![
+pub fn all(w: &Watch, tracking: bool) -> Vec<BoxFuture<'static, ()>> {
+    let mut all = vec![
         randomsecrets(w.clone()).boxed(),
         secrets(w.clone()).boxed(),
         replicasets(w.clone()).boxed(),
         controller_revisions(w.clone()).boxed(),
         pods(w.clone()).boxed(),
-        deployments(w.clone()).boxed(),
-        statefulsets(w.clone()).boxed(),
-        daemonsets(w.clone()).boxed(),
-    ]
+    ];
+    // Tracking mode only: without it the controller neither reads nor may
+    // patch workloads.
+    if tracking {
+        all.extend([
+            deployments(w.clone()).boxed(),
+            statefulsets(w.clone()).boxed(),
+            daemonsets(w.clone()).boxed(),
+        ]);
+    }
+    all
 }
 
 impl Watch {
