@@ -97,6 +97,19 @@ pub struct ControllerArgs {
     /// patch on them; off by default).
     #[arg(long, env = "RANDOMSECRET_TRACKING", default_value_t = false)]
     pub tracking: bool,
+    /// Secret types RandomSecrets may produce, comma-separated (default: any).
+    #[arg(long, env = "RANDOMSECRET_ALLOW_SECRET_TYPES", value_delimiter = ',')]
+    pub allow_secret_types: Vec<String>,
+    /// Prefixes every secretLabels key must start with, comma-separated (default: any).
+    #[arg(long, env = "RANDOMSECRET_ALLOW_LABEL_PREFIXES", value_delimiter = ',')]
+    pub allow_label_prefixes: Vec<String>,
+    /// Prefixes every secretAnnotations key must start with, comma-separated (default: any).
+    #[arg(
+        long,
+        env = "RANDOMSECRET_ALLOW_ANNOTATION_PREFIXES",
+        value_delimiter = ','
+    )]
+    pub allow_annotation_prefixes: Vec<String>,
     /// Secret that holds the key proving which Secrets this controller created (made on first start).
     #[arg(
         long,

@@ -13,6 +13,9 @@ pub enum ReconcileError {
     UnreadableSpec(String),
     #[error("{0}")]
     NameConflict(String),
+    /// Outside what the cluster's operators allow (`--allow-*`).
+    #[error("{0}")]
+    NotAllowed(String),
     #[error(
         "Secret {0} was a live version and is gone (deleted by hand, or lost in a restore). It is not created again: pods and kubelets may still hold its old values under that name. Change spec.rotation to roll out a new version; restore the Secret from a backup if pods still need it"
     )]
@@ -51,6 +54,7 @@ impl ReconcileError {
             ReconcileError::Spec(e) => e.reason(),
             ReconcileError::UnreadableSpec(_) => "InvalidSpec",
             ReconcileError::NameConflict(_) => "SecretNameConflict",
+            ReconcileError::NotAllowed(_) => "NotAllowed",
             ReconcileError::VersionLost(_) => "VersionLost",
             ReconcileError::SecretRejected { .. } => "SecretRejected",
             ReconcileError::Api { .. } => "ApiError",
@@ -74,7 +78,9 @@ impl ReconcileError {
     /// The Event action the problem belongs to.
     pub fn action(&self) -> &'static str {
         match self {
-            ReconcileError::Spec(_) | ReconcileError::UnreadableSpec(_) => "Validate",
+            ReconcileError::Spec(_)
+            | ReconcileError::UnreadableSpec(_)
+            | ReconcileError::NotAllowed(_) => "Validate",
             _ => "CreateVersion",
         }
     }

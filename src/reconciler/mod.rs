@@ -13,6 +13,7 @@
 
 pub mod ensure;
 pub mod error;
+pub mod policy;
 pub mod proven;
 pub mod report;
 pub mod retain;
@@ -48,6 +49,8 @@ pub struct Context {
     pub metrics: Metrics,
     /// Whether this replica leads (always true without leader election).
     pub leader: crate::runtime::leader::Leadership,
+    /// What RandomSecrets may produce (`--allow-*`).
+    pub policy: policy::Policy,
 }
 
 impl Context {
@@ -109,6 +112,11 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let (v, next_epoch) =
         Version::at(&rs.spec, &rs.key.name, rs.created, now).map_err(|e| at(e.into()))?;
+    let labels = rs.spec.secret_labels.iter().flat_map(|m| m.keys());
+    let annotations = rs.spec.secret_annotations.iter().flat_map(|m| m.keys());
+    if let Some(why) = ctx.policy.refuses(&v, labels, annotations) {
+        return Err(at(ReconcileError::NotAllowed(why)));
+    }
     let (ensured, current) = ensure::version(&rs, &v, ctx).await.map_err(at)?;
     announce(&rs, &v, &ensured, ctx);
     let versions = retain::apply(&rs, &v.secret_name, &current, ctx)

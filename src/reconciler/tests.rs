@@ -504,6 +504,7 @@ async fn collect_events(mut handle: Mocked) -> Vec<Value> {
 /// reconciles of one test.
 struct Harness {
     caches: Arc<Caches>,
+    policy: super::policy::Policy,
 }
 
 /// What one reconcile returned and left behind.
@@ -565,6 +566,7 @@ impl Harness {
         assert!(caches.listed());
         Harness {
             caches: Arc::new(caches),
+            policy: Default::default(),
         }
     }
 
@@ -619,6 +621,7 @@ impl Harness {
             events,
             metrics: metrics.clone(),
             leader: leadership,
+            policy: self.policy.clone(),
         });
         let server = scenario(ApiServer(handle, lease));
         let verifier = tokio::spawn(async move { server.await.no_more().await });
@@ -1460,4 +1463,34 @@ async fn a_leader_whose_lease_lapses_mid_reconcile_writes_nothing_more() {
         .await;
     assert_eq!(run.reconciles("standby"), 1);
     assert_eq!(run.errors("NotLeading"), 0, "not an error");
+}
+
+/// Outside the operators' allow list (`--allow-secret-types`): Stalled
+/// NotAllowed with what is allowed, and no Secret is created.
+#[tokio::test]
+async fn a_type_outside_the_allow_list_is_refused_before_anything_is_created() {
+    let mut h = Harness::new();
+    h.policy.types = vec!["Opaque".into()];
+    let mut rs = Rs::test();
+    rs.spec["type"] = json!("example.com/other");
+    let rs = rs.cached_in(&h);
+    let rs2 = rs.clone();
+    let run = h
+        .reconcile(|mut api| async move {
+            api.get_status().await.respond(200, &rs2.json());
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(condition(&status, "Ready")["reason"], "NotAllowed");
+            assert_eq!(condition(&status, "Stalled")["status"], "True");
+            let message = condition(&status, "Ready")["message"].as_str().unwrap();
+            assert!(
+                message.contains("example.com/other") && message.contains("Opaque"),
+                "{message}"
+            );
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.errors("NotAllowed"), 1);
+    assert_eq!(run.metrics.versions_created.get(), 0);
 }

@@ -97,6 +97,11 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         events,
         metrics,
         leader: leadership,
+        policy: reconciler::policy::Policy {
+            types: args.allow_secret_types.clone(),
+            label_prefixes: args.allow_label_prefixes.clone(),
+            annotation_prefixes: args.allow_annotation_prefixes.clone(),
+        },
     });
     info!(namespace = ?args.namespace, concurrency = args.concurrency, tracking = args.tracking, "starting controller");
     let runner = Runner {
