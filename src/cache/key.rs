@@ -9,20 +9,38 @@ use std::sync::{Arc, LazyLock, Mutex};
 pub type Name = compact_str::CompactString;
 
 /// A namespace name, interned: ten thousand objects in one namespace share one
-/// allocation of its name.
+/// allocation of its name, behind a pointer of 8 bytes (a `Key` is 32).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Namespace(Arc<str>);
+pub struct Namespace(Arc<Box<str>>);
 
-static NAMESPACES: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Default::default);
+/// The interner, and its size when it was last pruned.
+static NAMESPACES: LazyLock<Mutex<(HashSet<Interned>, usize)>> = LazyLock::new(Default::default);
+
+/// An interned name, looked up by `&str` (its hash is the string's).
+#[derive(PartialEq, Eq, Hash)]
+struct Interned(Arc<Box<str>>);
+
+impl std::borrow::Borrow<str> for Interned {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
 
 impl Namespace {
     pub fn new(name: &str) -> Self {
-        let mut known = NAMESPACES.lock().expect("namespace interner");
+        let mut guard = NAMESPACES.lock().expect("namespace interner");
+        let (known, pruned_at) = &mut *guard;
         if let Some(n) = known.get(name) {
-            return Namespace(n.clone());
+            return Namespace(n.0.clone());
         }
-        let n: Arc<str> = Arc::from(name);
-        known.insert(n.clone());
+        // Namespaces come and go: forget those nothing refers to any more,
+        // each time the set has doubled (amortized; bounded by what is live).
+        if known.len() >= 2 * (*pruned_at).max(64) {
+            known.retain(|n| Arc::strong_count(&n.0) > 1);
+            *pruned_at = known.len();
+        }
+        let n: Arc<Box<str>> = Arc::new(name.into());
+        known.insert(Interned(n.clone()));
         Namespace(n)
     }
 
@@ -33,13 +51,13 @@ impl Namespace {
 
 impl fmt::Debug for Namespace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Display for Namespace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -135,6 +153,25 @@ impl fmt::Debug for Uid {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn namespaces_are_shared_and_forgotten_when_unused() {
+        use super::*;
+        let a = Namespace::new("interned-a");
+        let b = Namespace::new("interned-a");
+        assert!(Arc::ptr_eq(&a.0, &b.0) && a.as_str() == "interned-a");
+        assert_eq!(std::mem::size_of::<Key>(), 32);
+        drop((a, b));
+        // Enough new namespaces to prune: the unused one is gone, a live one stays.
+        let live = Namespace::new("interned-live");
+        let many: Vec<Namespace> = (0..300)
+            .map(|i| Namespace::new(&format!("ns-{i}")))
+            .collect();
+        let known = NAMESPACES.lock().unwrap();
+        assert!(!known.0.contains("interned-a"));
+        assert!(known.0.contains(live.as_str()));
+        drop(many);
+    }
+
     use super::*;
 
     #[test]
