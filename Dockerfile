@@ -1,7 +1,8 @@
 # A static randomsecret binary on distroless, non-root.
 # Build: docker build -t randomsecret .   (needs network access for crates and images)
 FROM rust:1.95-alpine AS build
-RUN apk add --no-cache musl-dev
+# make: jemalloc (the binary's allocator) is built from source by tikv-jemalloc-sys.
+RUN apk add --no-cache musl-dev make
 WORKDIR /src
 COPY . .
 # musl: a fully static binary (make static proves the same build links here).
