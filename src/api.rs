@@ -280,6 +280,10 @@ pub struct VersionStatus {
     /// When the Secret was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<Time>,
+    /// The Secret's uid: which object the controller recorded (a Secret
+    /// deleted and made again under the name is another one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
     /// current, retained or released.
     pub state: VersionState,
     /// What references this version (kind/name).

@@ -301,6 +301,21 @@ impl Secrets {
         }
     }
 
+    /// Marks the cached entry verified if it is the object `meta` describes
+    /// (same uid and resourceVersion); a read never inserts or replaces,
+    /// since the watch may already have shown a newer object.
+    pub fn mark_verified(&self, meta: &ObjectMeta) {
+        let Some(uid) = Uid::of(meta) else { return };
+        let rv = meta.resource_version.as_deref().unwrap_or_default();
+        let mut inner = self.inner.write().expect("secrets lock");
+        if let Some(v) = inner.versions.get_mut(&Key::of(meta))
+            && v.uid == uid
+            && v.resource_version == rv
+        {
+            v.verified = true;
+        }
+    }
+
     /// Our own delete.
     pub fn forget(&self, key: &Key) {
         self.inner.write().expect("secrets lock").remove(key);

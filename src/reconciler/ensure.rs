@@ -101,7 +101,12 @@ pub fn build_secret(rs: &Subject, v: &Version, ctx: &Context) -> Result<Secret, 
             annotations: Some(annotations),
             owner_references: Some(
                 std::iter::once(rs.owner_reference())
-                    .chain(holders.iter().map(|h| h.owner_reference()))
+                    .chain(
+                        holders
+                            .iter()
+                            .take(super::retention::MAX_HOLDER_OWNERS)
+                            .map(|h| h.owner_reference()),
+                    )
                     .collect(),
             ),
             ..Default::default()

@@ -74,7 +74,12 @@ pub enum Done {
     Skipped(&'static str),
     /// The status write showed a newer spec than the one reconciled.
     Again,
+    /// Leadership uncertain (renew deadline passed, no verdict yet): again later.
+    Lapsed,
 }
+
+/// How soon work skipped while leadership was uncertain is looked at again.
+pub const LAPSED_RETRY: Duration = Duration::from_secs(2);
 
 /// Reconciles the RandomSecret `key`; never fails (problems are reported
 /// through the status, an Event and the metrics, then retried or awaited).
@@ -95,7 +100,11 @@ pub type Failed = (Box<Subject>, ReconcileError);
 async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     if !ctx.leader.leading() {
         // A standby: caches stay warm; everything is reconciled on taking over.
-        return Ok(Done::Skipped("standby"));
+        return Ok(if ctx.leader.lapsed() {
+            Done::Lapsed
+        } else {
+            Done::Skipped("standby")
+        });
     }
     let Some(entry) = ctx.caches.randomsecrets.get(key) else {
         return Ok(Done::Skipped("gone"));

@@ -2,7 +2,7 @@
 //! the metric and the log line, and decides what happens next.
 
 use super::status::{self, Outcome, Previous, Versions};
-use super::{Context, Done, Failed, MANAGER, ReconcileError, Subject};
+use super::{Context, Done, Failed, LAPSED_RETRY, MANAGER, ReconcileError, Subject};
 use crate::api::RandomSecretStatus;
 use crate::cache::Key;
 use crate::cache::slim::RandomSecretObject;
@@ -30,11 +30,11 @@ pub async fn finish(
         }
         Ok(Done::Again) => return (Next::RequeueAfter(Duration::ZERO), "ok"),
         Ok(Done::Skipped(label)) => return (Next::AwaitChange, label),
+        Ok(Done::Lapsed) => return (Next::RequeueAfter(LAPSED_RETRY), "standby"),
         Err(e) => e,
     };
     if matches!(err, ReconcileError::NotLeading) {
-        // The new leader reconciles everything when it takes over.
-        return (Next::AwaitChange, "standby");
+        return (not_leading(ctx), "standby");
     }
     if err.namespace_terminating() {
         // The namespace is going away, and this RandomSecret with it: nothing to retry.
@@ -64,7 +64,7 @@ pub async fn finish(
     };
     let newer_spec = match write_status(&rs, &outcome, None, ctx).await {
         Ok(newer) => newer,
-        Err(ReconcileError::NotLeading) => return (Next::AwaitChange, "standby"),
+        Err(ReconcileError::NotLeading) => return (not_leading(ctx), "standby"),
         Err(e) => {
             warn!(randomsecret = %key, error = %e, "writing the Stalled status failed; retrying");
             return (Next::Retry, "error");
@@ -88,6 +88,17 @@ pub async fn finish(
         err.recheck().map_or(Next::AwaitChange, Next::RequeueAfter)
     };
     (next, "stalled")
+}
+
+/// After a write refused for lack of leadership: a new leader reconciles
+/// everything when it takes over; if this replica may still be the leader
+/// (the deadline passed, no verdict yet), it looks again itself.
+fn not_leading(ctx: &Context) -> Next {
+    if ctx.leader.lapsed() {
+        Next::RequeueAfter(LAPSED_RETRY)
+    } else {
+        Next::AwaitChange
+    }
 }
 
 /// Writes the status for `outcome` by server-side apply when it would change

@@ -130,6 +130,7 @@ pub async fn apply(
             hash: p.hash,
             // As stored (whole seconds), not the precise time used for ordering.
             created: cached.created_time(),
+            uid: Some(cached.uid.to_string()),
             state: p.state,
             referenced_by: p.referenced_by,
         });

@@ -43,8 +43,10 @@ pub struct Planned {
     pub change: Change,
 }
 
-/// At most this many holders become owner references of one version.
-pub const MAX_HOLDER_OWNERS: usize = 32;
+/// At most this many holders become owner references of one version (some
+/// 20 KiB of metadata). Beyond, the RandomSecret's reference holds the
+/// version; if the RandomSecret is deleted meanwhile, only these remain.
+pub const MAX_HOLDER_OWNERS: usize = 128;
 /// At most this many holders are listed in `referencedBy` (then a count).
 pub const MAX_REFERENCED_BY: usize = 10;
 

@@ -55,9 +55,12 @@ pub struct Previous {
     pub conditions: [Option<(bool, i64)>; 3],
     pub ready_reason: Option<crate::cache::Name>,
     pub released: Box<[crate::cache::Name]>,
-    /// The names `status.versions` lists, hashed, with their `created`
-    /// (seconds; `i64::MIN` when absent): what was live, and which object.
-    pub listed: Box<[(u64, i64)]>,
+    /// The names `status.versions` lists, hashed: what was live.
+    pub listed: Box<[u64]>,
+    /// Of the live (not released) ones, which objects: (name hash, uid hash)
+    /// where the status records the uid, else (name hash, created seconds),
+    /// as a release before uids were recorded wrote it.
+    pub objects: Box<[Recorded]>,
     /// Of the whole status, and of its conditions part, without transition times.
     pub fingerprint: u64,
     pub conditions_fingerprint: u64,
@@ -80,10 +83,15 @@ impl Previous {
             }),
             ready_reason: find(READY).map(|c| c.reason.as_str().into()),
             released: s.released.iter().map(|n| n.as_str().into()).collect(),
-            listed: s
+            listed: s.versions.iter().map(|v| name_hash(&v.name)).collect(),
+            objects: s
                 .versions
                 .iter()
-                .map(|v| (name_hash(&v.name), seconds(v.created.as_ref())))
+                .filter(|v| v.state != crate::api::VersionState::Released)
+                .map(|v| match &v.uid {
+                    Some(uid) => Recorded::Uid(name_hash(&v.name), name_hash(uid)),
+                    None => Recorded::Created(name_hash(&v.name), seconds(v.created.as_ref())),
+                })
                 .collect(),
             fingerprint: fingerprint(Some(s)),
             conditions_fingerprint: conditions_fingerprint(Some(s)),
@@ -98,15 +106,23 @@ impl Previous {
     /// Whether the status shows `name` as a version that was live (the
     /// current name, or listed in `versions`): pods may have read its values.
     pub fn was_live(&self, name: &str) -> bool {
-        let h = name_hash(name);
-        self.secret_name.as_deref() == Some(name) || self.listed.iter().any(|(n, _)| *n == h)
+        self.secret_name.as_deref() == Some(name) || self.listed.contains(&name_hash(name))
     }
 
-    /// Whether `status.versions` lists `name` with this creation time: the
-    /// very object this controller recorded (a Secret deleted and made
-    /// again under the name has a later one).
-    pub fn recorded(&self, name: &str, created: Option<&Time>) -> bool {
-        self.listed.contains(&(name_hash(name), seconds(created)))
+    /// Whether the status records this very object (`uid`) as a live
+    /// version `name`: the controller created or verified it before.
+    pub fn recorded(&self, name: &str, uid: &str) -> bool {
+        self.objects
+            .contains(&Recorded::Uid(name_hash(name), name_hash(uid)))
+    }
+
+    /// Whether a status written before uids were recorded lists `name`,
+    /// created at `created`, as a live version (for signing versions made
+    /// before proofs existed: only an object created in that very second
+    /// matches, so one made again later does not).
+    pub fn recorded_before_uids(&self, name: &str, created: Option<&Time>) -> bool {
+        self.objects
+            .contains(&Recorded::Created(name_hash(name), seconds(created)))
     }
 
     fn transition(&self, type_: &str, status: bool) -> Option<Time> {
@@ -194,6 +210,13 @@ pub fn desired(
         released: versions.released,
         conditions,
     }
+}
+
+/// A live version as the status records it (hashes, 16 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    Uid(u64, u64),
+    Created(u64, i64),
 }
 
 fn seconds(t: Option<&Time>) -> i64 {
@@ -349,9 +372,23 @@ mod tests {
         assert_eq!(fingerprint(Some(&again)), prev.fingerprint);
         assert!(prev.released("a-0") && !prev.released("a-1"));
         assert!(prev.was_live("a-1") && !prev.was_live("a-0") && !prev.was_live("a-2"));
-        assert!(prev.recorded("a-1", Some(&t(5))));
-        assert!(!prev.recorded("a-1", Some(&t(11))) && !prev.recorded("a-1", None));
-        assert!(!prev.recorded("a-2", Some(&t(5))));
+        // Written before uids were recorded: by name and creation time.
+        assert!(prev.recorded_before_uids("a-1", Some(&t(5))));
+        assert!(!prev.recorded_before_uids("a-1", Some(&t(11))));
+        assert!(!prev.recorded_before_uids("a-1", None) && !prev.recorded("a-1", "u"));
+        assert!(!prev.recorded_before_uids("a-2", Some(&t(5))));
+        let mut with_uid = first.clone();
+        with_uid.versions[0].uid = Some("u-1".into());
+        let prev = Previous::of(Some(&with_uid));
+        assert!(prev.recorded("a-1", "u-1") && !prev.recorded("a-1", "u-2"));
+        assert!(
+            !prev.recorded_before_uids("a-1", Some(&t(5))),
+            "the uid decides"
+        );
+        // Released entries (an old release listed look-alikes so) are not recorded.
+        with_uid.versions[0].state = crate::api::VersionState::Released;
+        let prev = Previous::of(Some(&with_uid));
+        assert!(!prev.recorded("a-1", "u-1") && prev.was_live("a-1"));
         let other = desired(&prev, Some(1), &ready("a-2"), v, &t(99));
         assert_ne!(fingerprint(Some(&other)), prev.fingerprint);
     }

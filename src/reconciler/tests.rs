@@ -272,7 +272,7 @@ fn ready_status(current: &VersionSecret, released: &[String]) -> Value {
     json!({
         "observedGeneration": 1,
         "secretName": name,
-        "versions": [{"name": name, "hash": current.hash(), "created": current.created(), "state": "current", "referencedBy": []}],
+        "versions": [{"name": name, "hash": current.hash(), "created": current.created(), "uid": current.meta["uid"], "state": "current", "referencedBy": []}],
         "released": released,
         "liveVersions": 1,
         "conditions": [
@@ -694,7 +694,7 @@ async fn create_new_version(h: &Harness, rs: &Rs) -> (Run, Vec<String>) {
             assert_eq!(
                 status["versions"],
                 json!([{"name": v.secret_name, "hash": v.hash, "created": "2026-01-02T00:00:00Z",
-                    "state": "current", "referencedBy": []}])
+                    "uid": SECRET_UID, "state": "current", "referencedBy": []}])
             );
             assert_eq!(status["liveVersions"], 1);
             assert_eq!(status["released"], json!([]));
@@ -793,7 +793,7 @@ async fn already_exists_of_our_own_secret_is_success() {
             assert_eq!(
                 status["versions"],
                 json!([{"name": name, "hash": existing.hash(), "created": existing.created(),
-                    "state": "current", "referencedBy": []}])
+                    "uid": SECRET_UID, "state": "current", "referencedBy": []}])
             );
             assert_eq!(condition(&status, "Ready")["status"], "True");
             patch.respond(200, &rs2.applied(&status));
@@ -1062,7 +1062,7 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
             assert_eq!(
                 status["versions"],
                 json!([{"name": v.secret_name, "hash": v.hash, "created": "2026-02-01T00:00:00Z",
-                    "state": "current", "referencedBy": []}])
+                    "uid": SECRET_UID, "state": "current", "referencedBy": []}])
             );
             assert_eq!(status["released"], json!([old_name]));
             assert_eq!(status["liveVersions"], 1);
@@ -1135,9 +1135,9 @@ async fn a_rotation_hands_a_referenced_old_version_to_its_replicaset() {
                 status["versions"],
                 json!([
                     {"name": v.secret_name, "hash": v.hash, "created": "2026-02-01T00:00:00Z",
-                        "state": "current", "referencedBy": []},
+                        "uid": SECRET_UID, "state": "current", "referencedBy": []},
                     {"name": old_name, "hash": old2.hash(), "created": "2026-01-01T00:00:00Z",
-                        "state": "retained", "referencedBy": ["ReplicaSet/web-7d4b9c"]},
+                        "uid": OLD_SECRET_UID, "state": "retained", "referencedBy": ["ReplicaSet/web-7d4b9c"]},
                 ])
             );
             assert_eq!(status["released"], json!([]));

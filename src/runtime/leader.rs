@@ -105,6 +105,13 @@ impl Leadership {
             })
     }
 
+    /// Whether the elector still says leading but the renew deadline has
+    /// passed: a renewal may yet succeed (and no take-over would then
+    /// reconcile what was skipped), so skipped work is looked at again.
+    pub fn lapsed(&self) -> bool {
+        *self.flag.borrow() && !self.leading()
+    }
+
     /// The elector's flag, for the metric and take-over.
     pub fn flag(&self) -> watch::Receiver<bool> {
         self.flag.clone()
@@ -359,10 +366,10 @@ mod tests {
         assert!(l.leading());
         // The deadline passes while the flag still says leading.
         *until.lock().unwrap() = Some(Instant::now() - Duration::from_millis(1));
-        assert!(!l.leading());
+        assert!(!l.leading() && l.lapsed());
         *until.lock().unwrap() = Some(Instant::now() + Duration::from_secs(60));
         tx.send_replace(false);
-        assert!(!l.leading());
+        assert!(!l.leading() && !l.lapsed());
         assert!(Leadership::always().leading());
         assert!(!Leadership::following(watch::channel(false).1).leading());
     }

@@ -146,6 +146,7 @@ pub async fn floor_object(
             name: v.secret_name.clone(),
             hash: v.hash.clone(),
             created: created.metadata.creation_timestamp.clone(),
+            uid: created.metadata.uid.clone(),
             state: VersionState::Current,
             referenced_by: vec![],
         }],
