@@ -278,18 +278,21 @@ impl Report {
 
     pub fn startup(&mut self, n: usize, r: &Restart) {
         let lists = apimetrics::verb_on(&r.requests, "LIST", WATCHED);
-        // Every write the controller could make (GETs follow a create that met AlreadyExists).
-        let writes = apimetrics::total(&apimetrics::only(&r.requests, OURS));
+        // Every write the controller could make; its Secret GETs apart (one
+        // is expected: the proof key, read at start).
+        let ours = apimetrics::only(&r.requests, OURS);
+        let gets = apimetrics::verb_on(&ours, "GET", &["secrets"]);
+        let writes = apimetrics::total(&ours) - gets;
         self.json.insert(
             "startup".into(),
-            json!({"n": n, "ready_s": secs(r.ready), "all_reconciled_s": secs(r.all), "lists": lists, "writes": writes,
+            json!({"n": n, "ready_s": secs(r.ready), "all_reconciled_s": secs(r.all), "lists": lists, "writes": writes, "secret_gets": gets,
                    "requests": by_verb(&r.requests), "rss_mib": mib(r.steady.rss_kib), "peak_rss_mib": mib(r.peak_kib),
                    "restart": restart_json(r)}),
         );
         self.row(
             format!("Startup with {n} existing: ready / all reconciled"),
             format!(
-                "{:.2} s / **{:.2} s**; {lists} LISTs, {writes} writes",
+                "{:.2} s / **{:.2} s**; {lists} LISTs, {writes} writes, {gets} Secret GETs (1: the proof key)",
                 r.ready.as_secs_f64(),
                 r.all.as_secs_f64(),
             ),
