@@ -31,10 +31,12 @@ kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
 
 # The controller under test runs with the Helm chart's ServiceAccount and RBAC
 # (not the admin credentials), so every suite also proves the RBAC is enough.
-helm template randomsecret charts/randomsecret --namespace randomsecret-system --set replicaCount=0 --set tracking.enabled=true >"$E2E_DIR/chart.yaml"
+# Release "e2e": its objects (e2e-randomsecret) stay apart from those the
+# install suite applies from config/ (randomsecret), whose role has no tracking.
+helm template e2e charts/randomsecret --namespace randomsecret-system --set replicaCount=0 --set tracking.enabled=true >"$E2E_DIR/chart.yaml"
 kubectl create namespace randomsecret-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 kubectl apply --server-side --force-conflicts -f "$E2E_DIR/chart.yaml" >/dev/null
-token=$(kubectl -n randomsecret-system create token randomsecret --duration=4h)
+token=$(kubectl -n randomsecret-system create token e2e-randomsecret --duration=4h)
 export E2E_CONTROLLER_KUBECONFIG=$E2E_DIR/controller.kubeconfig
 (umask 077; cat >"$E2E_CONTROLLER_KUBECONFIG" <<KC
 apiVersion: v1
@@ -63,9 +65,9 @@ export E2E_METRICS_URL=http://127.0.0.1:$METRICS_PORT/metrics
 # Every controller of the run (this one, and those the outage and HA suites
 # start) shares one proof key, as the replicas of one install do.
 export RANDOMSECRET_PROOF_KEY_NAMESPACE=randomsecret-system
-# The lease is the chart's (its Role names it): release "randomsecret".
+# The lease is the chart's (its Role names it): release "e2e".
 "$RANDOMSECRET_BIN" controller --log-level=debug --kubeconfig "$E2E_CONTROLLER_KUBECONFIG" \
-  --leader-elect --leader-election-namespace randomsecret-system --leader-election-id randomsecret --tracking \
+  --leader-elect --leader-election-namespace randomsecret-system --leader-election-id e2e-randomsecret --tracking \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
   >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!

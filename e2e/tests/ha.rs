@@ -24,7 +24,8 @@ fn replica(n: u16) -> Result<ControllerProcess> {
         &[
             "--leader-elect",
             "--leader-election-namespace=randomsecret-system",
-            "--leader-election-id=randomsecret",
+            // The chart's Lease for release "e2e" (e2e/run.sh): its Role names it.
+            "--leader-election-id=e2e-randomsecret",
             &format!("--lease-duration-seconds={LEASE_SECONDS}"),
             "--renew-deadline-seconds=4",
             "--retry-period-seconds=1",
