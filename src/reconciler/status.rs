@@ -55,12 +55,9 @@ pub struct Previous {
     pub conditions: [Option<(bool, i64)>; 3],
     pub ready_reason: Option<crate::cache::Name>,
     pub released: Box<[crate::cache::Name]>,
-    /// The names `status.versions` lists, hashed: what was live.
-    pub listed: Box<[u64]>,
-    /// Of the live (not released) ones, which objects: (name hash, uid hash)
-    /// where the status records the uid, else (name hash, created seconds),
-    /// as a release before uids were recorded wrote it.
-    pub objects: Box<[Recorded]>,
+    /// What `status.versions` lists, hashed: every name (what was live), and
+    /// for a live one which object.
+    pub listed: Box<[Listed]>,
     /// Of the whole status, and of its conditions part, without transition times.
     pub fingerprint: u64,
     pub conditions_fingerprint: u64,
@@ -83,14 +80,16 @@ impl Previous {
             }),
             ready_reason: find(READY).map(|c| c.reason.as_str().into()),
             released: s.released.iter().map(|n| n.as_str().into()).collect(),
-            listed: s.versions.iter().map(|v| name_hash(&v.name)).collect(),
-            objects: s
+            listed: s
                 .versions
                 .iter()
-                .filter(|v| v.state != crate::api::VersionState::Released)
-                .map(|v| match &v.uid {
-                    Some(uid) => Recorded::Uid(name_hash(&v.name), name_hash(uid)),
-                    None => Recorded::Created(name_hash(&v.name), seconds(v.created.as_ref())),
+                .map(|v| Listed {
+                    name: name_hash(&v.name),
+                    object: match &v.uid {
+                        _ if v.state == crate::api::VersionState::Released => Object::Released,
+                        Some(uid) => Object::Uid(name_hash(uid)),
+                        None => Object::Created(seconds(v.created.as_ref())),
+                    },
                 })
                 .collect(),
             fingerprint: fingerprint(Some(s)),
@@ -106,14 +105,17 @@ impl Previous {
     /// Whether the status shows `name` as a version that was live (the
     /// current name, or listed in `versions`): pods may have read its values.
     pub fn was_live(&self, name: &str) -> bool {
-        self.secret_name.as_deref() == Some(name) || self.listed.contains(&name_hash(name))
+        let h = name_hash(name);
+        self.secret_name.as_deref() == Some(name) || self.listed.iter().any(|l| l.name == h)
     }
 
     /// Whether the status records this very object (`uid`) as a live
     /// version `name`: the controller created or verified it before.
     pub fn recorded(&self, name: &str, uid: &str) -> bool {
-        self.objects
-            .contains(&Recorded::Uid(name_hash(name), name_hash(uid)))
+        self.listed.contains(&Listed {
+            name: name_hash(name),
+            object: Object::Uid(name_hash(uid)),
+        })
     }
 
     /// Whether a status written before uids were recorded lists `name`,
@@ -121,8 +123,10 @@ impl Previous {
     /// before proofs existed: only an object created in that very second
     /// matches, so one made again later does not).
     pub fn recorded_before_uids(&self, name: &str, created: Option<&Time>) -> bool {
-        self.objects
-            .contains(&Recorded::Created(name_hash(name), seconds(created)))
+        self.listed.contains(&Listed {
+            name: name_hash(name),
+            object: Object::Created(seconds(created)),
+        })
     }
 
     fn transition(&self, type_: &str, status: bool) -> Option<Time> {
@@ -212,11 +216,21 @@ pub fn desired(
     }
 }
 
-/// A live version as the status records it (hashes, 16 bytes).
+/// One entry of `status.versions`, hashed (24 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Recorded {
-    Uid(u64, u64),
-    Created(u64, i64),
+pub struct Listed {
+    name: u64,
+    object: Object,
+}
+
+/// Which object a listed version is: released ones are not recorded (a
+/// release before proofs listed look-alikes so); a live one by its uid, or,
+/// as a release before uids wrote it, by its creation second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Object {
+    Released,
+    Uid(u64),
+    Created(i64),
 }
 
 fn seconds(t: Option<&Time>) -> i64 {
