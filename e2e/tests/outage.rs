@@ -96,9 +96,10 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     )
     .await?;
     let v3n = current_secret(&secrets, &rs).await?.name_any();
+    // Superseded: its two ReplicaSets and the running pods of the newer one.
     let owners = owner_kinds(&secrets, &v2n).await?;
     ensure!(
-        owners == ["ReplicaSet", "ReplicaSet"],
+        owners == ["ReplicaSet", "ReplicaSet", "Pod", "Pod"],
         "v2 owners after the outage: {owners:?}"
     );
     roll_out(&deploys, &v3n, "4").await?;

@@ -85,16 +85,35 @@ async fn deployment_history_keeps_versions_until_pruned() -> Result<()> {
     )
     .await?;
     ensure!(rs.status.as_ref().unwrap().secret_name.as_deref() == Some(v2n.as_str()));
+    // Owned by its ReplicaSet and that ReplicaSet's running pods (which keep
+    // it if the ReplicaSet is pruned while they terminate), not the RandomSecret.
     let owners = owner_kinds(&secrets, &v1n).await?;
     ensure!(
-        owners == ["ReplicaSet"],
-        "v1 should be owned by its ReplicaSet only, got {owners:?}"
+        owners == ["ReplicaSet", "Pod", "Pod"],
+        "v1 should be owned by its ReplicaSet and its 2 pods, got {owners:?}"
     );
 
-    // Roll out v2: both ReplicaSets exist, so both versions do.
+    // Roll out v2: both ReplicaSets exist, so both versions do; v1's pods are gone.
     point_at(&deploys, "web", &v2n, "2").await?;
     wait_for(&deploys, "web", "rolled out on v2", rollout_complete).await?;
     ensure!(secrets.get_opt(&v1n).await?.is_some() && secrets.get_opt(&v2n).await?.is_some());
+    let mut owners = Vec::new();
+    for _ in 0..100 {
+        owners = owner_kinds(&secrets, &v1n).await?;
+        if owners == ["ReplicaSet"] {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    ensure!(
+        owners == ["ReplicaSet"],
+        "v1 should be owned by its ReplicaSet alone once its pods are gone, got {owners:?}"
+    );
+    let owners = owner_kinds(&secrets, &v2n).await?;
+    ensure!(
+        owners == ["RandomSecret", "ReplicaSet"],
+        "the current version's owners do not follow its pods, got {owners:?}"
+    );
     let rss: Api<ReplicaSet> = ns.api();
     ensure!(rss.list(&ListParams::default()).await?.items.len() == 2);
 
@@ -324,6 +343,103 @@ async fn a_bare_pod_holds_its_version_and_deletion_keeps_referenced_versions() -
     wait_deleted(&secrets, &v1n)
         .await
         .context("the version goes with its last pod")?;
+    ns.delete().await
+}
+
+/// Issue 12, point 1: a ReplicaSet deleted (or pruned by its Deployment)
+/// while its pods are still terminating. The pods keep their version until
+/// the last of them is gone: the garbage collector must not delete it with
+/// the ReplicaSet. The pod is held in Terminating by a finalizer (unscheduled,
+/// so the node simulator does not strip it).
+#[tokio::test]
+async fn terminating_pods_of_a_deleted_replicaset_keep_their_version() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "ret-terminating").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let rss: Api<ReplicaSet> = ns.api();
+    let pods: Api<Pod> = ns.api();
+    let v1 = first_version(&api, &secrets, "db", json!({"length": 16, "rotation": "1"})).await?;
+    let v1n = v1.name_any();
+    let mut template = pod_template("old", &v1n);
+    template["metadata"]["finalizers"] = json!(["e2e.randomsecret.io/hold"]);
+    template["spec"]["nodeSelector"] = json!({"e2e.randomsecret.io/node": "none"});
+    let replicaset: ReplicaSet = serde_json::from_value(json!({
+        "metadata": {"name": "old"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "old"}}, "template": template},
+    }))?;
+    rss.create(&PostParams::default(), &replicaset).await?;
+    let pod_name = {
+        let mut found = None;
+        for _ in 0..150 {
+            if let Some(p) = pods
+                .list(&ListParams::default().labels("app=old"))
+                .await?
+                .items
+                .first()
+            {
+                found = Some(p.name_any());
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        found.context("the ReplicaSet made no pod")?
+    };
+    let v2n = rotate(&api, "db", "2").await?;
+    ensure!(v2n != v1n);
+    wait_version(
+        &api,
+        "db",
+        &v1n,
+        VersionState::Retained,
+        Some("ReplicaSet/old"),
+    )
+    .await?;
+    let owners = owner_kinds(&secrets, &v1n).await?;
+    ensure!(owners == ["ReplicaSet", "Pod"], "v1 owners: {owners:?}");
+
+    // The ReplicaSet goes; its pod is terminating (held by the finalizer).
+    rss.delete("old", &DeleteParams::background()).await?;
+    wait_deleted(&rss, "old").await?;
+    wait_for(
+        &pods,
+        &pod_name,
+        "the pod terminating",
+        |p: Option<&Pod>| p.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
+    )
+    .await?;
+    let rs = wait_version(&api, "db", &v1n, VersionState::Retained, Some("Pod/old-")).await?;
+    ensure!(version(&rs, &v1n).is_some_and(|v| v.referenced_by == [format!("Pod/{pod_name}")]));
+    // Long enough for the garbage collector to have acted on the ReplicaSet.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let kept = secrets
+        .get_opt(&v1n)
+        .await?
+        .context("v1 was deleted while a pod of its ReplicaSet was still terminating")?;
+    ensure!(kept.data == v1.data, "v1's values changed");
+    let owners: Vec<String> = kept
+        .owner_references()
+        .iter()
+        .map(|o| o.kind.clone())
+        .collect();
+    ensure!(
+        owners == ["Pod"],
+        "v1 owners once its ReplicaSet is gone: {owners:?}"
+    );
+
+    // The pod finishes terminating: v1 goes.
+    let unblock = json!({"metadata": {"finalizers": null}});
+    pods.patch(
+        &pod_name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(unblock),
+    )
+    .await?;
+    wait_deleted(&pods, &pod_name).await?;
+    wait_deleted(&secrets, &v1n)
+        .await
+        .context("v1 goes once its last pod is gone")?;
+    ensure!(secrets.get_opt(&v2n).await?.is_some());
     ns.delete().await
 }
 

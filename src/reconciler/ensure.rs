@@ -104,6 +104,7 @@ pub fn build_secret(rs: &Subject, v: &Version, ctx: &Context) -> Result<Secret, 
                     .chain(
                         holders
                             .iter()
+                            .filter(|h| !h.covered)
                             .take(super::retention::MAX_HOLDER_OWNERS)
                             .map(|h| h.owner_reference()),
                     )

@@ -33,6 +33,11 @@ pub enum ReconcileError {
     /// Leadership became uncertain mid-reconcile: stop, write nothing.
     #[error("no longer sure to lead: stopped before writing")]
     NotLeading,
+    /// A conditional write lost to another writer (the garbage collector
+    /// removing a deleted holder, say): the cache entry was read again, and
+    /// the reconcile runs again on it, quietly.
+    #[error("Secret {0} changed since it was read: looking again")]
+    Stale(String),
 }
 
 /// How often a RandomSecret whose Secret name is taken is checked again (the
@@ -60,6 +65,7 @@ impl ReconcileError {
             ReconcileError::Api { .. } => "ApiError",
             ReconcileError::Random(_) => "RandomSource",
             ReconcileError::NotLeading => "NotLeading",
+            ReconcileError::Stale(_) => "Conflict",
         }
     }
 

@@ -78,13 +78,18 @@ pub async fn apply(
                     ..Default::default()
                 };
                 ctx.may_write()?;
-                let patched = api
-                    .patch_metadata(&p.name, &pp, &Patch::Merge(patch))
-                    .await
-                    .map_err(ReconcileError::api(format!(
-                        "setting the owners of Secret {}",
-                        p.name
-                    )))?;
+                let patched = match api.patch_metadata(&p.name, &pp, &Patch::Merge(patch)).await {
+                    Ok(patched) => patched,
+                    Err(kube::Error::Api(s)) if s.code == 409 => {
+                        return Err(stale(&api, rs, &p.name, ctx).await);
+                    }
+                    Err(e) => {
+                        return Err(ReconcileError::api(format!(
+                            "setting the owners of Secret {}",
+                            p.name
+                        ))(e));
+                    }
+                };
                 ctx.caches.secrets.write_through(&patched.metadata, false);
             }
             Change::Delete => {
@@ -115,6 +120,9 @@ pub async fn apply(
                         released.push(p.name.clone());
                     }
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(kube::Error::Api(s)) if s.code == 409 => {
+                        return Err(stale(&api, rs, &p.name, ctx).await);
+                    }
                     Err(e) => {
                         return Err(ReconcileError::api(format!(
                             "deleting released Secret {}",
@@ -139,6 +147,18 @@ pub async fn apply(
         live,
         released: remember_released(released, &rs.status.released, current_name),
     })
+}
+
+/// After a conditional write on Secret `name` lost a race (409): reads it
+/// again into the cache, so the reconcile that follows plans on what is there
+/// now (the garbage collector removing a deleted holder from the owners, say).
+async fn stale(api: &Api<Secret>, rs: &Subject, name: &str, ctx: &Context) -> ReconcileError {
+    match api.get_metadata_opt(name).await {
+        Ok(Some(fresh)) => ctx.caches.secrets.write_through(&fresh.metadata, false),
+        Ok(None) => ctx.caches.secrets.forget(&rs.key.sibling(name)),
+        Err(e) => return ReconcileError::api(format!("reading Secret {name} again"))(e),
+    }
+    ReconcileError::Stale(name.to_string())
 }
 
 /// Released names for the status, newest first: those released now, then

@@ -8,6 +8,13 @@
 //! references it. When its last owner goes, the Kubernetes garbage collector
 //! deletes it, even while this controller is down. A version with no owner left
 //! is released: the controller deletes it.
+//!
+//! Pods of a ReplicaSet, StatefulSet or DaemonSet (`covered`: their history
+//! references the same names) are owners too, but only of a version the
+//! RandomSecret does not hold: a Deployment prunes an old ReplicaSet as soon
+//! as its pods are terminating, and the collector would otherwise delete the
+//! version under pods that still read it. So the current version's owners do
+//! not change as its Deployment scales.
 
 use crate::api::VersionState;
 use crate::references::{Holder, HolderKind};
@@ -51,14 +58,23 @@ pub const MAX_HOLDER_OWNERS: usize = 128;
 pub const MAX_REFERENCED_BY: usize = 10;
 
 /// `Kind/name` of each holder, at most `MAX_REFERENCED_BY`, then `+N more`.
+/// Covered pods are listed only when they are all that holds the version
+/// (their ReplicaSet is gone): otherwise every pod of a Deployment would be
+/// listed, and the status rewritten as it scales.
 fn referenced_by(holders: &[Holder]) -> Vec<String> {
-    let mut out: Vec<String> = holders
+    let owning: Vec<&Holder> = holders.iter().filter(|h| !h.covered).collect();
+    let listed = if owning.is_empty() {
+        holders.iter().collect()
+    } else {
+        owning
+    };
+    let mut out: Vec<String> = listed
         .iter()
         .take(MAX_REFERENCED_BY)
-        .map(Holder::display)
+        .map(|h| h.display())
         .collect();
-    if holders.len() > MAX_REFERENCED_BY {
-        out.push(format!("+{} more", holders.len() - MAX_REFERENCED_BY));
+    if listed.len() > MAX_REFERENCED_BY {
+        out.push(format!("+{} more", listed.len() - MAX_REFERENCED_BY));
     }
     out
 }
@@ -120,19 +136,25 @@ pub fn plan(
             } else {
                 VersionState::Released
             };
+            // Covered pods own only what the RandomSecret does not (module doc).
+            let held_by_randomsecret = is_current || in_history;
+            let owning: Vec<&Holder> = holders
+                .iter()
+                .filter(|h| !h.covered || !held_by_randomsecret)
+                .collect();
             // Past MAX_HOLDER_OWNERS holders (a Job's thousand bare pods, say),
             // the RandomSecret holds the version in their stead, so the
             // Secret's metadata stays small and nothing is collected early.
-            let many = holders.len() > MAX_HOLDER_OWNERS;
+            let many = owning.len() > MAX_HOLDER_OWNERS;
             let mut owners: Vec<OwnerReference> = Vec::new();
-            if state != VersionState::Released && (is_current || in_history || many) {
+            if state != VersionState::Released && (held_by_randomsecret || many) {
                 owners.push(owner.clone());
             }
             owners.extend(
-                holders
+                owning
                     .iter()
                     .take(MAX_HOLDER_OWNERS)
-                    .map(Holder::owner_reference),
+                    .map(|h| h.owner_reference()),
             );
             owners.extend(v.owners.iter().filter(|o| !managed(o)).cloned());
             // Only proven versions are planned (`reconciler::proven`), so
@@ -183,6 +205,15 @@ mod tests {
             namespace: crate::cache::Namespace::new("n"),
             name: name.into(),
             uid: crate::cache::Uid::parse(&format!("00000000-0000-4000-8000-{n:012x}")).unwrap(),
+            covered: false,
+        }
+    }
+    /// A pod of a ReplicaSet (its history owns what it references).
+    fn covered_pod(name: &str) -> Holder {
+        Holder {
+            kind: HolderKind::Pod,
+            covered: true,
+            ..holder(name)
         }
     }
     fn obs(name: &str, created: i64, owners: Vec<OwnerReference>) -> Observed {
@@ -380,6 +411,67 @@ mod tests {
         );
         assert_eq!(p[1].owners.len(), 3);
         assert!(p[1].owners.iter().all(|o| o.kind != "RandomSecret"));
+    }
+
+    /// Issue 12, point 1: a Deployment prunes an old ReplicaSet while its
+    /// pods are still terminating. Those pods own a superseded version with
+    /// the ReplicaSet, so the collector keeps it until the last of them is
+    /// gone, even while this controller is down; the current version's owners
+    /// do not follow its pods.
+    #[test]
+    fn pods_of_a_history_own_a_superseded_version_not_the_current_one() {
+        let vs = [
+            obs("v1", 1, vec![holder("web-1").owner_reference()]),
+            obs("v2", 2, vec![rs_owner("me")]),
+        ];
+        let plan_with = |v1: Vec<Holder>, v2: Vec<Holder>| {
+            plan(
+                "v2",
+                &rs_owner("me"),
+                &vs,
+                |n| if n == "v1" { v1.clone() } else { v2.clone() },
+                0,
+            )
+        };
+        // Rolling out: the old ReplicaSet and its pod; the new one and its pod.
+        let p = plan_with(
+            vec![holder("web-1"), covered_pod("web-1-abc")],
+            vec![holder("web-2"), covered_pod("web-2-xyz")],
+        );
+        assert_eq!(
+            p[0].owners,
+            vec![rs_owner("me"), holder("web-2").owner_reference()]
+        );
+        assert_eq!(p[0].referenced_by, ["ReplicaSet/web-2"]);
+        assert_eq!(p[1].state, VersionState::Retained);
+        assert_eq!(
+            p[1].owners,
+            vec![
+                holder("web-1").owner_reference(),
+                covered_pod("web-1-abc").owner_reference()
+            ]
+        );
+        assert_eq!(p[1].referenced_by, ["ReplicaSet/web-1"]);
+        // The ReplicaSet is pruned; its pod is terminating.
+        let p = plan_with(vec![covered_pod("web-1-abc")], vec![]);
+        assert_eq!(
+            (p[1].state, p[1].owners.clone()),
+            (
+                VersionState::Retained,
+                vec![covered_pod("web-1-abc").owner_reference()]
+            )
+        );
+        assert_eq!(p[1].referenced_by, ["Pod/web-1-abc"]);
+        // The pod is gone.
+        let p = plan_with(vec![], vec![]);
+        assert_eq!(
+            (p[1].state, p[1].change.clone()),
+            (VersionState::Released, Change::Delete)
+        );
+        // A history still referencing it, its pods gone: the history alone.
+        let p = plan_with(vec![holder("web-1")], vec![]);
+        assert_eq!(p[1].owners, vec![holder("web-1").owner_reference()]);
+        assert_eq!(p[1].change, Change::None);
     }
 
     #[test]

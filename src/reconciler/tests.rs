@@ -577,6 +577,7 @@ impl Harness {
             namespace: Namespace::new(NS),
             name: name.into(),
             uid: Uid::parse(REPLICASET_UID).unwrap(),
+            covered: false,
         };
         self.caches.holders.0.write().unwrap().apply(
             Stream::ReplicaSets,
@@ -1153,6 +1154,52 @@ async fn a_rotation_hands_a_referenced_old_version_to_its_replicaset() {
         &*cached.resource_version, "51",
         "the owners patch went through"
     );
+}
+
+/// The owners patch loses a race (the garbage collector removed a deleted
+/// holder first): the Secret is read again into the cache, and the reconcile
+/// runs again soon, quietly: no status, no Warning, no error counted.
+#[tokio::test]
+async fn an_owners_patch_that_loses_a_race_reads_again_and_retries_quietly() {
+    let h = Harness::new();
+    let old = VersionSecret::of(&Rs::test())
+        .with_uid(OLD_SECRET_UID)
+        .created_at("2026-01-01T00:00:00")
+        .cached_in(&h);
+    h.referenced_by_replicaset(&old.name(), "web-7d4b9c");
+    let rs = Rs::test()
+        .with_rotation("2")
+        .with_status(ready_status(&old, &[]))
+        .cached_in(&h);
+    let (old_name, old2) = (old.name(), old.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            let body = post.body.clone();
+            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            let patch = api.patch_secret_metadata(&old_name).await;
+            let msg = format!("Operation cannot be fulfilled on secrets \"{old_name}\": the object has been modified");
+            patch.respond(409, &failure(409, "Conflict", &msg, json!([])));
+            let get = api.next("GET of the Secret's metadata").await;
+            let get = get.expect(Method::GET, &format!("{SECRETS}/{old_name}"), &[]);
+            assert!(get.header("accept").contains("as=PartialObjectMetadata"));
+            let mut fresh = old2.clone();
+            fresh.meta["resourceVersion"] = json!("52");
+            get.respond(200, &fresh.metadata_response());
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::RequeueAfter(Duration::from_millis(200)));
+    let reasons: Vec<&str> = run
+        .events
+        .iter()
+        .filter_map(|e| e["reason"].as_str())
+        .collect();
+    assert_eq!(reasons, ["VersionCreated"], "no Warning for a lost race");
+    assert_eq!(run.errors("Conflict"), 0);
+    let cached = h.caches.secrets.get(&key().sibling(&old.name())).unwrap();
+    assert_eq!(&*cached.resource_version, "52", "read again into the cache");
+    drop(rs);
 }
 
 /// A RandomSecret deleted with its versions orphaned and created again with

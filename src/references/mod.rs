@@ -57,6 +57,12 @@ pub struct Holder {
     pub namespace: Namespace,
     pub name: crate::cache::Name,
     pub uid: Uid,
+    /// A pod whose ReplicaSet, StatefulSet or DaemonSet normally holds its
+    /// references. It still keeps its versions while it exists (its
+    /// ReplicaSet may be pruned while it terminates), through the
+    /// RandomSecret rather than as an owner of its own: a Deployment's
+    /// pods would otherwise fill every version's owner references.
+    pub covered: bool,
 }
 
 impl Holder {
@@ -196,12 +202,13 @@ pub fn could_be_version(name: &str) -> bool {
         && name[name.len() - 10..].chars().all(hash_alphabet_contains)
 }
 
-fn holder(kind: HolderKind, meta: &ObjectMeta) -> Option<Holder> {
+fn holder(kind: HolderKind, meta: &ObjectMeta, covered: bool) -> Option<Holder> {
     Some(Holder {
         kind,
         namespace: Key::of(meta).namespace,
         name: meta.name.as_deref()?.into(),
         uid: Uid::of(meta)?,
+        covered,
     })
 }
 
@@ -209,8 +216,8 @@ fn holder(kind: HolderKind, meta: &ObjectMeta) -> Option<Holder> {
 /// identity, nothing to index).
 pub type Held = Option<(Holder, Vec<Key>)>;
 
-fn held(kind: HolderKind, meta: &ObjectMeta, refs: Option<&SecretRefs>) -> Held {
-    let h = holder(kind, meta)?;
+fn held(kind: HolderKind, meta: &ObjectMeta, refs: Option<&SecretRefs>, covered: bool) -> Held {
+    let h = holder(kind, meta, covered)?;
     let keys = refs
         .map(SecretRefs::names)
         .unwrap_or_default()
@@ -229,6 +236,7 @@ pub fn replica_set(rs: &ReplicaSetRefs) -> Held {
         HolderKind::ReplicaSet,
         &rs.metadata,
         rs.spec.as_ref().and_then(TemplateOwner::refs),
+        false,
     )
 }
 
@@ -237,11 +245,14 @@ pub fn controller_revision(cr: &ControllerRevisionRefs) -> Held {
         HolderKind::ControllerRevision,
         &cr.metadata,
         cr.data.as_ref().and_then(TemplateOwner::refs),
+        false,
     )
 }
 
-/// Pods count only when no indexed history covers them (bare pods, Job pods, ...):
-/// a pod of a ReplicaSet, StatefulSet or DaemonSet is held by its history.
+/// A pod holds its versions until it has finished (or is gone). One of a
+/// ReplicaSet, StatefulSet or DaemonSet is `covered`: its history is the
+/// owner, but the pod still counts, because a Deployment prunes an old
+/// ReplicaSet as soon as its pods are terminating, not terminated.
 pub fn pod(pod: &PodRefs) -> Held {
     let covered = pod.metadata.owner_references.iter().flatten().any(|o| {
         o.controller == Some(true)
@@ -252,12 +263,8 @@ pub fn pod(pod: &PodRefs) -> Held {
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .is_some_and(|p| p == "Succeeded" || p == "Failed");
-    let refs = if covered || finished {
-        None
-    } else {
-        pod.spec.as_ref()
-    };
-    held(HolderKind::Pod, &pod.metadata, refs)
+    let refs = if finished { None } else { pod.spec.as_ref() };
+    held(HolderKind::Pod, &pod.metadata, refs, covered)
 }
 
 #[cfg(test)]
@@ -355,7 +362,7 @@ mod tests {
     }
 
     #[test]
-    fn pods_covered_by_history_or_finished_hold_nothing() {
+    fn running_pods_hold_and_those_of_a_history_are_marked_covered() {
         let mk = |owner: Option<&str>, phase: &str| -> PodRefs {
             let owners: Vec<_> = owner.into_iter().map(|k| json!({"apiVersion": "apps/v1", "kind": k, "name": "o", "uid": UID, "controller": true})).collect();
             serde_json::from_value(json!({
@@ -365,11 +372,16 @@ mod tests {
             }))
             .unwrap()
         };
-        let held = |p: PodRefs| pod(&p).unwrap().1.len();
-        assert_eq!(held(mk(None, "Running")), 1);
-        assert_eq!(held(mk(Some("Job"), "Running")), 1);
-        assert_eq!(held(mk(Some("ReplicaSet"), "Running")), 0);
-        assert_eq!(held(mk(Some("StatefulSet"), "Running")), 0);
-        assert_eq!(held(mk(None, "Succeeded")), 0);
+        let held = |p: PodRefs| {
+            let (h, keys) = pod(&p).unwrap();
+            (keys.len(), h.covered)
+        };
+        assert_eq!(held(mk(None, "Running")), (1, false));
+        assert_eq!(held(mk(Some("Job"), "Running")), (1, false));
+        assert_eq!(held(mk(Some("ReplicaSet"), "Running")), (1, true));
+        assert_eq!(held(mk(Some("StatefulSet"), "Pending")), (1, true));
+        assert_eq!(held(mk(Some("DaemonSet"), "Running")), (1, true));
+        assert_eq!(held(mk(None, "Succeeded")), (0, false));
+        assert_eq!(held(mk(Some("ReplicaSet"), "Failed")), (0, true));
     }
 }
