@@ -34,9 +34,10 @@ pub enum ReconcileError {
     #[error("no longer sure to lead: stopped before writing")]
     NotLeading,
     /// A conditional write lost to another writer (the garbage collector
-    /// removing a deleted holder, say): the cache entry was read again, and
-    /// the reconcile runs again on it, quietly.
-    #[error("Secret {0} changed since it was read: looking again")]
+    /// removing a deleted holder, a workload's status update): what the
+    /// reconcile reads next is newer, so it runs again, quietly. Names the
+    /// object ("Secret db-…", "Deployment web").
+    #[error("{0} changed since it was read: looking again")]
     Stale(String),
 }
 

@@ -158,7 +158,7 @@ async fn stale(api: &Api<Secret>, rs: &Subject, name: &str, ctx: &Context) -> Re
         Ok(None) => ctx.caches.secrets.forget(&rs.key.sibling(name)),
         Err(e) => return ReconcileError::api(format!("reading Secret {name} again"))(e),
     }
-    ReconcileError::Stale(name.to_string())
+    ReconcileError::Stale(format!("Secret {name}"))
 }
 
 /// Released names for the status, newest first: those released now, then

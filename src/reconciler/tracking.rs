@@ -105,12 +105,18 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<(), Re
             ..Default::default()
         };
         ctx.may_write()?;
-        api.patch(&w.name, &pp, &Patch::Merge(patch))
-            .await
-            .map_err(ReconcileError::api(format!(
-                "pointing {what} at Secret {}",
-                v.secret_name
-            )))?;
+        match api.patch(&w.name, &pp, &Patch::Merge(patch)).await {
+            Ok(_) => {}
+            // Changed since the read (its controller updated its status, say):
+            // read and rewrite it again.
+            Err(kube::Error::Api(s)) if s.code == 409 => return Err(ReconcileError::Stale(what)),
+            Err(e) => {
+                return Err(ReconcileError::api(format!(
+                    "pointing {what} at Secret {}",
+                    v.secret_name
+                ))(e));
+            }
+        }
         info!(randomsecret = %rs.key, workload = %what, secret = %v.secret_name, "pointed tracking workload at the current version");
         let note = format!("Pointed {what} at Secret {}", v.secret_name);
         ctx.events.publish(
