@@ -565,3 +565,69 @@ async fn tracking_mode_rolls_workloads_to_each_new_version() -> Result<()> {
     checker.finish().await?;
     ns.delete().await
 }
+
+/// Issue 12, point 7: many holders (a Job's or a script's bare pods) give a
+/// version at most 128 owner references, the RandomSecret holding it for the
+/// rest, and a bounded `referencedBy`; when they are gone, it is released.
+#[tokio::test]
+async fn many_pods_give_a_bounded_number_of_owners() -> Result<()> {
+    const PODS: usize = 140;
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "ret-many").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let pods: Api<Pod> = ns.api();
+    let v1n = first_version(&api, &secrets, "db", json!({"length": 16, "rotation": "1"}))
+        .await?
+        .name_any();
+    let spec = pod_template("batch", &v1n)["spec"].clone();
+    let creates = (0..PODS).map(|i| {
+        let pods = pods.clone();
+        let spec = spec.clone();
+        async move {
+            let pod: Pod = serde_json::from_value(
+                json!({"metadata": {"name": format!("batch-{i:03}"), "labels": {"app": "batch"}}, "spec": spec}),
+            )?;
+            pods.create(&PostParams::default(), &pod).await?;
+            anyhow::Ok(())
+        }
+    });
+    for r in futures::future::join_all(creates).await {
+        r?;
+    }
+    let v2n = rotate(&api, "db", "2").await?;
+    let more = format!("+{} more", PODS - 10);
+    let rs = wait_for(
+        &api,
+        "db",
+        "v1 retained by every pod",
+        |rs: Option<&RandomSecret>| {
+            rs.and_then(|rs| version(rs, &v1n)).is_some_and(|v| {
+                v.state == VersionState::Retained && v.referenced_by.last() == Some(&more)
+            })
+        },
+    )
+    .await?;
+    ensure!(version(&rs, &v1n).unwrap().referenced_by.len() == 11);
+    let owners = owner_kinds(&secrets, &v1n).await?;
+    ensure!(
+        owners.len() == 129
+            && owners.iter().filter(|k| *k == "Pod").count() == 128
+            && owners.contains(&"RandomSecret".to_string()),
+        "v1 owners: {} ({} pods)",
+        owners.len(),
+        owners.iter().filter(|k| *k == "Pod").count()
+    );
+
+    // The pods go: v1 is released.
+    pods.delete_collection(
+        &DeleteParams::default().grace_period(0),
+        &ListParams::default().labels("app=batch"),
+    )
+    .await?;
+    wait_deleted(&secrets, &v1n)
+        .await
+        .context("v1 goes with its last pod")?;
+    ensure!(secrets.get_opt(&v2n).await?.is_some());
+    ns.delete().await
+}
