@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use randomsecret::api::{RandomSecret, VersionState};
@@ -349,8 +349,9 @@ async fn a_bare_pod_holds_its_version_and_deletion_keeps_referenced_versions() -
 /// Issue 12, point 1: a ReplicaSet deleted (or pruned by its Deployment)
 /// while its pods are still terminating. The pods keep their version until
 /// the last of them is gone: the garbage collector must not delete it with
-/// the ReplicaSet. The pod is held in Terminating by a finalizer (unscheduled,
-/// so the node simulator does not strip it).
+/// the ReplicaSet. The pod is bound to a node of its own that no kubelet (nor
+/// the node simulator) runs, so once deleted it stays Terminating, as a pod
+/// does while its containers stop, until it is force-deleted.
 #[tokio::test]
 async fn terminating_pods_of_a_deleted_replicaset_keep_their_version() -> Result<()> {
     let client = client().await?;
@@ -359,11 +360,15 @@ async fn terminating_pods_of_a_deleted_replicaset_keep_their_version() -> Result
     let secrets: Api<Secret> = ns.api();
     let rss: Api<ReplicaSet> = ns.api();
     let pods: Api<Pod> = ns.api();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node = format!("ghost-{}", ns.name);
+    let ghost: Node = serde_json::from_value(json!({"metadata": {"name": node}}))?;
+    nodes.create(&PostParams::default(), &ghost).await?;
+
     let v1 = first_version(&api, &secrets, "db", json!({"length": 16, "rotation": "1"})).await?;
     let v1n = v1.name_any();
     let mut template = pod_template("old", &v1n);
-    template["metadata"]["finalizers"] = json!(["e2e.randomsecret.io/hold"]);
-    template["spec"]["nodeSelector"] = json!({"e2e.randomsecret.io/node": "none"});
+    template["spec"]["nodeName"] = json!(node);
     let replicaset: ReplicaSet = serde_json::from_value(json!({
         "metadata": {"name": "old"},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "old"}}, "template": template},
@@ -398,7 +403,7 @@ async fn terminating_pods_of_a_deleted_replicaset_keep_their_version() -> Result
     let owners = owner_kinds(&secrets, &v1n).await?;
     ensure!(owners == ["ReplicaSet", "Pod"], "v1 owners: {owners:?}");
 
-    // The ReplicaSet goes; its pod is terminating (held by the finalizer).
+    // The ReplicaSet goes; its pod is terminating.
     rss.delete("old", &DeleteParams::background()).await?;
     wait_deleted(&rss, "old").await?;
     wait_for(
@@ -427,19 +432,15 @@ async fn terminating_pods_of_a_deleted_replicaset_keep_their_version() -> Result
         "v1 owners once its ReplicaSet is gone: {owners:?}"
     );
 
-    // The pod finishes terminating: v1 goes.
-    let unblock = json!({"metadata": {"finalizers": null}});
-    pods.patch(
-        &pod_name,
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(unblock),
-    )
-    .await?;
+    // The pod is gone: so is v1.
+    pods.delete(&pod_name, &DeleteParams::default().grace_period(0))
+        .await?;
     wait_deleted(&pods, &pod_name).await?;
     wait_deleted(&secrets, &v1n)
         .await
         .context("v1 goes once its last pod is gone")?;
     ensure!(secrets.get_opt(&v2n).await?.is_some());
+    nodes.delete(&node, &DeleteParams::default()).await?;
     ns.delete().await
 }
 

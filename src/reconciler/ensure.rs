@@ -124,6 +124,37 @@ pub fn build_secret(rs: &Subject, v: &Version, ctx: &Context) -> Result<Secret, 
     Ok(secret)
 }
 
+/// A live version is missing. When its namespace is being deleted, that is
+/// why (the namespace's Secrets go before its RandomSecrets): a dry-run
+/// create, which the apiserver refuses in a terminating namespace, tells it
+/// without reading namespaces, so no false alarm is raised. Anything else is
+/// a lost version.
+async fn lost(api: &Api<Secret>, name: &str) -> ReconcileError {
+    let probe = Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        immutable: Some(true),
+        ..Default::default()
+    };
+    let pp = PostParams {
+        dry_run: true,
+        field_manager: Some(MANAGER.into()),
+    };
+    match api.create(&pp, &probe).await {
+        Err(e) => {
+            let err = ReconcileError::api(format!("creating Secret {name} (dry run)"))(e);
+            if err.namespace_terminating() {
+                err
+            } else {
+                ReconcileError::VersionLost(name.to_string())
+            }
+        }
+        Ok(_) => ReconcileError::VersionLost(name.to_string()),
+    }
+}
+
 /// Makes sure the current version exists; returns what happened and its
 /// metadata as cached.
 pub async fn version(
@@ -147,7 +178,7 @@ pub async fn version(
                     v.secret_name
                 )))?;
             let Some(secret) = read else {
-                return Err(ReconcileError::VersionLost(v.secret_name.clone()));
+                return Err(lost(&api, &v.secret_name).await);
             };
             found(&secret, ctx)?
         }

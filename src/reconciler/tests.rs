@@ -909,6 +909,58 @@ async fn a_terminating_namespace_writes_nothing_and_waits() {
     assert!(run.events.is_empty());
 }
 
+/// A live version whose Secret is gone: read to be sure, then a dry-run
+/// create tells a lost version (Stalled VersionLost, a Warning, never
+/// created again) from a namespace being deleted (nothing reported).
+#[tokio::test]
+async fn a_lost_live_version_is_stalled_unless_its_namespace_is_going() {
+    for terminating in [false, true] {
+        let h = Harness::new();
+        let live = VersionSecret::of(&Rs::test());
+        let rs = Rs::test()
+            .with_status(ready_status(&live, &[]))
+            .cached_in(&h);
+        let (name, rs2) = (live.name(), rs.clone());
+        let run = h
+            .reconcile(|mut api| async move {
+                let get = api.next("GET of the missing version").await;
+                let get = get.expect(Method::GET, &format!("{SECRETS}/{name}"), &[]);
+                let msg = format!("secrets \"{name}\" not found");
+                get.respond(404, &failure(404, "NotFound", &msg, json!([])));
+                let probe = api.next("dry-run POST").await;
+                let probe = probe.expect(
+                    Method::POST,
+                    SECRETS,
+                    &[("dryRun", "All"), ("fieldManager", MANAGER)],
+                );
+                assert_eq!(probe.body["data"], Value::Null, "the probe carries no values");
+                if terminating {
+                    let msg = "unable to create new content in namespace shop because it is being terminated";
+                    let causes = json!([{"reason": "NamespaceTerminating", "field": "metadata.namespace"}]);
+                    probe.respond(403, &failure(403, "Forbidden", msg, causes));
+                    return api;
+                }
+                let body = probe.body.clone();
+                probe.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+                api.get_status().await.respond(200, &rs2.json());
+                let patch = api.apply_status().await;
+                let status = patch.body["status"].clone();
+                assert_eq!(condition(&status, "Stalled")["reason"], "VersionLost");
+                patch.respond(200, &rs2.applied(&status));
+                api
+            })
+            .await;
+        assert_eq!(run.next, Next::AwaitChange);
+        if terminating {
+            assert_eq!(run.reconciles("deleting"), 1);
+            assert!(run.events.is_empty());
+        } else {
+            assert_eq!(run.errors("VersionLost"), 1);
+            assert_eq!(run.events(), pairs(&[("Warning", "VersionLost")]));
+        }
+    }
+}
+
 /// The apiserver rejects the Secret itself (422): Stalled SecretRejected
 /// with its message; no retry, since only a spec change can help.
 #[tokio::test]
