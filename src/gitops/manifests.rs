@@ -56,6 +56,17 @@ pub fn is_random_secret(doc: usize, value: &serde_json::Value) -> Result<bool, M
 /// The version a RandomSecret document (number `doc`, from 1) names.
 pub fn version_of(doc: usize, value: &serde_json::Value) -> Result<Version, ManifestError> {
     let err = |message: String| ManifestError::Document { doc, message };
+    if let Some(spec) = value.get("spec").filter(|s| !s.is_object()) {
+        let what = match spec {
+            serde_json::Value::Array(_) => "a list",
+            serde_json::Value::Null => "null",
+            serde_json::Value::String(_) => "a string",
+            _ => "a scalar",
+        };
+        return Err(err(format!(
+            "RandomSecret: spec must be a mapping (keys, static, ...), not {what}"
+        )));
+    }
     let rs: RandomSecret =
         serde_json::from_value(value.clone()).map_err(|e| err(format!("RandomSecret: {e}")))?;
     let name = rs
@@ -211,5 +222,18 @@ mod tests {
             "kind: RandomSecret\n",
         );
         assert!(versioned_names(&other).unwrap().is_empty());
+    }
+
+    /// A spec that is not a mapping gets an error that says so (not serde's
+    /// "expected a string" from reading a list as the struct's fields).
+    #[test]
+    fn a_spec_that_is_not_a_mapping_says_so() {
+        for spec in ["[{keys: {k: {length: 8}}}]", "null", "'keys'", "8"] {
+            let input = format!(
+                "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {{name: a}}\nspec: {spec}\n"
+            );
+            let e = versioned_names(&input).expect_err(&input).to_string();
+            assert!(e.contains("spec must be a mapping"), "{spec}: {e}");
+        }
     }
 }
