@@ -57,7 +57,7 @@ KC
 )
 
 export RUST_LIB_BACKTRACE=0
-export RANDOMSECRET_BIN=$root/target/debug/randomsecret
+export RANDOMSECRET_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/randomsecret
 export E2E_VALUES_FILE=$E2E_DIR/values.txt CONTROLLER_LOG=$E2E_DIR/controller.log
 : >"$E2E_VALUES_FILE"
 METRICS_PORT=${E2E_METRICS_PORT:-18080}; HEALTH_PORT=${E2E_HEALTH_PORT:-18081}

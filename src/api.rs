@@ -76,14 +76,14 @@ pub struct RandomSecretSpec {
     /// Generated values: a map from Secret data key to its generator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxProperties" = 64))]
-    #[x_kube(validation = Rule::new("self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$'))").message("every key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters"))]
+    #[x_kube(validation = Rule::new(format!("self.all(k, {})", crate::version::data_key_rule("k")).as_str()).message("every key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..' and not starting with '..'"))]
     pub keys: Option<BTreeMap<String, Generator>>,
 
     /// Short form of the original RandomSecret operator: the one generated key
     /// (default "password"). Do not combine with keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
-    #[x_kube(validation = Rule::new("self.matches('^[-._a-zA-Z0-9]+$')").message("key must be a valid Secret data key: letters, digits, '-', '_' and '.'"))]
+    #[x_kube(validation = Rule::new(crate::version::data_key_rule("self").as_str()).message("key must be a valid Secret data key: letters, digits, '-', '_' and '.', not '.' or '..' and not starting with '..'"))]
     pub key: Option<String>,
 
     /// Short form: length of the generated value (default 32).
@@ -99,13 +99,14 @@ pub struct RandomSecretSpec {
     /// Literal values copied into every version.
     #[serde(default, rename = "static", skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxProperties" = 64))]
-    #[x_kube(validation = Rule::new("self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$'))").message("every static key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters"))]
+    #[x_kube(validation = Rule::new(format!("self.all(k, {})", crate::version::data_key_rule("k")).as_str()).message("every static key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..' and not starting with '..'"))]
     pub r#static: Option<BTreeMap<String, String>>,
 
-    /// Opaque rotation token: changing it produces a new version with new values.
+    /// Opaque rotation token: changing it produces a new version with new
+    /// values. At most 253 characters, no control characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
-    #[x_kube(validation = Rule::new("!self.matches('[\\\\x00-\\\\x1f\\\\x7f]')").message("rotation must not contain control characters"))]
+    #[x_kube(validation = Rule::new(crate::version::rotation_rule().as_str()).message("rotation must not contain control characters (C0, DEL or C1)"))]
     pub rotation: Option<String>,
 
     /// Type of the produced Secrets (default Opaque).
@@ -156,10 +157,11 @@ pub struct Generator {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symbols: Option<bool>,
     /// The symbol characters to add (default !@#$%^&*()-_=+[]{}|;:,.<>?/~`).
-    /// Printable characters, no white space; duplicates count once.
+    /// Visible characters: no white space, control, zero-width or
+    /// bidirectional-control characters; duplicates count once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
-    #[x_kube(validation = Rule::new("!self.matches('[\\\\x00-\\\\x20\\\\x7f\\\\x{85}\\\\x{a0}\\\\x{1680}\\\\x{2000}-\\\\x{200a}\\\\x{2028}\\\\x{2029}\\\\x{202f}\\\\x{205f}\\\\x{3000}]')").message("symbolCharacters must not contain white space or control characters"))]
+    #[x_kube(validation = Rule::new(crate::version::symbols_rule().as_str()).message(crate::version::SYMBOLS_INVISIBLE))]
     pub symbol_characters: Option<String>,
 }
 

@@ -3,6 +3,9 @@
 
 use super::yaml;
 use crate::api::{GROUP, RandomSecret};
+
+/// The one apiVersion of RandomSecret.
+const API_VERSION: &str = "randomsecret.io/v1";
 use crate::version::Version;
 
 #[derive(Debug, thiserror::Error)]
@@ -21,19 +24,49 @@ pub fn documents(input: &str) -> Result<Vec<serde_json::Value>, ManifestError> {
     Ok(yaml::read_stream(input)?)
 }
 
-/// Whether a document is a `randomsecret.io` RandomSecret.
-pub fn is_random_secret(doc: &serde_json::Value) -> bool {
-    let api = doc
-        .get("apiVersion")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default();
-    let kind = doc.get("kind").and_then(|v| v.as_str()).unwrap_or_default();
-    kind == "RandomSecret" && api.split('/').next() == Some(GROUP)
+/// Whether document number `doc` (from 1) is a RandomSecret (`randomsecret.io/v1`).
+///
+/// Never silent about a near miss: anything else in the `randomsecret.io`
+/// group (another version such as `randomsecret.io/v2`, a misspelled kind such
+/// as `Randomsecret`), and a kind `RandomSecret` (in any case) without an
+/// apiVersion, is an error that says what to write. A `RandomSecret` of
+/// another group (such as the original operator's) is not ours, and skipped.
+pub fn is_random_secret(doc: usize, value: &serde_json::Value) -> Result<bool, ManifestError> {
+    let api = value.get("apiVersion").and_then(|v| v.as_str());
+    let kind = value.get("kind").and_then(|v| v.as_str());
+    let ours = api.is_some_and(|a| a == GROUP || a.split('/').next() == Some(GROUP));
+    let like_ours = kind.is_some_and(|k| k.eq_ignore_ascii_case("RandomSecret"));
+    if ours && api == Some(API_VERSION) && kind == Some("RandomSecret") {
+        return Ok(true);
+    }
+    if ours || (like_ours && api.is_none_or(str::is_empty)) {
+        let show = |v: Option<&str>| v.map_or("none".to_string(), |v| format!("{v:?}"));
+        return Err(ManifestError::Document {
+            doc,
+            message: format!(
+                "apiVersion {} and kind {} is not a RandomSecret this version knows: write apiVersion {API_VERSION:?} and kind \"RandomSecret\"",
+                show(api),
+                show(kind)
+            ),
+        });
+    }
+    Ok(false)
 }
 
 /// The version a RandomSecret document (number `doc`, from 1) names.
 pub fn version_of(doc: usize, value: &serde_json::Value) -> Result<Version, ManifestError> {
     let err = |message: String| ManifestError::Document { doc, message };
+    if let Some(spec) = value.get("spec").filter(|s| !s.is_object()) {
+        let what = match spec {
+            serde_json::Value::Array(_) => "a list",
+            serde_json::Value::Null => "null",
+            serde_json::Value::String(_) => "a string",
+            _ => "a scalar",
+        };
+        return Err(err(format!(
+            "RandomSecret: spec must be a mapping (keys, static, ...), not {what}"
+        )));
+    }
     let rs: RandomSecret =
         serde_json::from_value(value.clone()).map_err(|e| err(format!("RandomSecret: {e}")))?;
     let name = rs
@@ -54,12 +87,13 @@ pub fn version_of(doc: usize, value: &serde_json::Value) -> Result<Version, Mani
 /// The versioned Secret name of each RandomSecret in the stream, in order.
 pub fn versioned_names(input: &str) -> Result<Vec<String>, ManifestError> {
     let docs = documents(input)?;
-    let versions = docs
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| is_random_secret(d))
-        .map(|(i, d)| version_of(i + 1, d));
-    versions.map(|v| v.map(|v| v.secret_name)).collect()
+    let mut names = vec![];
+    for (i, d) in docs.iter().enumerate() {
+        if is_random_secret(i + 1, d)? {
+            names.push(version_of(i + 1, d)?.secret_name);
+        }
+    }
+    Ok(names)
 }
 
 #[cfg(test)]
@@ -151,5 +185,55 @@ mod tests {
         assert_eq!(name_of("{static: {TRUE: x}}").unwrap(), t);
         assert_ne!(name_of("{static: {'TRUE': x}}").unwrap(), t);
         assert!(name_of("{keys: {k: {length: .inf}}}").is_err());
+    }
+
+    /// Issue 12, point 10: a near miss of our apiVersion or kind is an error
+    /// (never silently skipped, never read as v1).
+    #[test]
+    fn near_misses_of_our_api_version_and_kind_are_errors() {
+        let doc = |api: &str, kind: &str| {
+            format!("{api}{kind}metadata: {{name: a}}\nspec: {{length: 9}}\n")
+        };
+        for (api, kind) in [
+            ("apiVersion: randomsecret.io/v2\n", "kind: RandomSecret\n"),
+            (
+                "apiVersion: randomsecret.io/v1beta1\n",
+                "kind: RandomSecret\n",
+            ),
+            ("apiVersion: randomsecret.io\n", "kind: RandomSecret\n"),
+            ("apiVersion: randomsecret.io/v1\n", "kind: Randomsecret\n"),
+            ("apiVersion: randomsecret.io/v1\n", "kind: RandomSecrets\n"),
+            ("apiVersion: randomsecret.io/v1\n", ""),
+            ("", "kind: RandomSecret\n"),
+            ("apiVersion: ''\n", "kind: randomsecret\n"),
+        ] {
+            let input = doc(api, kind);
+            let e = versioned_names(&input).expect_err(&input).to_string();
+            assert!(
+                e.contains("document 1") && e.contains("randomsecret.io/v1"),
+                "{input}: {e}"
+            );
+        }
+        // The good one, and other groups' RandomSecrets, still as before.
+        let ok = doc("apiVersion: randomsecret.io/v1\n", "kind: RandomSecret\n");
+        assert_eq!(versioned_names(&ok).unwrap().len(), 1);
+        let other = doc(
+            "apiVersion: secret.a-cup-of.coffee/v1\n",
+            "kind: RandomSecret\n",
+        );
+        assert!(versioned_names(&other).unwrap().is_empty());
+    }
+
+    /// A spec that is not a mapping gets an error that says so (not serde's
+    /// "expected a string" from reading a list as the struct's fields).
+    #[test]
+    fn a_spec_that_is_not_a_mapping_says_so() {
+        for spec in ["[{keys: {k: {length: 8}}}]", "null", "'keys'", "8"] {
+            let input = format!(
+                "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {{name: a}}\nspec: {spec}\n"
+            );
+            let e = versioned_names(&input).expect_err(&input).to_string();
+            assert!(e.contains("spec must be a mapping"), "{spec}: {e}");
+        }
     }
 }

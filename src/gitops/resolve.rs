@@ -26,7 +26,7 @@ impl Names {
     pub fn collect(docs: &[Value]) -> Result<Self, ManifestError> {
         let mut names = Names::default();
         for (i, doc) in docs.iter().enumerate() {
-            if !is_random_secret(doc) {
+            if !is_random_secret(i + 1, doc)? {
                 continue;
             }
             let v = version_of(i + 1, doc)?;

@@ -1593,3 +1593,67 @@ async fn a_type_outside_the_allow_list_is_refused_before_anything_is_created() {
     assert_eq!(run.errors("NotAllowed"), 1);
     assert_eq!(run.metrics.versions_created.get(), 0);
 }
+
+/// Issue 12, point 10: a spec that bypassed admission with what the CRD now
+/// refuses (a key starting with '..', C1 controls or 254 characters in
+/// rotation, an invisible symbol, a period too short) is Stalled with the
+/// reason and a message that says what to fix; no Secret is written.
+#[tokio::test]
+async fn specs_the_crd_refuses_are_stalled_with_what_to_fix() {
+    let cases = [
+        (
+            json!({"keys": {"..x": {"length": 8}}}),
+            "InvalidKey",
+            "not starting with '..'",
+        ),
+        (
+            json!({"static": {"..": "v"}}),
+            "InvalidKey",
+            "not '.' or '..'",
+        ),
+        (
+            json!({"keys": {"k": {"length": 8}}, "rotation": "\u{9b}31m"}),
+            "InvalidRotation",
+            "control characters (C0, DEL or C1)",
+        ),
+        (
+            json!({"keys": {"k": {"length": 8}}, "rotation": "r".repeat(254)}),
+            "InvalidRotation",
+            "longer than 253 characters",
+        ),
+        (
+            json!({"keys": {"k": {"length": 8, "symbolCharacters": "!\u{202e}"}}}),
+            "InvalidSymbols",
+            "invisible characters",
+        ),
+        (
+            json!({"keys": {"k": {"length": 8}}, "rotateEvery": "59s"}),
+            "InvalidRotateEvery",
+            "at least 1m",
+        ),
+    ];
+    for (spec, reason, fix) in cases {
+        let h = Harness::new();
+        let bad = Rs {
+            spec: spec.clone(),
+            ..Rs::test()
+        }
+        .cached_in(&h);
+        let bad2 = bad.clone();
+        h.reconcile(|mut api| async move {
+            api.get_status().await.respond(200, &bad2.json());
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(
+                conditions(&status),
+                pairs(&[("False", reason), ("False", reason), ("True", reason)]),
+                "{spec}"
+            );
+            let message = condition(&status, "Ready")["message"].as_str().unwrap();
+            assert!(message.contains(fix), "{spec}: {message}");
+            patch.respond(200, &bad2.applied(&status));
+            api
+        })
+        .await;
+    }
+}

@@ -20,4 +20,7 @@ pub use name::{Version, base_name, hash_alphabet_contains, hash_canonical};
 pub use period::{
     MAX_PERIOD_HOURS, MIN_PERIOD_SECONDS, parse_period, period_range_rule, period_range_text,
 };
-pub use spec::{Generated, MAX_SECRET_BYTES, SpecError, VersionSpec};
+pub use spec::{
+    FORBIDDEN_SYMBOLS, Generated, MAX_ROTATION, MAX_SECRET_BYTES, SYMBOLS_INVISIBLE, SpecError,
+    VersionSpec, data_key_rule, rotation_rule, symbols_rule, valid_data_key,
+};

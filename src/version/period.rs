@@ -14,6 +14,9 @@ pub const MIN_PERIOD_SECONDS: u64 = 60;
 pub const MAX_PERIOD_HOURS: u64 = 876_000;
 const MAX_PERIOD_SECONDS: u64 = MAX_PERIOD_HOURS * 3600;
 
+/// The longest `rotateEvery`, in characters (the CRD's maxLength).
+pub const MAX_PERIOD_TEXT: usize = 32;
+
 /// The allowed range, as the error messages state it.
 pub fn period_range_text() -> String {
     format!(
@@ -23,9 +26,13 @@ pub fn period_range_text() -> String {
 }
 
 /// Parses a duration such as `720h`, `90m` or `1h30m` into seconds: one or
-/// more `<digits><h|m|s>`, adding up to at least 1m and at most 876000h.
+/// more `<digits><h|m|s>`, adding up to at least 1m and at most 876000h, in
+/// at most 32 characters (as the CRD's maxLength).
 pub fn parse_period(text: &str) -> Result<u64, SpecError> {
     let bad = || SpecError::InvalidRotateEvery(text.to_string());
+    if text.len() > MAX_PERIOD_TEXT {
+        return Err(bad());
+    }
     let (mut total, mut digits) = (0u64, String::new());
     for c in text.chars() {
         match c {

@@ -41,7 +41,7 @@ pub enum SpecError {
     #[error("key {0:?} is both generated and static: remove it from one of them")]
     KeyConflict(String),
     #[error(
-        "{0:?} is not a valid Secret data key: use letters, digits, '-', '_' and '.', at most 253 characters"
+        "{0:?} is not a valid Secret data key: use letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..' and not starting with '..'"
     )]
     InvalidKey(String),
     #[error("key {key:?}: length {length} is out of range: use 1 to {MAX_LENGTH}")]
@@ -58,8 +58,8 @@ pub enum SpecError {
     InvalidBaseName { name: String, why: &'static str },
     #[error("type {0:?} is not a valid Secret type: use letters, digits, '-', '_', '.' and '/'")]
     InvalidType(String),
-    #[error("rotation must not contain control characters")]
-    InvalidRotation,
+    #[error("rotation {0}")]
+    InvalidRotation(&'static str),
     #[error("type {secret_type} requires {needs}: add it to keys or static, or use another type")]
     TypeRequiresKeys {
         secret_type: String,
@@ -70,7 +70,7 @@ pub enum SpecError {
     )]
     TooLarge(usize),
     #[error(
-        "rotateEvery {0:?} must be a duration such as 720h, 90m or 1h30m, {range}",
+        "rotateEvery {0:?} must be a duration such as 720h, 90m or 1h30m (at most 32 characters), {range}",
         range = super::period::period_range_text()
     )]
     InvalidRotateEvery(String),
@@ -93,7 +93,7 @@ impl SpecError {
             SpecError::InvalidBaseName { .. } => "InvalidSecretName",
             SpecError::NameTooLong(_) => "NameTooLong",
             SpecError::InvalidType(_) => "InvalidType",
-            SpecError::InvalidRotation => "InvalidRotation",
+            SpecError::InvalidRotation(_) => "InvalidRotation",
             SpecError::TypeRequiresKeys { .. } => "TypeRequiresKeys",
             SpecError::TooLarge(_) => "SecretTooLarge",
             SpecError::InvalidRotateEvery(_) => "InvalidRotateEvery",
@@ -102,18 +102,106 @@ impl SpecError {
     }
 }
 
-fn valid_data_key(k: &str) -> bool {
+/// Longest `rotation`, in characters (the CRD's maxLength, which counts characters).
+pub const MAX_ROTATION: usize = 253;
+
+/// A Secret data key as the apiserver accepts it (its `IsConfigMapKey`):
+/// `[-._a-zA-Z0-9]+`, at most 253 characters, neither `.` nor `..`, and not
+/// starting with `..`. The CRD's CEL rule ([`data_key_rule`]) is the same.
+pub fn valid_data_key(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 253
         && k.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
+        && k != "."
+        && !k.starts_with("..")
+}
+
+/// [`valid_data_key`] as a CEL expression on the string variable `k`.
+pub fn data_key_rule(k: &str) -> String {
+    format!(
+        "size({k}) <= 253 && {k}.matches('^[-._a-zA-Z0-9]+$') && {k} != '.' && !{k}.startsWith('..')"
+    )
+}
+
+/// Characters `symbolCharacters` must not hold, as inclusive ranges: control
+/// characters (C0, DEL, C1: Rust's `char::is_control`), white space (Rust's
+/// `char::is_whitespace`), and invisible characters: the bidirectional
+/// controls, zero-width and other format characters (Unicode category Cf)
+/// and the default-ignorable code points (fillers, variation selectors, tags),
+/// which make a value differ from what a reader sees. The CRD's CEL rule is
+/// generated from this table ([`symbols_rule`]), so both refuse the same.
+pub const FORBIDDEN_SYMBOLS: &[(char, char)] = &[
+    ('\u{0}', '\u{20}'),
+    ('\u{7f}', '\u{a0}'),
+    ('\u{ad}', '\u{ad}'),
+    ('\u{34f}', '\u{34f}'),
+    ('\u{600}', '\u{605}'),
+    ('\u{61c}', '\u{61c}'),
+    ('\u{6dd}', '\u{6dd}'),
+    ('\u{70f}', '\u{70f}'),
+    ('\u{890}', '\u{891}'),
+    ('\u{8e2}', '\u{8e2}'),
+    ('\u{115f}', '\u{1160}'),
+    ('\u{1680}', '\u{1680}'),
+    ('\u{17b4}', '\u{17b5}'),
+    ('\u{180b}', '\u{180f}'),
+    ('\u{2000}', '\u{200f}'),
+    ('\u{2028}', '\u{202f}'),
+    ('\u{205f}', '\u{206f}'),
+    ('\u{3000}', '\u{3000}'),
+    ('\u{3164}', '\u{3164}'),
+    ('\u{fe00}', '\u{fe0f}'),
+    ('\u{feff}', '\u{feff}'),
+    ('\u{ffa0}', '\u{ffa0}'),
+    ('\u{fff0}', '\u{fffb}'),
+    ('\u{110bd}', '\u{110bd}'),
+    ('\u{110cd}', '\u{110cd}'),
+    ('\u{13430}', '\u{1343f}'),
+    ('\u{1bca0}', '\u{1bca3}'),
+    ('\u{1d173}', '\u{1d17a}'),
+    ('\u{e0000}', '\u{e0fff}'),
+];
+
+fn forbidden_symbol(c: char) -> bool {
+    FORBIDDEN_SYMBOLS
+        .iter()
+        .any(|&(lo, hi)| (lo..=hi).contains(&c))
+}
+
+/// A CEL string literal (single-quoted) holding an RE2 class of the ranges.
+fn cel_class(ranges: &[(char, char)]) -> String {
+    let mut class = String::from("'[");
+    for &(lo, hi) in ranges {
+        // `\\x{..}` in CEL's literal is `\x{..}` in the regular expression.
+        class.push_str(&format!("\\\\x{{{:x}}}", u32::from(lo)));
+        if hi != lo {
+            class.push_str(&format!("-\\\\x{{{:x}}}", u32::from(hi)));
+        }
+    }
+    class.push_str("]'");
+    class
+}
+
+/// The CRD's CEL rule for `symbolCharacters`: none of [`FORBIDDEN_SYMBOLS`].
+pub fn symbols_rule() -> String {
+    format!("!self.matches({})", cel_class(FORBIDDEN_SYMBOLS))
+}
+
+/// The control characters (Unicode Cc: C0, DEL and C1), which `rotation`
+/// must not hold: Rust's `char::is_control`.
+const CONTROLS: &[(char, char)] = &[('\u{0}', '\u{1f}'), ('\u{7f}', '\u{9f}')];
+
+/// The CRD's CEL rule for `rotation`: no control character (C0, DEL, C1).
+pub fn rotation_rule() -> String {
+    format!("!self.matches({})", cel_class(CONTROLS))
 }
 
 fn check_symbols(key: &str, s: &str) -> Result<(), SpecError> {
     let why = if s.is_empty() {
         Some("symbolCharacters is empty: remove it or list at least one character")
-    } else if s.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        Some("symbolCharacters must not contain white space or control characters")
+    } else if s.chars().any(forbidden_symbol) {
+        Some(SYMBOLS_INVISIBLE)
     } else if s.chars().count() > MAX_SYMBOLS {
         Some("symbolCharacters is longer than 128 characters")
     } else {
@@ -127,6 +215,10 @@ fn check_symbols(key: &str, s: &str) -> Result<(), SpecError> {
         None => Ok(()),
     }
 }
+
+/// What is wrong with `symbolCharacters` holding one of [`FORBIDDEN_SYMBOLS`]
+/// (the CRD's message too).
+pub const SYMBOLS_INVISIBLE: &str = "symbolCharacters must not contain white space, control characters or invisible characters (zero-width, bidirectional controls, other format characters): list visible characters only";
 
 fn generated(
     key: &str,
@@ -230,7 +322,14 @@ impl VersionSpec {
         }
         let rotation = spec.rotation.clone().unwrap_or_default();
         if rotation.chars().any(char::is_control) {
-            return Err(SpecError::InvalidRotation);
+            return Err(SpecError::InvalidRotation(
+                "must not contain control characters (C0, DEL or C1)",
+            ));
+        }
+        if rotation.chars().count() > MAX_ROTATION {
+            return Err(SpecError::InvalidRotation(
+                "is longer than 253 characters: use a shorter token",
+            ));
         }
         let v = VersionSpec {
             secret_type,
@@ -246,22 +345,18 @@ impl VersionSpec {
         Ok(v)
     }
 
-    /// An upper bound of the Secret's data size in bytes.
+    /// An upper bound of the Secret's data size in bytes, as the apiserver
+    /// counts it against its 1 MiB limit: the values' bytes (not the keys).
     pub fn max_data_bytes(&self) -> usize {
         let gen_bytes: usize = self
             .generated
-            .iter()
-            .map(|(k, g)| {
+            .values()
+            .map(|g| {
                 let widest = g.symbols.chars().map(char::len_utf8).max().unwrap_or(1);
-                k.len() + g.length * widest
+                g.length * widest
             })
             .sum();
-        gen_bytes
-            + self
-                .statics
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
+        gen_bytes + self.statics.values().map(String::len).sum::<usize>()
     }
 }
 
@@ -424,5 +519,136 @@ mod tests {
         };
         let back: Generator = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
         assert_eq!(g, back);
+    }
+
+    /// The table the CRD's rule is made from covers every character Rust
+    /// calls a control or white space, and rotation's rule is exactly Cc.
+    #[test]
+    fn forbidden_symbols_cover_controls_and_white_space() {
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            if c.is_control() || c.is_whitespace() {
+                assert!(forbidden_symbol(c), "{:x}", u32::from(c));
+            }
+            let in_controls = CONTROLS.iter().any(|&(lo, hi)| (lo..=hi).contains(&c));
+            assert_eq!(in_controls, c.is_control(), "{:x}", u32::from(c));
+        }
+        for c in ['!', 'é', '€', '😀', 'ß', '中'] {
+            assert!(!forbidden_symbol(c), "{c}");
+        }
+        assert!(
+            rotation_rule().contains("x{7f}-\\\\x{9f}"),
+            "{}",
+            rotation_rule()
+        );
+    }
+
+    /// Issue 12, point 10: what the CRD refuses, the controller (and the
+    /// CLI, through the same function) refuses too, with a reason.
+    #[test]
+    fn gaps_between_the_crd_and_the_controller_are_closed() {
+        let refused: &[(&str, &str)] = &[
+            // The apiserver's IsConfigMapKey: not '.', not '..', not starting with '..'.
+            ("keys: {'.': {length: 4}}", "InvalidKey"),
+            ("keys: {'..': {length: 4}}", "InvalidKey"),
+            ("keys: {'..x': {length: 4}}", "InvalidKey"),
+            ("static: {'..': x}", "InvalidKey"),
+            ("static: {'..data': x}", "InvalidKey"),
+            ("key: '.'\nlength: 4", "InvalidKey"),
+            ("key: '..x'", "InvalidKey"),
+            // C1 control characters (and DEL) in rotation.
+            (
+                "keys: {k: {length: 4}}\nrotation: \"a\\u0085\"",
+                "InvalidRotation",
+            ),
+            (
+                "keys: {k: {length: 4}}\nrotation: \"\\u009b31m\"",
+                "InvalidRotation",
+            ),
+            (
+                "keys: {k: {length: 4}}\nrotation: \"\\u007f\"",
+                "InvalidRotation",
+            ),
+            // Invisible and bidi-control characters in symbolCharacters.
+            (
+                "keys: {k: {length: 4, symbolCharacters: \"!\\u200b\"}}",
+                "InvalidSymbols",
+            ),
+            (
+                "keys: {k: {length: 4, symbolCharacters: \"!\\u202e\"}}",
+                "InvalidSymbols",
+            ),
+            (
+                "keys: {k: {length: 4, symbolCharacters: \"!\\u2066\"}}",
+                "InvalidSymbols",
+            ),
+            (
+                "keys: {k: {length: 4, symbolCharacters: \"!\\u200f\"}}",
+                "InvalidSymbols",
+            ),
+            (
+                "keys: {k: {length: 4, symbolCharacters: \"!\\ufeff\"}}",
+                "InvalidSymbols",
+            ),
+            (
+                "keys: {k: {length: 4, symbolCharacters: \"!\\u00ad\"}}",
+                "InvalidSymbols",
+            ),
+            (
+                "keys: {k: {length: 4, symbolCharacters: \"!\\u0090\"}}",
+                "InvalidSymbols",
+            ),
+            (
+                "keys: {k: {length: 4, symbolCharacters: \"!\\ufe0f\"}}",
+                "InvalidSymbols",
+            ),
+            (
+                "keys: {k: {length: 4, symbolCharacters: \"!\\U000E0041\"}}",
+                "InvalidSymbols",
+            ),
+            // rotateEvery below the minimum, and longer than the CRD's maxLength.
+            (
+                "keys: {k: {length: 4}}\nrotateEvery: 59s",
+                "InvalidRotateEvery",
+            ),
+            (
+                "keys: {k: {length: 4}}\nrotateEvery: 0s",
+                "InvalidRotateEvery",
+            ),
+            (
+                "keys: {k: {length: 4}}\nrotateEvery: 000000000000000000000000000000001h",
+                "InvalidRotateEvery",
+            ),
+        ];
+        for (yaml, reason) in refused {
+            let err = Version::of(&spec(yaml), "x").expect_err(yaml);
+            assert_eq!(err.reason(), *reason, "{yaml}: {err}");
+        }
+        // rotation: at most 253 characters, as the CRD counts them (not bytes).
+        let rotation = |r: String| spec(&format!("keys: {{k: {{length: 4}}}}\nrotation: \"{r}\""));
+        assert!(Version::of(&rotation("é".repeat(253)), "x").is_ok());
+        let err = Version::of(&rotation("a".repeat(254)), "x").unwrap_err();
+        assert_eq!(err.reason(), "InvalidRotation");
+        assert!(err.to_string().contains("253"), "{err}");
+        // The documented maximum length is a Secret the apiserver takes: it
+        // counts the values' bytes against 1 MiB, not the keys.
+        let max = spec("keys: {a-long-key-name: {length: 1048576}}");
+        assert!(Version::of(&max, "x").is_ok());
+        let both = spec("keys: {k: {length: 1048575}}\nstatic: {s: x}");
+        assert!(Version::of(&both, "x").is_ok());
+        let over = spec("keys: {k: {length: 1048576}}\nstatic: {s: x}");
+        assert_eq!(
+            Version::of(&over, "x").unwrap_err().reason(),
+            "SecretTooLarge"
+        );
+        // Keys and symbols that are fine stay fine.
+        for ok in [
+            "keys: {'.x': {length: 4}}",
+            "keys: {'x..': {length: 4}}",
+            "static: {'-': v1, '_': v2, 'a.b': v3}",
+            "keys: {k: {length: 4, symbolCharacters: \"é€😀!\"}}",
+            "keys: {k: {length: 4}}\nrotation: \"é\\u00a0tab-free ok\"",
+        ] {
+            assert!(Version::of(&spec(ok), "x").is_ok(), "{ok}");
+        }
     }
 }

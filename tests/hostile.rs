@@ -1,0 +1,191 @@
+//! The hostile-input corpus of the CLI (issue 12, "Prove it"): every
+//! `testdata/hostile/<surface>/<case>.yaml` is given to the real binary on
+//! standard input, under a wall-clock limit and an address-space limit, and
+//! must end as its `<case>.expect` says, never with a panic.
+//!
+//! `<case>.expect`, first line:
+//! - `ok`: exit status 0; any further lines are the exact expected stdout;
+//! - `error: <text>`: exit status 1, with `<text>` in stderr.
+//!
+//! The `crd` and `controller` surfaces need a cluster: `e2e/tests/hostile.rs`.
+//!
+//! A surface is one line in the list of tests below: its directory and the
+//! command's arguments.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long one case may run.
+const TIME_LIMIT: Duration = Duration::from_secs(10);
+/// The address space one case may use (virtual memory, so generous).
+const MEMORY_LIMIT: libc::rlim_t = 1 << 30;
+
+#[test]
+fn name() {
+    run_surface("name", &["name"], 15);
+}
+
+/// The expected outcome of one case.
+#[derive(Debug)]
+enum Expect {
+    Ok { stdout: Option<String> },
+    Error(String),
+}
+
+fn parse_expect(path: &Path) -> Expect {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+    match first.trim_end() {
+        "ok" => Expect::Ok {
+            stdout: (!rest.is_empty()).then(|| rest.to_string()),
+        },
+        line => match line.strip_prefix("error: ") {
+            Some(want) if !want.is_empty() => Expect::Error(want.to_string()),
+            _ => panic!(
+                "{}: the first line must be `ok` or `error: <text>`, not {line:?}",
+                path.display()
+            ),
+        },
+    }
+}
+
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the binary with `args` on `input`, killed after [`TIME_LIMIT`],
+/// within [`MEMORY_LIMIT`] of address space.
+fn run_bounded(args: &[&str], input: Vec<u8>) -> Result<Outcome, String> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_randomsecret"));
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("RUST_BACKTRACE", "0");
+    let limit = libc::rlimit {
+        rlim_cur: MEMORY_LIMIT,
+        rlim_max: MEMORY_LIMIT,
+    };
+    // SAFETY: setrlimit is async-signal-safe, and the closure touches
+    // nothing else between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("spawning: {e}"))?;
+    let mut stdin = child.stdin.take().expect("stdin");
+    // Threads for the pipes: a large input or output must not block the clock.
+    let writer = std::thread::spawn(move || {
+        // The process may exit before reading everything (a refusal): fine.
+        let _ = stdin.write_all(&input);
+    });
+    let pipe = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out = pipe(Box::new(child.stdout.take().expect("stdout")));
+    let err = pipe(Box::new(child.stderr.take().expect("stderr")));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if started.elapsed() > TIME_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("still running after {TIME_LIMIT:?}: killed"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    writer.join().map_err(|_| "stdin writer panicked")?;
+    Ok(Outcome {
+        code: status.code(),
+        stdout: out.join().map_err(|_| "stdout reader panicked")?,
+        stderr: err.join().map_err(|_| "stderr reader panicked")?,
+    })
+}
+
+/// Checks one case; `Err` says how it failed.
+fn check(args: &[&str], input: Vec<u8>, expect: &Expect) -> Result<(), String> {
+    let out = run_bounded(args, input)?;
+    if out.stderr.contains("panicked at") {
+        return Err(format!("panicked: {}", out.stderr));
+    }
+    match expect {
+        Expect::Ok { stdout } => {
+            if out.code != Some(0) {
+                return Err(format!("exit {:?}, stderr: {}", out.code, out.stderr));
+            }
+            match stdout {
+                Some(want) if *want != out.stdout => {
+                    Err(format!("stdout {:?}, want {want:?}", out.stdout))
+                }
+                _ => Ok(()),
+            }
+        }
+        Expect::Error(want) => {
+            if out.code != Some(1) {
+                return Err(format!(
+                    "exit {:?} (want 1), stdout: {:?}, stderr: {}",
+                    out.code, out.stdout, out.stderr
+                ));
+            }
+            if !out.stderr.contains(want.as_str()) {
+                return Err(format!("stderr {:?} lacks {want:?}", out.stderr));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Every case of `testdata/hostile/<surface>/` against `randomsecret <args>`,
+/// at least `min_cases` of them; fails listing each case that did not end as expected.
+fn run_surface(surface: &str, args: &[&str], min_cases: usize) {
+    let dir: PathBuf = [env!("CARGO_MANIFEST_DIR"), "testdata", "hostile", surface]
+        .iter()
+        .collect();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    cases.sort();
+    assert!(
+        cases.len() >= min_cases,
+        "{surface}: {} cases, want at least {min_cases}",
+        cases.len()
+    );
+    let mut failures = vec![];
+    for case in &cases {
+        let expect = parse_expect(&case.with_extension("expect"));
+        let input = std::fs::read(case).expect("the case");
+        assert!(
+            input.starts_with(b"# "),
+            "{}: the first line must say why the case is hostile (`# ...`)",
+            case.display()
+        );
+        if let Err(why) = check(args, input, &expect) {
+            failures.push(format!("{}: {why}", case.display()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{surface}: {} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
