@@ -78,14 +78,20 @@ fn main() -> ExitCode {
             Ok(())
         }),
         Command::Kustomize => read_input(None).and_then(|input| {
-            let (out, changed) = gitops::krm_function(&input).map_err(|e| e.to_string())?;
-            if changed == 0 {
-                eprintln!(
-                    "randomsecret kustomize: no reference was rewritten (no RandomSecret here, or nothing references its base name)"
-                );
+            let out = gitops::krm_function(&input).map_err(|e| e.to_string())?;
+            print!("{}", out.list);
+            match out.error {
+                // The KRM functions spec: errors on stderr, a non-zero exit;
+                // the ResourceList with the error in its results on stdout.
+                Some(e) => Err(e),
+                None if out.changed == 0 => {
+                    eprintln!(
+                        "randomsecret kustomize: no reference was rewritten (no RandomSecret here, or nothing references its base name)"
+                    );
+                    Ok(())
+                }
+                None => Ok(()),
             }
-            print!("{out}");
-            Ok(())
         }),
     };
     match result {

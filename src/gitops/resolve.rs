@@ -4,7 +4,7 @@
 //! a base layer that ran the function before an overlay rotated) is moved to
 //! the current version too.
 
-use super::manifests::{ManifestError, is_random_secret, version_of};
+use super::manifests::{ManifestError, namespace, random_secrets};
 use super::yaml;
 use crate::references::rewrite_pod_spec;
 use serde_json::Value;
@@ -14,27 +14,15 @@ use std::collections::HashMap;
 #[derive(Debug, Default)]
 pub struct Names(HashMap<(Option<String>, String), String>);
 
-fn namespace(doc: &Value) -> Option<String> {
-    doc.pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-}
-
 impl Names {
-    /// The versioned names of every RandomSecret among `docs`.
+    /// The versioned names of every RandomSecret among `docs` (two with the
+    /// same namespace and base name are an error).
     pub fn collect(docs: &[Value]) -> Result<Self, ManifestError> {
-        let mut names = Names::default();
-        for (i, doc) in docs.iter().enumerate() {
-            if !is_random_secret(doc) {
-                continue;
-            }
-            let v = version_of(i + 1, doc)?;
-            names
-                .0
-                .insert((namespace(doc), v.base.clone()), v.secret_name);
-        }
-        Ok(names)
+        let found = random_secrets(docs)?;
+        let names = found
+            .into_iter()
+            .map(|f| ((f.namespace, f.version.base), f.version.secret_name));
+        Ok(Names(names.collect()))
     }
 
     /// The current versioned name for a reference to a base name, or to any
@@ -205,6 +193,18 @@ mod tests {
         assert_ne!(
             docs[3]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
             "db"
+        );
+    }
+
+    #[test]
+    fn the_same_base_name_twice_in_a_namespace_is_an_error() {
+        let mut other = rs("other", Some("a"));
+        other["spec"]["secretName"] = json!("db");
+        let mut docs = vec![rs("db", Some("a")), other];
+        let e = resolve(&mut docs).unwrap_err().to_string();
+        assert!(
+            e.contains("RandomSecret other") && e.contains("RandomSecret db in document 1"),
+            "{e}"
         );
     }
 
