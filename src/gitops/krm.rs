@@ -47,6 +47,12 @@ pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
             })
     };
     match outcome {
+        // Nothing to rewrite: the list goes out as it came in.
+        Ok(0) => Ok(KrmOutput {
+            list: input.to_string(),
+            changed: 0,
+            error: None,
+        }),
         Ok(changed) => Ok(KrmOutput {
             list: yaml::write(&list)?,
             changed,
@@ -186,5 +192,14 @@ mod tests {
         // A v1 List is accepted, as the spec asks.
         let list = "apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n";
         assert!(krm_function(list).unwrap().error.is_none());
+    }
+
+    /// Nothing to rewrite: the ResourceList goes out byte for byte.
+    #[test]
+    fn a_list_with_nothing_to_rewrite_passes_through_unchanged() {
+        let list = "# from kustomize\napiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
+            - kind: ConfigMap  # kept\n  metadata: {name: c, annotations: {config.kubernetes.io/index: '0'}}\n  data: {a: 'on', b: !!str 017}\n";
+        let out = krm_function(list).unwrap();
+        assert_eq!((out.list.as_str(), out.changed, out.error), (list, 0, None));
     }
 }

@@ -103,8 +103,17 @@ pub fn random_secrets(docs: &[serde_json::Value]) -> Result<Vec<Found>, Manifest
 }
 
 /// The versioned Secret name of each RandomSecret in the stream, in order.
+/// A RandomSecret with a scalar that kubectl reads otherwise than this
+/// reader ([`yaml::check_plain_scalars`]) is an error: the cluster would
+/// compute another name.
 pub fn versioned_names(input: &str) -> Result<Vec<String>, ManifestError> {
-    let docs = documents(input)?;
+    let stream = yaml::read_documents(input)?;
+    for doc in &stream.docs {
+        if doc.value.as_ref().is_some_and(is_random_secret) {
+            stream.check(doc)?;
+        }
+    }
+    let docs: Vec<_> = stream.docs.into_iter().filter_map(|d| d.value).collect();
     let found = random_secrets(&docs)?;
     Ok(found.into_iter().map(|f| f.version.secret_name).collect())
 }
@@ -235,5 +244,41 @@ mod tests {
         assert_eq!(name_of("{static: {TRUE: x}}").unwrap(), t);
         assert_ne!(name_of("{static: {'TRUE': x}}").unwrap(), t);
         assert!(name_of("{keys: {k: {length: .inf}}}").is_err());
+    }
+
+    /// Where kubectl would send another value than this reader, `name` is an
+    /// error, not another name: plain float keys, tags over numbers. Only the
+    /// RandomSecrets are held to it.
+    #[test]
+    fn scalars_kubectl_reads_otherwise_in_a_random_secret_are_errors() {
+        for (spec, says) in [
+            ("{static: {1.0: x}}", "plain key 1.0"),
+            ("{static: {1e3: x}}", "plain key 1e3"),
+            ("{static: {!foo 017: x}}", "tagged !foo"),
+            ("{static: {k: !foo 017}}", "tagged !foo"),
+            ("{keys: {k: {length: !!float 017}}}", "tagged !!float"),
+            ("{keys: {k: {length: !foo 16}}}", "tagged !foo"),
+            (
+                "{keys: {k: {length: 16, symbols: !foo yes}}}",
+                "tagged !foo",
+            ),
+            (
+                "{keys: {k: {length: 16}}, rotation: \"\\ud83d\\ude00\"}",
+                "surrogate",
+            ),
+        ] {
+            let e = name_of(spec).unwrap_err().to_string();
+            assert!(e.contains(says), "{spec}: {e}");
+            assert!(e.contains("line 4"), "{spec}: {e}");
+        }
+        for same in [
+            "{static: {k: !!str 017}}",
+            "{static: {k: !foo bar}}",
+            "{static: {k: !foo '017'}}",
+        ] {
+            assert!(name_of(same).is_ok(), "{same}");
+        }
+        let elsewhere = "kind: ConfigMap\ndata: {a: 0X1F}\n---\napiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: a}\nspec: {length: 9}\n";
+        assert_eq!(versioned_names(elsewhere).unwrap().len(), 1);
     }
 }

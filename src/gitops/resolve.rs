@@ -95,14 +95,39 @@ pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
     Ok(docs.iter_mut().map(|d| names.rewrite(d)).sum())
 }
 
-/// `randomsecret resolve`: a YAML stream in, the same stream out (document
-/// and key order kept; comments are not). A plain scalar that kubectl reads
-/// otherwise than this reader is refused ([`yaml::check_plain_scalars`]).
+/// `randomsecret resolve`: a YAML stream in, the same stream out. A
+/// document with nothing to rewrite goes out as it came in, byte for byte
+/// (comments included; only byte-order marks are dropped); a rewritten one
+/// is written anew (document and key order kept, comments inside it not).
+/// A plain scalar that kubectl reads otherwise than this reader is refused
+/// ([`yaml::check_plain_scalars`]).
 pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
-    let mut docs = super::manifests::documents(input)?;
-    yaml::check_plain_scalars(input)?;
-    let changed = resolve(&mut docs)?;
-    Ok((yaml::write_stream(&docs)?, changed))
+    let stream = yaml::read_documents(input)?;
+    for doc in stream.docs.iter().filter(|d| d.value.is_some()) {
+        stream.check(doc)?;
+    }
+    let values: Vec<Value> = stream.docs.iter().filter_map(|d| d.value.clone()).collect();
+    let names = Names::collect(&values)?;
+    let mut out = String::with_capacity(stream.text.len());
+    let mut changed = 0;
+    for doc in &stream.docs {
+        let mut value = doc.value.clone();
+        let n = value.as_mut().map_or(0, |v| names.rewrite(v));
+        match value {
+            Some(value) if n > 0 => {
+                // What came before its content (comments, `---`), then it, written anew.
+                out.push_str(&stream.text[doc.range.start..doc.body]);
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&yaml::write(&value)?);
+                changed += n;
+            }
+            _ => out.push_str(stream.text_of(doc)),
+        }
+    }
+    out.push_str(stream.trailer());
+    Ok((out, changed))
 }
 
 #[cfg(test)]
@@ -230,7 +255,9 @@ mod tests {
     /// string '0644'.)
     #[test]
     fn output_means_to_kubectl_what_the_input_meant() {
-        let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n\
+        // The first document is rewritten too (its Pod spec refers to db), so written anew.
+        let input = "apiVersion: v1\nkind: Pod\nmetadata: {name: c}\n\
+            spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\ndata:\n\
             \x20 a: \"on\"\n  b: 'yes'\n  c: \"y\"\n  d: \"n\"\n  e: \"off\"\n  f: \"1_000\"\n  g: \"017\"\n\
             \x20 h: \".inf\"\n  i: \"2024-01-01\"\n  j: 2024-01-01\n  k: yEs\n  l: \"0x1F\"\n  m: \"12:30\"\n---\n\
             apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n\
@@ -238,7 +265,7 @@ mod tests {
             \x20     containers: [{name: a, tty: yes, stdin: on, args: [on, \"on\", 1_000, \"1_000\", 017, n, N]}]\n---\n\
             apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}}\n";
         let (out, n) = resolve_stream(input).unwrap();
-        assert_eq!(n, 1);
+        assert_eq!(n, 2);
         for line in [
             "  a: \"on\"",
             "  b: \"yes\"",
@@ -282,5 +309,45 @@ mod tests {
             "{e}"
         );
         assert!(resolve_stream("kind: ConfigMap\nmetadata: {name: c}\ndata:\n  'on': x\n").is_ok());
+    }
+
+    /// A document with nothing to rewrite goes out byte for byte (comments,
+    /// quoting, flow style, CRLF, tags); a rewritten one is written anew.
+    #[test]
+    fn documents_with_nothing_to_rewrite_pass_through_unchanged() {
+        let untouched = [
+            "# a comment\napiVersion: v1\nkind: ConfigMap # trailing\nmetadata: {name: c}\ndata: {a: 'on', b: yes, c: !!str 017, d: 1_000}\n",
+            "---\r\napiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: crlf\r\n",
+            "--- # marker comment\nkind: Pod\nmetadata: {name: q}\nspec: {containers: [{name: a, envFrom: [{secretRef: {name: other}}]}]}\n",
+            "---\napiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}}  # the RandomSecret\n",
+        ];
+        let rewritten = "---\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n";
+        let input = format!(
+            "{}{}{}{}{}...\n# the end\n",
+            untouched[0], untouched[1], rewritten, untouched[2], untouched[3]
+        );
+        let (out, n) = resolve_stream(&input).unwrap();
+        assert_eq!(n, 1);
+        for doc in untouched {
+            assert!(
+                out.contains(doc.trim_end_matches('\n')),
+                "{doc:?} in\n{out}"
+            );
+        }
+        assert!(!out.contains(rewritten), "{out}");
+        assert!(out.contains(&versioned("db")), "{out}");
+        assert!(out.ends_with("...\n# the end\n"), "{out}");
+        // Nothing to rewrite at all: the very same bytes.
+        let none = format!("{}{}", untouched[0], untouched[1]);
+        assert_eq!(resolve_stream(&none).unwrap(), (none.clone(), 0));
+        // And what comes out reads as what went in, rewritten reference aside.
+        let before = yaml::read_stream(&input).unwrap();
+        let after = yaml::read_stream(&out).unwrap();
+        assert_eq!(before.len(), after.len());
+        for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+            if i != 2 {
+                assert_eq!(a, b);
+            }
+        }
     }
 }
