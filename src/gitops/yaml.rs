@@ -112,7 +112,12 @@ impl Error {
             ))
         };
         let too_deep = || format!("nested more than {MAX_DEPTH} levels deep");
-        match e.without_snippet() {
+        // The error itself, out of the wrappers that add a snippet or where an alias was used.
+        let mut inner = &e;
+        while let E::WithSnippet { error, .. } | E::AliasError { error, .. } = inner {
+            inner = error;
+        }
+        match inner {
             // Block collections (the budget) and flow collections (the parser).
             E::Budget {
                 breach: BudgetBreach::Depth { .. },
@@ -125,6 +130,19 @@ impl Error {
             {
                 at(too_deep(), location)
             }
+            E::AliasReplayLimitExceeded { location, .. }
+            | E::AliasExpansionLimitExceeded { location, .. }
+            | E::AliasReplayStackDepthExceeded { location, .. }
+            | E::Budget {
+                breach:
+                    BudgetBreach::Nodes { .. }
+                    | BudgetBreach::Events { .. }
+                    | BudgetBreach::Aliases { .. },
+                location,
+            } => at(
+                "aliases expand to more than the input can hold (an alias bomb?)".into(),
+                location,
+            ),
             E::NonFiniteFloat { value, location } => at(
                 format!(
                     "{value} is not a finite number, which JSON (so Kubernetes) cannot carry; quote it for a string"
@@ -186,6 +204,11 @@ fn options(input: &str, yaml11_booleans: bool) -> serde_saphyr::Options {
             max_events: n.saturating_mul(4).max(1_000_000),
             max_total_scalar_bytes: n.max(64 << 20),
         },
+        // Alias expansion (a "billion laughs") is bounded by the input's
+        // length too: kubectl's input never needs more.
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: n.max(MIN_ALIAS_EVENTS),
+        },
         strict_booleans: !yaml11_booleans,
         legacy_octal_numbers: true,
         non_finite_float_policy: serde_saphyr::NonFiniteFloatPolicy::Reject,
@@ -194,6 +217,10 @@ fn options(input: &str, yaml11_booleans: bool) -> serde_saphyr::Options {
         with_snippet: false,
     }
 }
+
+/// The events aliases may replay in any input, however short (more with a
+/// longer input: as many as its bytes).
+const MIN_ALIAS_EVENTS: usize = 50_000;
 
 /// Reading recurses once per nested level, with big frames in a debug build
 /// (some 32 KiB a level): [`MAX_DEPTH`] levels need more than the 2 MiB of a
@@ -1122,7 +1149,17 @@ mod tests {
             let refs = vec![format!("*a{}", i - 1); 10].join(", ");
             bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
         }
-        assert!(read_stream(&bomb).is_err());
+        let started = std::time::Instant::now();
+        let e = read_stream(&bomb).unwrap_err().to_string();
+        assert!(
+            e.starts_with("aliases expand to more than the input can hold"),
+            "{e}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     /// A string stays a string for a YAML 1.1 reader (kubectl): anything it
