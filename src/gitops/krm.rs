@@ -38,13 +38,25 @@ pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
             "the KRM function's input is a {kind:?}, not a ResourceList (or v1 List)"
         ))
     } else {
-        yaml::check_plain_scalars(input)
-            .map_err(|e| e.to_string())
-            .and_then(|()| match list.get_mut("items") {
-                Some(Value::Array(items)) => resolve(items).map_err(|e| e.to_string()),
-                None | Some(Value::Null) => Ok(0),
-                Some(_) => Err("the ResourceList's items is not a list".to_string()),
-            })
+        match list.get_mut("items") {
+            // Rewritten, the whole list is written anew: every scalar must
+            // mean to kubectl what it means here. Else it goes out as it came.
+            Some(Value::Array(items)) => {
+                let mut rewritten = items.clone();
+                match resolve(&mut rewritten) {
+                    Ok(0) => Ok(0),
+                    Ok(n) => yaml::check_plain_scalars(input)
+                        .map(|()| {
+                            *items = rewritten;
+                            n
+                        })
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            None | Some(Value::Null) => Ok(0),
+            Some(_) => Err("the ResourceList's items is not a list".to_string()),
+        }
     };
     match outcome {
         // Nothing to rewrite: the list goes out as it came in.
@@ -136,7 +148,9 @@ mod tests {
 
     #[test]
     fn plain_scalars_kubectl_reads_otherwise_are_reported() {
-        let list = "kind: ResourceList\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n  data: {a: 0X1F}\n";
+        let list = "kind: ResourceList\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n  data: {a: 0X1F}\n\
+            - kind: Pod\n  metadata: {name: p}\n  spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n\
+            - apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {name: db}\n  spec: {length: 9}\n";
         let out = krm_function(list).unwrap();
         assert_eq!(out.changed, 0);
         let v: Value = yaml::read(&out.list).unwrap();
@@ -144,6 +158,14 @@ mod tests {
         let message = v["results"][0]["message"].as_str().unwrap();
         assert!(message.contains("0X1F (line 5, column 13)"), "{message}");
         assert_eq!(v["items"][0]["data"]["a"], "0X1F", "nothing rewritten");
+        assert_eq!(
+            v["items"][1]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"], "db",
+            "nothing rewritten"
+        );
+        // Nothing to rewrite: the list goes out as it came, so nothing changes meaning.
+        let untouched = "kind: ResourceList\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n  data: {a: 0X1F}\n";
+        let out = krm_function(untouched).unwrap();
+        assert_eq!((out.list.as_str(), out.error), (untouched, None));
     }
 
     /// Results of earlier functions in the pipeline are kept; ours come after.

@@ -4,7 +4,7 @@
 //! a base layer that ran the function before an overlay rotated) is moved to
 //! the current version too.
 
-use super::manifests::{ManifestError, namespace, random_secrets};
+use super::manifests::{ManifestError, is_random_secret, namespace, random_secrets};
 use super::yaml;
 use crate::references::rewrite_pod_spec;
 use serde_json::Value;
@@ -100,19 +100,37 @@ pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
 /// (comments included; only byte-order marks are dropped); a rewritten one
 /// is written anew (document and key order kept, comments inside it not).
 /// A plain scalar that kubectl reads otherwise than this reader is refused
-/// ([`yaml::check_plain_scalars`]).
+/// ([`yaml::check_plain_scalars`]) in what is written anew and in every
+/// RandomSecret (as `name` refuses it).
 pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
     let stream = yaml::read_documents(input)?;
-    for doc in stream.docs.iter().filter(|d| d.value.is_some()) {
-        stream.check(doc)?;
+    // The RandomSecrets first: their names are computed from what they mean here.
+    for doc in &stream.docs {
+        if doc.value.as_ref().is_some_and(is_random_secret) {
+            stream.check(doc)?;
+        }
     }
     let values: Vec<Value> = stream.docs.iter().filter_map(|d| d.value.clone()).collect();
     let names = Names::collect(&values)?;
+    let rewritten: Vec<(Option<Value>, usize)> = stream
+        .docs
+        .iter()
+        .map(|doc| {
+            let mut value = doc.value.clone();
+            let n = value.as_mut().map_or(0, |v| names.rewrite(v));
+            (value, n)
+        })
+        .collect();
+    let changed = rewritten.iter().map(|(_, n)| n).sum();
+    // What is written anew must mean to kubectl what it means here; the rest
+    // goes out as it came.
+    for (doc, (_, n)) in stream.docs.iter().zip(&rewritten) {
+        if *n > 0 {
+            stream.check(doc)?;
+        }
+    }
     let mut out = String::with_capacity(stream.text.len());
-    let mut changed = 0;
-    for doc in &stream.docs {
-        let mut value = doc.value.clone();
-        let n = value.as_mut().map_or(0, |v| names.rewrite(v));
+    for (doc, (value, n)) in stream.docs.iter().zip(rewritten) {
         match value {
             Some(value) if n > 0 => {
                 // What came before its content (comments, `---`), then it, written anew.
@@ -121,7 +139,6 @@ pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
                     out.push('\n');
                 }
                 out.push_str(&yaml::write(&value)?);
-                changed += n;
             }
             _ => out.push_str(stream.text_of(doc)),
         }
@@ -301,14 +318,32 @@ mod tests {
 
     #[test]
     fn plain_scalars_kubectl_reads_otherwise_are_refused() {
-        let e = resolve_stream("kind: ConfigMap\nmetadata: {name: c}\ndata:\n  on: x\n")
+        let pod = "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n";
+        let rs = "---\napiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {length: 9}\n";
+        let e = resolve_stream(&format!("{pod}data:\n  on: x\n{rs}"))
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("the plain key on (line 4, column 3) means \"true\" to kubectl"),
+            e.starts_with("the plain key on (line 5, column 3) means \"true\" to kubectl"),
             "{e}"
         );
-        assert!(resolve_stream("kind: ConfigMap\nmetadata: {name: c}\ndata:\n  'on': x\n").is_ok());
+        assert!(resolve_stream(&format!("{pod}data:\n  'on': x\n{rs}")).is_ok());
+        // In a RandomSecret: its name would be another (as `name` says).
+        let bad = rs.replace("{length: 9}", "{static: {1.0: x}}");
+        let e = resolve_stream(&format!("{pod}{bad}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("plain key 1.0 (line 8, column 17)"), "{e}");
+        // Not rewritten, so not written anew: it goes through, meaning untouched.
+        let other = "kind: Pod\nmetadata: {name: q}\nspec: {containers: [{name: a, envFrom: [{secretRef: {name: x}}]}]}\ndata: {on: x, a: 0X1F}\n";
+        let (out, n) = resolve_stream(&format!("{pod}---\n{other}{rs}")).unwrap();
+        assert_eq!(n, 1);
+        assert!(out.contains(other), "{out}");
+        let untouched = "kind: ConfigMap\nmetadata: {name: c}\ndata:\n  on: x\n";
+        assert_eq!(
+            resolve_stream(untouched).unwrap(),
+            (untouched.to_string(), 0)
+        );
     }
 
     /// A document with nothing to rewrite goes out byte for byte (comments,
