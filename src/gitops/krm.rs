@@ -59,9 +59,10 @@ pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
         }
     };
     match outcome {
-        // Nothing to rewrite: the list goes out as it came in.
+        // Nothing to rewrite: the list goes out as it came in (without a
+        // leading byte-order mark, which kustomize need not expect).
         Ok(0) => Ok(KrmOutput {
-            list: input.to_string(),
+            list: input.strip_prefix('\u{feff}').unwrap_or(input).to_string(),
             changed: 0,
             error: None,
         }),
@@ -223,5 +224,7 @@ mod tests {
             - kind: ConfigMap  # kept\n  metadata: {name: c, annotations: {config.kubernetes.io/index: '0'}}\n  data: {a: 'on', b: !!str 017}\n";
         let out = krm_function(list).unwrap();
         assert_eq!((out.list.as_str(), out.changed, out.error), (list, 0, None));
+        let out = krm_function(&format!("\u{feff}{list}")).unwrap();
+        assert_eq!(out.list, list, "a leading byte-order mark is dropped");
     }
 }

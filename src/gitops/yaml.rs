@@ -25,10 +25,14 @@
 //! [`check_plain_scalars`] finds it, for the commands that write back what
 //! they read.
 //!
-//! Input is bounded before anything is built: at most [`MAX_DEPTH`] nested
-//! collections (deeper input fails at once, naming the line), and serde-saphyr's
-//! caps on aliases and their expansion; the other budgets scale with the
-//! length of the input, which is already in memory.
+//! Input is bounded before anything is built: at most [`MAX_INPUT`] bytes,
+//! at most [`MAX_DEPTH`] nested collections (deeper input fails at once,
+//! naming the line), alias expansion within the input's length; the other
+//! budgets scale with the length of the input, which is already in memory.
+//!
+//! A byte-order mark is skipped where kubectl skips it (the start of the
+//! stream and of each document). [`read_documents`] keeps where each
+//! document is in the text, so a document can go out exactly as it came in.
 //!
 //! [serde-saphyr]: https://docs.rs/serde-saphyr
 
