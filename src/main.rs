@@ -38,17 +38,35 @@ fn init_logging(args: &ControllerArgs) {
     }
 }
 
+/// The YAML to read: at most `gitops::yaml::MAX_INPUT` bytes, UTF-8.
 fn read_input(file: Option<&std::path::Path>) -> Result<String, String> {
-    match file {
-        None => Ok(String::new()).and_then(|mut s| {
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map(|_| s)
-                .map_err(|e| format!("reading standard input: {e}"))
-        }),
-        Some(p) if p.as_os_str() == "-" => read_input(None),
-        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display())),
-    }
+    let (what, reader): (String, Box<dyn Read>) = match file {
+        None => ("standard input".into(), Box::new(std::io::stdin())),
+        Some(p) if p.as_os_str() == "-" => ("standard input".into(), Box::new(std::io::stdin())),
+        Some(p) => (
+            p.display().to_string(),
+            Box::new(std::fs::File::open(p).map_err(|e| format!("reading {}: {e}", p.display()))?),
+        ),
+    };
+    // One byte past the limit is enough to know it is too big.
+    let mut bytes = Vec::new();
+    reader
+        .take(gitops::yaml::MAX_INPUT as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading {what}: {e}"))?;
+    gitops::yaml::check_size(bytes.len()).map_err(|e| format!("{what}: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let utf16 = matches!(e.as_bytes(), [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..]);
+        format!(
+            "{what} is not UTF-8 (invalid byte at {}){}",
+            e.utf8_error().valid_up_to(),
+            if utf16 {
+                ": it is UTF-16; convert it to UTF-8"
+            } else {
+                ""
+            }
+        )
+    })
 }
 
 fn main() -> ExitCode {
@@ -78,14 +96,20 @@ fn main() -> ExitCode {
             Ok(())
         }),
         Command::Kustomize => read_input(None).and_then(|input| {
-            let (out, changed) = gitops::krm_function(&input).map_err(|e| e.to_string())?;
-            if changed == 0 {
-                eprintln!(
-                    "randomsecret kustomize: no reference was rewritten (no RandomSecret here, or nothing references its base name)"
-                );
+            let out = gitops::krm_function(&input).map_err(|e| e.to_string())?;
+            print!("{}", out.list);
+            match out.error {
+                // The KRM functions spec: errors on stderr, a non-zero exit;
+                // the ResourceList with the error in its results on stdout.
+                Some(e) => Err(e),
+                None if out.changed == 0 => {
+                    eprintln!(
+                        "randomsecret kustomize: no reference was rewritten (no RandomSecret here, or nothing references its base name)"
+                    );
+                    Ok(())
+                }
+                None => Ok(()),
             }
-            print!("{out}");
-            Ok(())
         }),
     };
     match result {

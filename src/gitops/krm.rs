@@ -7,27 +7,96 @@ use super::resolve::resolve;
 use super::yaml;
 use serde_json::Value;
 
-/// `randomsecret kustomize`: a KRM function. The ResourceList's items are
-/// rewritten in place (every annotation kept, nothing renamed); problems
-/// (an invalid RandomSecret, a plain scalar whose meaning would change) go to
-/// `results`.
-pub fn krm_function(input: &str) -> Result<(String, usize), ManifestError> {
+/// What the KRM function writes: the ResourceList, and whether it failed
+/// (then the command exits non-zero, as the KRM functions spec asks).
+#[derive(Debug)]
+pub struct KrmOutput {
+    pub list: String,
+    /// References rewritten.
+    pub changed: usize,
+    /// The error also appended to `results`.
+    pub error: Option<String>,
+}
+
+/// `randomsecret kustomize`: a KRM function. The ResourceList's (or v1
+/// List's) items are rewritten in place (every annotation kept, nothing
+/// renamed). A problem (an invalid RandomSecret, a plain scalar whose meaning
+/// would change, input that is not a list of items) is appended to
+/// `results`, after any results of earlier functions, and the items go out
+/// unchanged. Input that is not a YAML mapping at all is an `Err`.
+pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
     let mut list: Value = yaml::read(input)?;
-    let outcome = yaml::check_plain_scalars(input)
-        .map_err(ManifestError::from)
-        .and_then(
-            |()| match list.get_mut("items").and_then(Value::as_array_mut) {
-                Some(items) => resolve(items),
-                None => Ok(0),
-            },
-        );
-    match outcome {
-        Ok(changed) => Ok((yaml::write(&list)?, changed)),
-        Err(e) => {
-            let result = serde_json::json!({"message": e.to_string(), "severity": "error"});
-            list["results"] = Value::Array(vec![result]);
-            Ok((yaml::write(&list)?, 0))
+    if !list.is_object() {
+        return Err(ManifestError::Document {
+            doc: 1,
+            message: "the KRM function's input is not a ResourceList (not a mapping)".into(),
+        });
+    }
+    let kind = list.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let outcome = if kind != "ResourceList" && kind != "List" {
+        Err(format!(
+            "the KRM function's input is a {kind:?}, not a ResourceList (or v1 List)"
+        ))
+    } else {
+        match list.get_mut("items") {
+            // Rewritten, the whole list is written anew: every scalar must
+            // mean to kubectl what it means here. Else it goes out as it came.
+            Some(Value::Array(items)) => {
+                let mut rewritten = items.clone();
+                match resolve(&mut rewritten) {
+                    Ok(0) => Ok(0),
+                    Ok(n) => yaml::check_plain_scalars(input)
+                        .map(|()| {
+                            *items = rewritten;
+                            n
+                        })
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            None | Some(Value::Null) => Ok(0),
+            Some(_) => Err("the ResourceList's items is not a list".to_string()),
         }
+    };
+    match outcome {
+        // Nothing to rewrite: the list goes out as it came in (without a
+        // leading byte-order mark, which kustomize need not expect).
+        Ok(0) => Ok(KrmOutput {
+            list: input.strip_prefix('\u{feff}').unwrap_or(input).to_string(),
+            changed: 0,
+            error: None,
+        }),
+        Ok(changed) => Ok(KrmOutput {
+            list: yaml::write(&list)?,
+            changed,
+            error: None,
+        }),
+        Err(message) => {
+            append_result(&mut list, &message);
+            Ok(KrmOutput {
+                list: yaml::write(&list)?,
+                changed: 0,
+                error: Some(message),
+            })
+        }
+    }
+}
+
+/// Appends an error to `results`: a list (config.kubernetes.io/v1), or the
+/// `results` list inside it (the v1beta1 shape); anything else there is kept
+/// under a list of our own.
+fn append_result(list: &mut Value, message: &str) {
+    let ours = serde_json::json!({"message": message, "severity": "error"});
+    let results = &mut list["results"];
+    match results {
+        Value::Array(a) => a.push(ours),
+        Value::Object(o) if matches!(o.get("results"), Some(Value::Array(_))) => {
+            if let Some(Value::Array(a)) = o.get_mut("results") {
+                a.push(ours);
+            }
+        }
+        Value::Null => *results = Value::Array(vec![ours]),
+        other => *other = Value::Array(vec![other.take(), ours]),
     }
 }
 
@@ -50,8 +119,12 @@ mod tests {
         let list = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
             - apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata:\n    name: db\n    annotations: {config.kubernetes.io/index: '0', internal.config.kubernetes.io/path: rs.yaml}\n  spec: {keys: {k: {length: 8}}}\n\
             - kind: Pod\n  metadata: {name: p, annotations: {config.kubernetes.io/index: '1'}}\n  spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n";
-        let (out, n) = krm_function(list).unwrap();
-        assert_eq!(n, 1);
+        let KrmOutput {
+            list: out,
+            changed: n,
+            error,
+        } = krm_function(list).unwrap();
+        assert_eq!((n, error), (1, None));
         let v: Value = yaml::read(&out).unwrap();
         assert_eq!(
             v["items"][0]["metadata"]["annotations"]["internal.config.kubernetes.io/path"],
@@ -62,8 +135,9 @@ mod tests {
             json!(versioned("db"))
         );
         let bad = "kind: ResourceList\nitems:\n- apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {name: db}\n  spec: {keys: {k: {length: 0}}}\n";
-        let (out, _) = krm_function(bad).unwrap();
-        let v: Value = yaml::read(&out).unwrap();
+        let out = krm_function(bad).unwrap();
+        assert!(out.error.unwrap().contains("length 0"));
+        let v: Value = yaml::read(&out.list).unwrap();
         assert_eq!(v["results"][0]["severity"], "error");
         assert!(
             v["results"][0]["message"]
@@ -75,13 +149,82 @@ mod tests {
 
     #[test]
     fn plain_scalars_kubectl_reads_otherwise_are_reported() {
-        let list = "kind: ResourceList\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n  data: {a: 0X1F}\n";
-        let (out, n) = krm_function(list).unwrap();
-        assert_eq!(n, 0);
-        let v: Value = yaml::read(&out).unwrap();
+        let list = "kind: ResourceList\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n  data: {a: 0X1F}\n\
+            - kind: Pod\n  metadata: {name: p}\n  spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n\
+            - apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {name: db}\n  spec: {length: 9}\n";
+        let out = krm_function(list).unwrap();
+        assert_eq!(out.changed, 0);
+        let v: Value = yaml::read(&out.list).unwrap();
         assert_eq!(v["results"][0]["severity"], "error");
         let message = v["results"][0]["message"].as_str().unwrap();
         assert!(message.contains("0X1F (line 5, column 13)"), "{message}");
         assert_eq!(v["items"][0]["data"]["a"], "0X1F", "nothing rewritten");
+        assert_eq!(
+            v["items"][1]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"], "db",
+            "nothing rewritten"
+        );
+        // Nothing to rewrite: the list goes out as it came, so nothing changes meaning.
+        let untouched = "kind: ResourceList\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n  data: {a: 0X1F}\n";
+        let out = krm_function(untouched).unwrap();
+        assert_eq!((out.list.as_str(), out.error), (untouched, None));
+    }
+
+    /// Results of earlier functions in the pipeline are kept; ours come after.
+    #[test]
+    fn errors_are_appended_to_existing_results() {
+        let bad_item = "- apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {name: db}\n  spec: {keys: {k: {length: 0}}}\n";
+        let list = format!(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nresults:\n- {{message: earlier, severity: warning}}\nitems:\n{bad_item}"
+        );
+        let out = krm_function(&list).unwrap();
+        assert!(out.error.is_some());
+        let v: Value = yaml::read(&out.list).unwrap();
+        assert_eq!(
+            v["results"][0],
+            json!({"message": "earlier", "severity": "warning"})
+        );
+        assert_eq!(v["results"][1]["severity"], "error");
+        assert_eq!(v["results"].as_array().unwrap().len(), 2);
+        // The v1beta1 shape: results inside results.
+        let list = format!(
+            "kind: ResourceList\nresults:\n  name: f\n  results: [{{message: earlier}}]\nitems:\n{bad_item}"
+        );
+        let v: Value = yaml::read(&krm_function(&list).unwrap().list).unwrap();
+        assert_eq!(v["results"]["name"], "f");
+        assert_eq!(v["results"]["results"][0]["message"], "earlier");
+        assert_eq!(v["results"]["results"][1]["severity"], "error");
+    }
+
+    /// Input that is not a ResourceList is a failure, not a silent pass.
+    #[test]
+    fn input_that_is_not_a_resource_list_fails() {
+        for (input, says) in [
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+                "not a ResourceList",
+            ),
+            ("kind: ResourceList\nitems: {a: b}\n", "items is not a list"),
+        ] {
+            let out = krm_function(input).unwrap();
+            let error = out.error.unwrap();
+            assert!(error.contains(says), "{error}");
+            let v: Value = yaml::read(&out.list).unwrap();
+            assert_eq!(v["results"][0]["severity"], "error");
+        }
+        assert!(krm_function("[a, b]\n").is_err());
+        // A v1 List is accepted, as the spec asks.
+        let list = "apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n";
+        assert!(krm_function(list).unwrap().error.is_none());
+    }
+
+    /// Nothing to rewrite: the ResourceList goes out byte for byte.
+    #[test]
+    fn a_list_with_nothing_to_rewrite_passes_through_unchanged() {
+        let list = "# from kustomize\napiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
+            - kind: ConfigMap  # kept\n  metadata: {name: c, annotations: {config.kubernetes.io/index: '0'}}\n  data: {a: 'on', b: !!str 017}\n";
+        let out = krm_function(list).unwrap();
+        assert_eq!((out.list.as_str(), out.changed, out.error), (list, 0, None));
+        let out = krm_function(&format!("\u{feff}{list}")).unwrap();
+        assert_eq!(out.list, list, "a leading byte-order mark is dropped");
     }
 }

@@ -84,16 +84,72 @@ pub fn version_of(doc: usize, value: &serde_json::Value) -> Result<Version, Mani
     Version::of(&rs.spec, &name).map_err(|e| err(format!("RandomSecret {name}: {e}")))
 }
 
+/// A document's `metadata.namespace` (None: not set, or empty).
+pub fn namespace(doc: &serde_json::Value) -> Option<String> {
+    doc.pointer("/metadata/namespace")
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+}
+
+/// One RandomSecret of a stream.
+#[derive(Debug)]
+pub struct Found {
+    /// Its namespace as written (None: none in the manifest).
+    pub namespace: Option<String>,
+    pub version: Version,
+}
+
+/// Every RandomSecret among `docs`, in order, with its version. Two with the
+/// same namespace and base name are an error naming both: the cluster would
+/// keep one version for both, and which one a workload gets would depend on
+/// the order they are applied in.
+pub fn random_secrets(docs: &[serde_json::Value]) -> Result<Vec<Found>, ManifestError> {
+    let mut seen = std::collections::HashMap::new();
+    let mut found = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if !is_random_secret(i + 1, doc)? {
+            continue;
+        }
+        let version = version_of(i + 1, doc)?;
+        let namespace = namespace(doc);
+        let name = doc
+            .pointer("/metadata/name")
+            .and_then(|n| n.as_str())
+            .unwrap_or_default();
+        let key = (namespace.clone(), version.base.clone());
+        if let Some((first_doc, first_name)) = seen.insert(key, (i + 1, name.to_string())) {
+            let ns = namespace
+                .as_deref()
+                .map_or("no namespace".to_string(), |n| format!("namespace {n}"));
+            return Err(ManifestError::Document {
+                doc: i + 1,
+                message: format!(
+                    "RandomSecret {name} has the same base name {:?} ({ns}) as RandomSecret {first_name} in document {first_doc}: the cluster would keep one for both; give one another secretName",
+                    version.base
+                ),
+            });
+        }
+        found.push(Found { namespace, version });
+    }
+    Ok(found)
+}
+
 /// The versioned Secret name of each RandomSecret in the stream, in order.
+/// A RandomSecret with a scalar that kubectl reads otherwise than this
+/// reader ([`yaml::check_plain_scalars`]) is an error: the cluster would
+/// compute another name.
 pub fn versioned_names(input: &str) -> Result<Vec<String>, ManifestError> {
-    let docs = documents(input)?;
-    let mut names = vec![];
-    for (i, d) in docs.iter().enumerate() {
-        if is_random_secret(i + 1, d)? {
-            names.push(version_of(i + 1, d)?.secret_name);
+    let stream = yaml::read_documents(input)?;
+    let numbered = stream.docs.iter().filter(|d| d.value.is_some()).enumerate();
+    for (i, doc) in numbered {
+        if is_random_secret(i + 1, doc.value.as_ref().expect("filtered"))? {
+            stream.check(doc)?;
         }
     }
-    Ok(names)
+    let docs: Vec<_> = stream.docs.into_iter().filter_map(|d| d.value).collect();
+    let found = random_secrets(&docs)?;
+    Ok(found.into_iter().map(|f| f.version.secret_name).collect())
 }
 
 #[cfg(test)]
@@ -111,6 +167,43 @@ mod tests {
             names[0].starts_with("b-") && names[1].starts_with("a-"),
             "{names:?}"
         );
+    }
+
+    /// Two RandomSecrets with one namespace and base name: an error naming both.
+    #[test]
+    fn the_same_base_name_twice_in_a_namespace_is_an_error() {
+        let rs = |name: &str, ns: &str, spec: &str| {
+            format!(
+                "---\napiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {{name: {name}{ns}}}\nspec: {spec}\n"
+            )
+        };
+        let input = rs("db", ", namespace: a", "{keys: {k: {length: 8}}}")
+            + &rs(
+                "other",
+                ", namespace: a",
+                "{secretName: db, keys: {k: {length: 9}}}",
+            );
+        let e = versioned_names(&input).unwrap_err().to_string();
+        assert!(
+            e.contains("document 2")
+                && e.contains("RandomSecret other")
+                && e.contains("RandomSecret db in document 1")
+                && e.contains("\"db\" (namespace a)"),
+            "{e}"
+        );
+        // Same spec, no namespace twice: still two objects for one name.
+        let twice = rs("db", "", "{length: 9}") + &rs("db", "", "{length: 9}");
+        assert!(
+            versioned_names(&twice)
+                .unwrap_err()
+                .to_string()
+                .contains("no namespace")
+        );
+        // Other namespaces, or no namespace beside one: fine.
+        let ok = rs("db", ", namespace: a", "{length: 9}")
+            + &rs("db", ", namespace: b", "{length: 9}")
+            + &rs("db", "", "{length: 9}");
+        assert_eq!(versioned_names(&ok).unwrap().len(), 3);
     }
 
     #[test]
@@ -235,5 +328,41 @@ mod tests {
             let e = versioned_names(&input).expect_err(&input).to_string();
             assert!(e.contains("spec must be a mapping"), "{spec}: {e}");
         }
+    }
+
+    /// Where kubectl would send another value than this reader, `name` is an
+    /// error, not another name: plain float keys, tags over numbers. Only the
+    /// RandomSecrets are held to it.
+    #[test]
+    fn scalars_kubectl_reads_otherwise_in_a_random_secret_are_errors() {
+        for (spec, says) in [
+            ("{static: {1.0: x}}", "plain key 1.0"),
+            ("{static: {1e3: x}}", "plain key 1e3"),
+            ("{static: {!foo 017: x}}", "tagged !foo"),
+            ("{static: {k: !foo 017}}", "tagged !foo"),
+            ("{keys: {k: {length: !!float 017}}}", "tagged !!float"),
+            ("{keys: {k: {length: !foo 16}}}", "tagged !foo"),
+            (
+                "{keys: {k: {length: 16, symbols: !foo yes}}}",
+                "tagged !foo",
+            ),
+            (
+                "{keys: {k: {length: 16}}, rotation: \"\\ud83d\\ude00\"}",
+                "surrogate",
+            ),
+        ] {
+            let e = name_of(spec).unwrap_err().to_string();
+            assert!(e.contains(says), "{spec}: {e}");
+            assert!(e.contains("line 4"), "{spec}: {e}");
+        }
+        for same in [
+            "{static: {k: !!str 017}}",
+            "{static: {k: !foo bar}}",
+            "{static: {k: !foo '017'}}",
+        ] {
+            assert!(name_of(same).is_ok(), "{same}");
+        }
+        let elsewhere = "kind: ConfigMap\ndata: {a: 0X1F}\n---\napiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: a}\nspec: {length: 9}\n";
+        assert_eq!(versioned_names(elsewhere).unwrap().len(), 1);
     }
 }

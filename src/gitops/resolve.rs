@@ -4,7 +4,7 @@
 //! a base layer that ran the function before an overlay rotated) is moved to
 //! the current version too.
 
-use super::manifests::{ManifestError, is_random_secret, version_of};
+use super::manifests::{ManifestError, is_random_secret, namespace, random_secrets};
 use super::yaml;
 use crate::references::rewrite_pod_spec;
 use serde_json::Value;
@@ -14,27 +14,15 @@ use std::collections::HashMap;
 #[derive(Debug, Default)]
 pub struct Names(HashMap<(Option<String>, String), String>);
 
-fn namespace(doc: &Value) -> Option<String> {
-    doc.pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-}
-
 impl Names {
-    /// The versioned names of every RandomSecret among `docs`.
+    /// The versioned names of every RandomSecret among `docs` (two with the
+    /// same namespace and base name are an error).
     pub fn collect(docs: &[Value]) -> Result<Self, ManifestError> {
-        let mut names = Names::default();
-        for (i, doc) in docs.iter().enumerate() {
-            if !is_random_secret(i + 1, doc)? {
-                continue;
-            }
-            let v = version_of(i + 1, doc)?;
-            names
-                .0
-                .insert((namespace(doc), v.base.clone()), v.secret_name);
-        }
-        Ok(names)
+        let found = random_secrets(docs)?;
+        let names = found
+            .into_iter()
+            .map(|f| ((f.namespace, f.version.base), f.version.secret_name));
+        Ok(Names(names.collect()))
     }
 
     /// The current versioned name for a reference to a base name, or to any
@@ -107,14 +95,57 @@ pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
     Ok(docs.iter_mut().map(|d| names.rewrite(d)).sum())
 }
 
-/// `randomsecret resolve`: a YAML stream in, the same stream out (document
-/// and key order kept; comments are not). A plain scalar that kubectl reads
-/// otherwise than this reader is refused ([`yaml::check_plain_scalars`]).
+/// `randomsecret resolve`: a YAML stream in, the same stream out. A
+/// document with nothing to rewrite goes out as it came in, byte for byte
+/// (comments included; only byte-order marks are dropped); a rewritten one
+/// is written anew (document and key order kept, comments inside it not).
+/// A plain scalar that kubectl reads otherwise than this reader is refused
+/// ([`yaml::check_plain_scalars`]) in what is written anew and in every
+/// RandomSecret (as `name` refuses it).
 pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
-    let mut docs = super::manifests::documents(input)?;
-    yaml::check_plain_scalars(input)?;
-    let changed = resolve(&mut docs)?;
-    Ok((yaml::write_stream(&docs)?, changed))
+    let stream = yaml::read_documents(input)?;
+    // The RandomSecrets first: their names are computed from what they mean here.
+    let numbered = stream.docs.iter().filter(|d| d.value.is_some()).enumerate();
+    for (i, doc) in numbered {
+        if is_random_secret(i + 1, doc.value.as_ref().expect("filtered"))? {
+            stream.check(doc)?;
+        }
+    }
+    let values: Vec<Value> = stream.docs.iter().filter_map(|d| d.value.clone()).collect();
+    let names = Names::collect(&values)?;
+    let rewritten: Vec<(Option<Value>, usize)> = stream
+        .docs
+        .iter()
+        .map(|doc| {
+            let mut value = doc.value.clone();
+            let n = value.as_mut().map_or(0, |v| names.rewrite(v));
+            (value, n)
+        })
+        .collect();
+    let changed = rewritten.iter().map(|(_, n)| n).sum();
+    // What is written anew must mean to kubectl what it means here; the rest
+    // goes out as it came.
+    for (doc, (_, n)) in stream.docs.iter().zip(&rewritten) {
+        if *n > 0 {
+            stream.check(doc)?;
+        }
+    }
+    let mut out = String::with_capacity(stream.text.len());
+    for (doc, (value, n)) in stream.docs.iter().zip(rewritten) {
+        match value {
+            Some(value) if n > 0 => {
+                // What came before its content (comments, `---`), then it, written anew.
+                out.push_str(&stream.text[doc.range.start..doc.body]);
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&yaml::write(&value)?);
+            }
+            _ => out.push_str(stream.text_of(doc)),
+        }
+    }
+    out.push_str(stream.trailer());
+    Ok((out, changed))
 }
 
 #[cfg(test)]
@@ -209,6 +240,18 @@ mod tests {
     }
 
     #[test]
+    fn the_same_base_name_twice_in_a_namespace_is_an_error() {
+        let mut other = rs("other", Some("a"));
+        other["spec"]["secretName"] = json!("db");
+        let mut docs = vec![rs("db", Some("a")), other];
+        let e = resolve(&mut docs).unwrap_err().to_string();
+        assert!(
+            e.contains("RandomSecret other") && e.contains("RandomSecret db in document 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn stream_keeps_document_and_key_order() {
         let input = "kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]\n---\n\
             apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}}\n";
@@ -230,7 +273,9 @@ mod tests {
     /// string '0644'.)
     #[test]
     fn output_means_to_kubectl_what_the_input_meant() {
-        let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n\
+        // The first document is rewritten too (its Pod spec refers to db), so written anew.
+        let input = "apiVersion: v1\nkind: Pod\nmetadata: {name: c}\n\
+            spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\ndata:\n\
             \x20 a: \"on\"\n  b: 'yes'\n  c: \"y\"\n  d: \"n\"\n  e: \"off\"\n  f: \"1_000\"\n  g: \"017\"\n\
             \x20 h: \".inf\"\n  i: \"2024-01-01\"\n  j: 2024-01-01\n  k: yEs\n  l: \"0x1F\"\n  m: \"12:30\"\n---\n\
             apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n\
@@ -238,7 +283,7 @@ mod tests {
             \x20     containers: [{name: a, tty: yes, stdin: on, args: [on, \"on\", 1_000, \"1_000\", 017, n, N]}]\n---\n\
             apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}}\n";
         let (out, n) = resolve_stream(input).unwrap();
-        assert_eq!(n, 1);
+        assert_eq!(n, 2);
         for line in [
             "  a: \"on\"",
             "  b: \"yes\"",
@@ -274,13 +319,71 @@ mod tests {
 
     #[test]
     fn plain_scalars_kubectl_reads_otherwise_are_refused() {
-        let e = resolve_stream("kind: ConfigMap\nmetadata: {name: c}\ndata:\n  on: x\n")
+        let pod = "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n";
+        let rs = "---\napiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {length: 9}\n";
+        let e = resolve_stream(&format!("{pod}data:\n  on: x\n{rs}"))
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("the plain key on (line 4, column 3) means \"true\" to kubectl"),
+            e.starts_with("the plain key on (line 5, column 3) means \"true\" to kubectl"),
             "{e}"
         );
-        assert!(resolve_stream("kind: ConfigMap\nmetadata: {name: c}\ndata:\n  'on': x\n").is_ok());
+        assert!(resolve_stream(&format!("{pod}data:\n  'on': x\n{rs}")).is_ok());
+        // In a RandomSecret: its name would be another (as `name` says).
+        let bad = rs.replace("{length: 9}", "{static: {1.0: x}}");
+        let e = resolve_stream(&format!("{pod}{bad}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("plain key 1.0 (line 8, column 17)"), "{e}");
+        // Not rewritten, so not written anew: it goes through, meaning untouched.
+        let other = "kind: Pod\nmetadata: {name: q}\nspec: {containers: [{name: a, envFrom: [{secretRef: {name: x}}]}]}\ndata: {on: x, a: 0X1F}\n";
+        let (out, n) = resolve_stream(&format!("{pod}---\n{other}{rs}")).unwrap();
+        assert_eq!(n, 1);
+        assert!(out.contains(other), "{out}");
+        let untouched = "kind: ConfigMap\nmetadata: {name: c}\ndata:\n  on: x\n";
+        assert_eq!(
+            resolve_stream(untouched).unwrap(),
+            (untouched.to_string(), 0)
+        );
+    }
+
+    /// A document with nothing to rewrite goes out byte for byte (comments,
+    /// quoting, flow style, CRLF, tags); a rewritten one is written anew.
+    #[test]
+    fn documents_with_nothing_to_rewrite_pass_through_unchanged() {
+        let untouched = [
+            "# a comment\napiVersion: v1\nkind: ConfigMap # trailing\nmetadata: {name: c}\ndata: {a: 'on', b: yes, c: !!str 017, d: 1_000}\n",
+            "---\r\napiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: crlf\r\n",
+            "--- # marker comment\nkind: Pod\nmetadata: {name: q}\nspec: {containers: [{name: a, envFrom: [{secretRef: {name: other}}]}]}\n",
+            "---\napiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}}  # the RandomSecret\n",
+        ];
+        let rewritten = "---\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n";
+        let input = format!(
+            "{}{}{}{}{}...\n# the end\n",
+            untouched[0], untouched[1], rewritten, untouched[2], untouched[3]
+        );
+        let (out, n) = resolve_stream(&input).unwrap();
+        assert_eq!(n, 1);
+        for doc in untouched {
+            assert!(
+                out.contains(doc.trim_end_matches('\n')),
+                "{doc:?} in\n{out}"
+            );
+        }
+        assert!(!out.contains(rewritten), "{out}");
+        assert!(out.contains(&versioned("db")), "{out}");
+        assert!(out.ends_with("...\n# the end\n"), "{out}");
+        // Nothing to rewrite at all: the very same bytes.
+        let none = format!("{}{}", untouched[0], untouched[1]);
+        assert_eq!(resolve_stream(&none).unwrap(), (none.clone(), 0));
+        // And what comes out reads as what went in, rewritten reference aside.
+        let before = yaml::read_stream(&input).unwrap();
+        let after = yaml::read_stream(&out).unwrap();
+        assert_eq!(before.len(), after.len());
+        for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+            if i != 2 {
+                assert_eq!(a, b);
+            }
+        }
     }
 }

@@ -25,10 +25,14 @@
 //! [`check_plain_scalars`] finds it, for the commands that write back what
 //! they read.
 //!
-//! Input is bounded before anything is built: at most [`MAX_DEPTH`] nested
-//! collections (deeper input fails at once, naming the line), and serde-saphyr's
-//! caps on aliases and their expansion; the other budgets scale with the
-//! length of the input, which is already in memory.
+//! Input is bounded before anything is built: at most [`MAX_INPUT`] bytes,
+//! at most [`MAX_DEPTH`] nested collections (deeper input fails at once,
+//! naming the line), alias expansion within the input's length; the other
+//! budgets scale with the length of the input, which is already in memory.
+//!
+//! A byte-order mark is skipped where kubectl skips it (the start of the
+//! stream and of each document). [`read_documents`] keeps where each
+//! document is in the text, so a document can go out exactly as it came in.
 //!
 //! [serde-saphyr]: https://docs.rs/serde-saphyr
 
@@ -41,6 +45,54 @@ use std::fmt;
 /// How deeply collections may nest (serde_yaml's limit too).
 pub const MAX_DEPTH: usize = 128;
 
+/// The largest stream read: bigger input is refused before it is parsed
+/// (reading takes some 20 times the input's size in memory at most).
+pub const MAX_INPUT: usize = 16 << 20;
+
+/// Refuses an input of `len` bytes beyond [`MAX_INPUT`].
+pub fn check_size(len: usize) -> Result<(), Error> {
+    if len > MAX_INPUT {
+        return Err(Error(format!(
+            "the input is larger than {} MiB, the most randomsecret reads at once: split it",
+            MAX_INPUT >> 20
+        )));
+    }
+    Ok(())
+}
+
+/// A byte-order mark. kubectl skips one at the start of its input (and
+/// reads UTF-16 after one) and, through its YAML reader, one at the start of
+/// each document: the line after a `---` line.
+const BOM: char = '\u{feff}';
+
+/// Whether kubectl's stream reader takes `line` for a document separator:
+/// `---`, then nothing or a comment.
+fn is_separator(line: &str) -> bool {
+    line.strip_prefix("---").is_some_and(|rest| {
+        let rest = rest.trim();
+        rest.is_empty() || rest.starts_with('#')
+    })
+}
+
+/// The input without the byte-order marks kubectl skips (see [`BOM`]);
+/// others stay, and the reader refuses them.
+fn without_boms(input: &str) -> std::borrow::Cow<'_, str> {
+    if !input.contains(BOM) {
+        return input.into();
+    }
+    let mut out = String::with_capacity(input.len());
+    let mut document_start = true;
+    for line in input.split_inclusive('\n') {
+        let line = match line.strip_prefix(BOM) {
+            Some(rest) if document_start => rest,
+            _ => line,
+        };
+        document_start = is_separator(line);
+        out.push_str(line);
+    }
+    out.into()
+}
+
 /// Invalid YAML, or YAML that is not JSON (which Kubernetes objects are).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -48,16 +100,28 @@ pub struct Error(String);
 
 impl From<serde_saphyr::Error> for Error {
     fn from(e: serde_saphyr::Error) -> Self {
+        Error::at_line(e, 0)
+    }
+}
+
+impl Error {
+    /// serde-saphyr's error for text that starts after `lines` lines of the stream.
+    fn at_line(e: serde_saphyr::Error, lines: usize) -> Self {
         use serde_saphyr::{Error as E, ExternalMessageSource, granit_parser::ErrorKind};
         let at = |what: String, at: &serde_saphyr::Location| {
             Error(format!(
                 "{what} at line {}, column {}",
-                at.line(),
+                at.line() + lines as u64,
                 at.column()
             ))
         };
         let too_deep = || format!("nested more than {MAX_DEPTH} levels deep");
-        match e.without_snippet() {
+        // The error itself, out of the wrappers that add a snippet or where an alias was used.
+        let mut inner = &e;
+        while let E::WithSnippet { error, .. } | E::AliasError { error, .. } = inner {
+            inner = error;
+        }
+        match inner {
             // Block collections (the budget) and flow collections (the parser).
             E::Budget {
                 breach: BudgetBreach::Depth { .. },
@@ -70,6 +134,19 @@ impl From<serde_saphyr::Error> for Error {
             {
                 at(too_deep(), location)
             }
+            E::AliasReplayLimitExceeded { location, .. }
+            | E::AliasExpansionLimitExceeded { location, .. }
+            | E::AliasReplayStackDepthExceeded { location, .. }
+            | E::Budget {
+                breach:
+                    BudgetBreach::Nodes { .. }
+                    | BudgetBreach::Events { .. }
+                    | BudgetBreach::Aliases { .. },
+                location,
+            } => at(
+                "aliases expand to more than the input can hold (an alias bomb?)".into(),
+                location,
+            ),
             E::NonFiniteFloat { value, location } => at(
                 format!(
                     "{value} is not a finite number, which JSON (so Kubernetes) cannot carry; quote it for a string"
@@ -131,6 +208,11 @@ fn options(input: &str, yaml11_booleans: bool) -> serde_saphyr::Options {
             max_events: n.saturating_mul(4).max(1_000_000),
             max_total_scalar_bytes: n.max(64 << 20),
         },
+        // Alias expansion (a "billion laughs") is bounded by the input's
+        // length too: kubectl's input never needs more.
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: n.max(MIN_ALIAS_EVENTS),
+        },
         strict_booleans: !yaml11_booleans,
         legacy_octal_numbers: true,
         non_finite_float_policy: serde_saphyr::NonFiniteFloatPolicy::Reject,
@@ -139,6 +221,10 @@ fn options(input: &str, yaml11_booleans: bool) -> serde_saphyr::Options {
         with_snippet: false,
     }
 }
+
+/// The events aliases may replay in any input, however short (more with a
+/// longer input: as many as its bytes).
+const MIN_ALIAS_EVENTS: usize = 50_000;
 
 /// Reading recurses once per nested level, with big frames in a debug build
 /// (some 32 KiB a level): [`MAX_DEPTH`] levels need more than the 2 MiB of a
@@ -161,18 +247,132 @@ fn with_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 /// Every document of a YAML stream, in order, as JSON values. Empty and null
 /// documents are skipped.
 pub fn read_stream(input: &str) -> Result<Vec<Value>, Error> {
-    with_stack(|| read_stream_here(input))
+    let stream = read_documents(input)?;
+    Ok(stream.docs.into_iter().filter_map(|d| d.value).collect())
 }
 
-fn read_stream_here(input: &str) -> Result<Vec<Value>, Error> {
-    let docs: Vec<Doc<true>> =
-        serde_saphyr::from_multiple_with_options(input, options(input, false))?;
+/// A YAML stream, document by document, with where each is in the text.
+#[derive(Debug)]
+pub struct Stream<'a> {
+    /// The input without the byte-order marks kubectl skips.
+    pub text: std::borrow::Cow<'a, str>,
+    pub docs: Vec<Document>,
+}
+
+/// One document of a [`Stream`].
+#[derive(Debug)]
+pub struct Document {
+    /// Its bytes in [`Stream::text`]: from the end of the document before
+    /// (with the comments and the `---` between) to its own end; the ranges
+    /// of a stream follow each other, with only what follows the last
+    /// document after them.
+    pub range: std::ops::Range<usize>,
+    /// Where its content starts (after any `---` and directives).
+    pub body: usize,
+    /// Lines of the stream before `range`.
+    pub lines_before: usize,
+    /// Its value (None: an empty or null document).
+    pub value: Option<Value>,
+}
+
+impl Stream<'_> {
+    /// A document's text, to read or write as it was.
+    pub fn text_of(&self, doc: &Document) -> &str {
+        &self.text[doc.range.clone()]
+    }
+
+    /// What follows the last document (comments, blank lines).
+    pub fn trailer(&self) -> &str {
+        &self.text[self.docs.last().map_or(0, |d| d.range.end)..]
+    }
+
+    /// Whether kubectl reads the stream as JSON (it starts with `{`), where
+    /// it decodes UTF-16 surrogate pairs, which it refuses in YAML.
+    fn is_json(&self) -> bool {
+        self.text.trim_start().starts_with('{')
+    }
+
+    /// [`check_plain_scalars`] on one document.
+    pub fn check(&self, doc: &Document) -> Result<(), Ambiguous> {
+        let json = self.is_json();
+        with_stack(|| check_plain_scalars_here(self.text_of(doc), doc.lines_before, json))
+    }
+}
+
+/// A YAML stream (at most [`MAX_INPUT`] bytes), document by document.
+pub fn read_documents(input: &str) -> Result<Stream<'_>, Error> {
+    check_size(input.len())?;
+    let text = without_boms(input);
+    let docs = with_stack(|| read_documents_here(&text))?;
+    Ok(Stream { text, docs })
+}
+
+fn read_documents_here(text: &str) -> Result<Vec<Document>, Error> {
+    let Some(spans) = document_spans(text) else {
+        // The parser refused the input: the reading says where and why.
+        read_values(text, 0)?;
+        return Err(Error("invalid YAML".into()));
+    };
+    let mut lines_before = 0;
+    let mut previous_end = 0;
+    let mut docs = Vec::with_capacity(spans.len());
+    for (range, body) in spans {
+        lines_before += text[previous_end..range.start].matches('\n').count();
+        previous_end = range.start;
+        let mut values = read_values(&text[range.clone()], lines_before)?;
+        if values.len() > 1 {
+            return Err(Error(format!(
+                "a document split in two at line {}",
+                lines_before + 1
+            )));
+        }
+        docs.push(Document {
+            range,
+            body,
+            lines_before,
+            value: values.pop(),
+        });
+    }
+    Ok(docs)
+}
+
+/// Each document's byte range (see [`Document::range`]) and where its
+/// content starts; None if the parser refuses the input.
+fn document_spans(text: &str) -> Option<Vec<(std::ops::Range<usize>, usize)>> {
+    use serde_saphyr::granit_parser::{self, Event};
+    let options = granit_parser::options! {
+        flow_nesting_limit: MAX_DEPTH,
+        block_nesting_limit: MAX_DEPTH + 1,
+        emit_comments: false,
+    };
+    let mut spans = Vec::new();
+    let (mut start, mut body) = (0, 0);
+    for event in granit_parser::Parser::new_from_str_with_options(text, options) {
+        let (event, span) = event.ok()?;
+        match event {
+            Event::DocumentStart(..) => body = span.byte_range()?.end,
+            Event::DocumentEnd => {
+                let end = span.byte_range()?.end;
+                spans.push((start..end, body.max(start)));
+                start = end;
+            }
+            _ => {}
+        }
+    }
+    Some(spans)
+}
+
+/// The documents of `text` (a stream, or one document's part of one, after
+/// `lines` lines), empty and null ones skipped.
+fn read_values(text: &str, lines: usize) -> Result<Vec<Value>, Error> {
+    let strict = serde_saphyr::from_multiple_with_options(text, options(text, false));
+    let docs: Vec<Doc<true>> = strict.map_err(|e| Error::at_line(e, lines))?;
     let mut docs: Vec<Value> = docs.into_iter().map(|d| d.0).collect();
     // Which of the strings `y`, `on`, ... were plain (booleans for kubectl)
     // and which quoted shows only in a second reading with YAML 1.1 booleans.
     if docs.iter().any(has_yaml11_bool_string) {
-        let lax: Vec<Doc<false>> =
-            serde_saphyr::from_multiple_with_options(input, options(input, true))?;
+        let lax = serde_saphyr::from_multiple_with_options(text, options(text, true));
+        let lax: Vec<Doc<false>> = lax.map_err(|e| Error::at_line(e, lines))?;
         if lax.len() == docs.len() {
             for (doc, lax) in docs.iter_mut().zip(lax) {
                 take_yaml11_booleans(doc, lax.0);
@@ -582,11 +782,11 @@ fn our_reading(text: &str, is_key: bool) -> Option<Value> {
         return None;
     }
     if is_key {
-        let doc = read_stream_here(&format!("{text}: x\n")).ok()?;
+        let doc = read_values(&format!("{text}: x\n"), 0).ok()?;
         let key = doc.first()?.as_object()?.keys().next()?;
         Some(Value::String(key.clone()))
     } else {
-        let doc = read_stream_here(&format!("k: {text}\n")).ok()?;
+        let doc = read_values(&format!("k: {text}\n"), 0).ok()?;
         doc.first()?.get("k").cloned()
     }
 }
@@ -599,11 +799,36 @@ fn our_reading(text: &str, is_key: bool) -> Option<Value> {
 /// change meaning on the way through. Such input is refused, naming the
 /// first one, its line and column. (Booleans and numbers that both read
 /// alike, such as `yes` or `0644`, pass.)
+///
+/// Also refused: a tag on a scalar where the readings may part (`!foo 017`
+/// is the string "017" to kubectl, `!!float 017` 15; only `!!str`,
+/// `!!binary`, `!!null` and a custom tag on a string pass), and, outside a
+/// JSON stream, an escaped UTF-16 surrogate (`"\ud83d"`), which kubectl's
+/// YAML reader refuses.
 pub fn check_plain_scalars(input: &str) -> Result<(), Ambiguous> {
-    with_stack(|| check_plain_scalars_here(input))
+    let json = input.trim_start().starts_with('{');
+    with_stack(|| check_plain_scalars_here(input, 0, json))
 }
 
-fn check_plain_scalars_here(input: &str) -> Result<(), Ambiguous> {
+/// Whether a double-quoted scalar as written escapes a UTF-16 surrogate.
+fn escapes_surrogate(written: &str) -> bool {
+    let mut rest = written;
+    while let Some(i) = rest.find('\\') {
+        let escaped = &rest[i + 1..];
+        if let Some(hex) = escaped.strip_prefix('u').and_then(|h| h.get(..4))
+            && u32::from_str_radix(hex, 16).is_ok_and(|c| (0xD800..0xE000).contains(&c))
+        {
+            return true;
+        }
+        // Skip the escaped character (an escaped backslash included).
+        rest = escaped.get(1..).unwrap_or_default();
+    }
+    false
+}
+
+/// The check of [`check_plain_scalars`] on `input`, which starts after
+/// `lines` lines of the stream; `json`: the stream is JSON to kubectl.
+fn check_plain_scalars_here(input: &str, lines: usize, json: bool) -> Result<(), Ambiguous> {
     use serde_saphyr::granit_parser::{self, Event, ScalarStyle};
     enum Frame {
         Seq,
@@ -641,7 +866,7 @@ fn check_plain_scalars_here(input: &str) -> Result<(), Ambiguous> {
                 let place = || {
                     format!(
                         "line {}, column {}",
-                        span.start.line(),
+                        span.start.line() + lines,
                         span.start.col() + 1
                     )
                 };
@@ -653,8 +878,13 @@ fn check_plain_scalars_here(input: &str) -> Result<(), Ambiguous> {
                     (true, Some(Value::String(key))) if go_key(text).as_ref() != Some(key) => {
                         return Err(Ambiguous(match go_key(text) {
                             Some(go) => format!(
-                                "the plain key {text} ({}) means {go:?} to kubectl but {key:?} here, so the output would change its meaning: quote it, or write the key kubectl reads",
-                                place()
+                                "the plain key {text} ({}) means {go:?} to kubectl{} but {key:?} here, so the output would change its meaning: quote it, or write the key kubectl reads",
+                                place(),
+                                if is_yaml11_special(text) {
+                                    " (YAML 1.1)"
+                                } else {
+                                    ""
+                                }
                             ),
                             None => format!(
                                 "the plain key {text} ({}) is one kubectl refuses (not a string to it), but {key:?} here: quote it",
@@ -674,7 +904,55 @@ fn check_plain_scalars_here(input: &str) -> Result<(), Ambiguous> {
                 }
                 true
             }
-            Event::Scalar(..) => true,
+            Event::Scalar(text, style, _, tag) => {
+                let place = format!(
+                    "line {}, column {}",
+                    span.start.line() + lines,
+                    span.start.col() + 1
+                );
+                if style == ScalarStyle::DoubleQuoted
+                    && !json
+                    && span
+                        .byte_range()
+                        .and_then(|r| input.get(r))
+                        .is_some_and(escapes_surrogate)
+                {
+                    return Err(Ambiguous(format!(
+                        "the string at {place} escapes a UTF-16 surrogate (\\ud800 to \\udfff), which kubectl refuses in YAML (only JSON pairs them): write the character itself"
+                    )));
+                }
+                if let Some(tag) = tag {
+                    let core = tag.is_yaml_core_schema();
+                    // `!`, non-specific: a string to both.
+                    let agrees = if tag.to_string() == "!" {
+                        true
+                    } else if core {
+                        ["str", "binary", "null"]
+                            .iter()
+                            .any(|t| tag.is_yaml_core_schema_tag(t))
+                    } else {
+                        // kubectl reads a scalar under a tag of its own as the string written.
+                        style != ScalarStyle::Plain
+                            || match our_reading(&text, is_key) {
+                                None => true,
+                                Some(Value::String(s)) => s == *text,
+                                Some(_) => false,
+                            }
+                    };
+                    if !agrees {
+                        let shown = if core {
+                            format!("!!{}", tag.suffix())
+                        } else {
+                            tag.to_string()
+                        };
+                        return Err(Ambiguous(format!(
+                            "the scalar tagged {shown} ({place}) may mean another value to kubectl than here: drop the tag{}",
+                            if core { "" } else { " and quote the value" }
+                        )));
+                    }
+                }
+                true
+            }
             _ => false,
         };
         if complete && let Some(Frame::Map { key_next }) = stack.last_mut() {
@@ -875,7 +1153,17 @@ mod tests {
             let refs = vec![format!("*a{}", i - 1); 10].join(", ");
             bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
         }
-        assert!(read_stream(&bomb).is_err());
+        let started = std::time::Instant::now();
+        let e = read_stream(&bomb).unwrap_err().to_string();
+        assert!(
+            e.starts_with("aliases expand to more than the input can hold"),
+            "{e}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     /// A string stays a string for a YAML 1.1 reader (kubectl): anything it
@@ -1100,8 +1388,10 @@ mod tests {
         let mut checked = 0;
         for t in &tokens {
             let input = format!("a: {t}\n");
-            if let (Ok(docs), Ok(())) = (read_stream_here(&input), check_plain_scalars_here(&input))
-            {
+            if let (Ok(docs), Ok(())) = (
+                read_values(&input, 0),
+                check_plain_scalars_here(&input, 0, false),
+            ) {
                 let out = write(&docs[0]).unwrap();
                 let written = out.strip_prefix("a: ").unwrap().trim_end();
                 let before = (go_plain(t), t.clone());
@@ -1112,8 +1402,10 @@ mod tests {
                 checked += 1;
             }
             let input = format!("{t}: v\n");
-            if let (Ok(docs), Ok(())) = (read_stream_here(&input), check_plain_scalars_here(&input))
-            {
+            if let (Ok(docs), Ok(())) = (
+                read_values(&input, 0),
+                check_plain_scalars_here(&input, 0, false),
+            ) {
                 let out = write(&docs[0]).unwrap();
                 let written = out.strip_suffix(": v\n").unwrap();
                 let before = (Go::Str, go_key(t).unwrap_or_default());
@@ -1125,5 +1417,121 @@ mod tests {
             }
         }
         assert!(checked > 1000, "{checked}");
+    }
+
+    /// A stream in documents: the ranges cover the text (the trailer aside),
+    /// empty documents included.
+    #[test]
+    fn documents_cover_the_stream() {
+        let input = "# head\na: 1\n---\n# c\nb: 2\n...\n--- x\n---\n# tail\n";
+        let stream = read_documents(input).unwrap();
+        let values: Vec<_> = stream.docs.iter().map(|d| d.value.clone()).collect();
+        assert_eq!(
+            values,
+            [
+                Some(json!({"a": 1})),
+                Some(json!({"b": 2})),
+                Some(json!("x")),
+                None
+            ]
+        );
+        let joined: String = stream.docs.iter().map(|d| stream.text_of(d)).collect();
+        assert_eq!(joined + stream.trailer(), input);
+        assert_eq!(
+            &input[stream.docs[1].body..stream.docs[1].range.end],
+            "\n# c\nb: 2\n..."
+        );
+        // Errors in a later document name the line in the stream.
+        let e = read_stream("a: 1\n---\nb: 2\n---\nc: [x\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 5") || e.contains("line 6"), "{e}");
+        let e = read_stream("a: 1\n---\nb: 1\nb: 2\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "duplicate mapping key \"b\" at line 4, column 1");
+    }
+
+    /// kubectl skips a byte-order mark at the start of its input and of each
+    /// document; elsewhere it is an error.
+    #[test]
+    fn byte_order_marks_are_skipped_where_kubectl_skips_them() {
+        let docs =
+            read_stream("\u{feff}a: 1\n---\n\u{feff}b: 2\n--- # x\r\n\u{feff}c: 3\n").unwrap();
+        assert_eq!(docs, [json!({"a": 1}), json!({"b": 2}), json!({"c": 3})]);
+        assert!(read_stream("a: 1\n\u{feff}b: 2\n").is_err());
+        assert!(
+            read_stream("a: \"\u{feff}\"\n").is_ok(),
+            "inside a string it is a character"
+        );
+    }
+
+    #[test]
+    fn input_beyond_the_limit_is_refused_before_parsing() {
+        let mut big = String::from("a: [");
+        big.push_str(&"1,".repeat(MAX_INPUT / 2));
+        big.push_str("1]\n");
+        let started = std::time::Instant::now();
+        let e = read_stream(&big).unwrap_err().to_string();
+        assert!(e.contains("larger than 16 MiB"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    /// JSON (to kubectl) pairs surrogate escapes into one character and
+    /// takes a lone one for U+FFFD; its YAML reader refuses them. Here a
+    /// pair in a JSON stream is the character, a lone one an error, and
+    /// either in YAML fails the check.
+    #[test]
+    fn surrogate_escapes_read_as_kubectl_reads_them_or_fail() {
+        let json = r#"{"kind": "ConfigMap", "data": {"a": "\ud83d\ude00", "b": "\\ud83d"}}"#;
+        assert_eq!(one(json)["data"], json!({"a": "😀", "b": "\\ud83d"}));
+        assert!(check_plain_scalars(json).is_ok());
+        let e = read_stream(r#"{"a": "\ud83d"}"#).unwrap_err().to_string();
+        assert!(e.contains("surrogate"), "{e}");
+        let e = check_plain_scalars("kind: ConfigMap\ndata: {a: \"\\ud83d\\ude00\"}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2, column 11") && e.contains("surrogate"),
+            "{e}"
+        );
+        assert!(
+            check_plain_scalars("a: \"\\\\ud83d \\u00e9\"\n").is_ok(),
+            "an escaped backslash, é"
+        );
+    }
+
+    /// A tag on a scalar: kubectl reads a custom one as the string written
+    /// and applies !!float to its own reading of the text.
+    #[test]
+    fn tags_where_the_readings_part_are_refused() {
+        for ok in [
+            "a: !!str 017",
+            "a: !foo bar",
+            "a: !foo '017'",
+            "a: !!binary aGVsbG8=",
+            "a: !!null ''",
+            "a: !foo {b: 1}",
+            "a: !!map {b: 1}",
+            "!!str 1: x",
+            "a: ! 12",
+        ] {
+            assert!(
+                check_plain_scalars(ok).is_ok(),
+                "{ok}: {:?}",
+                check_plain_scalars(ok)
+            );
+        }
+        for bad in [
+            "a: !foo 017",
+            "a: !foo yes",
+            "!foo 017: x",
+            "a: !!float 017",
+            "a: !!int 1",
+            "a: !<tag:yaml.org,2002:float> 1",
+        ] {
+            let e = check_plain_scalars(bad).unwrap_err().to_string();
+            assert!(e.contains("tagged") && e.contains("line 1"), "{bad}: {e}");
+        }
     }
 }
