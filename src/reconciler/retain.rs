@@ -52,7 +52,15 @@ pub async fn apply(
         }
     }
     let obs: Vec<Observed> = versions.iter().map(|(n, v)| observed(n, v)).collect();
-    let history = rs.spec.history.unwrap_or(0).max(0) as usize;
+    // While a watch is interrupted a version may look unreferenced only
+    // because its ReplicaSet came during the gap: every superseded version is
+    // kept (as if within history) until the caches are current again, when
+    // every RandomSecret is reconciled (`cache::interruptions`).
+    let history = if ctx.caches.references_current() {
+        rs.spec.history.unwrap_or(0).max(0) as usize
+    } else {
+        usize::MAX
+    };
     let planned = retention::plan(
         current_name,
         &rs.owner_reference(),
