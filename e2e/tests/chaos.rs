@@ -135,17 +135,25 @@ impl Scenario {
         let mut tracked = BTreeMap::new();
         for i in 0..workloads {
             let rs = format!("w-{i}");
-            let first = first_version(&api, &secrets, &rs, secret_spec("0")).await?;
+            api.create(
+                &PostParams::default(),
+                &random_secret(&rs, secret_spec("0"))?,
+            )
+            .await?;
+            let ready = wait_long(&api, &rs, "Ready", is_ready).await?;
+            let first = current_secret(&secrets, &ready).await?;
             let mut d = deployment(&format!("app-{i}"), &first.name_any())?;
             d.metadata.annotations = Some([("randomsecret.io/track".into(), rs.clone())].into());
             deploys.create(&PostParams::default(), &d).await?;
             tracked.insert(format!("app-{i}"), rs);
         }
         for (rs, spec) in extra {
-            create_ready(&api, rs, spec.clone()).await?;
+            api.create(&PostParams::default(), &random_secret(rs, spec.clone())?)
+                .await?;
+            wait_long(&api, rs, "Ready", is_ready).await?;
         }
         for d in tracked.keys() {
-            wait_for(&deploys, d, "rolled out", rollout_complete).await?;
+            wait_long(&deploys, d, "rolled out", rollout_complete).await?;
         }
         Ok(Self {
             name,
@@ -262,6 +270,31 @@ impl Scenario {
             items.len()
         );
         self.ns.delete().await
+    }
+}
+
+/// Like `wait_for`, with the suite's longer patience (`CHAOS_CONVERGE_SECONDS`):
+/// the machine may be loaded.
+async fn wait_long<K>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    cond: impl kube::runtime::wait::Condition<K>,
+) -> Result<K>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let timeout = converge_timeout();
+    match tokio::time::timeout(
+        timeout,
+        kube::runtime::wait::await_condition(api.clone(), name, cond),
+    )
+    .await
+    {
+        Ok(Ok(Some(obj))) => Ok(obj),
+        Ok(Ok(None)) => bail!("{name}: deleted while waiting for {what}"),
+        Ok(Err(e)) => Err(e).with_context(|| format!("{name}: watching for {what}")),
+        Err(_) => bail!("{name}: not {what} within {timeout:?}"),
     }
 }
 
