@@ -6,7 +6,8 @@
 //! 2. each live version in `status.versions` is exactly one Secret (the
 //!    object the status recorded, with its name and hash labels), no two
 //!    Secrets carry one RandomSecret's hash, and a Ready RandomSecret's
-//!    current version is the name its spec hashes to;
+//!    current version is the name its spec hashes to, with no superseded
+//!    version kept that nothing references (retention caught up);
 //! 3. no Secret name is ever seen with two different contents
 //!    ([`DigestWatch`], a watch kept over the whole test: a delete and
 //!    re-create with other values counts too);
@@ -415,6 +416,20 @@ pub async fn check_versions(
                 problems.push(format!(
                     "{name}: current versions {current:?}, want [{want}]"
                 ));
+            }
+            // Retention caught up: with no history, a superseded version is
+            // live only while something references it.
+            if rs.spec.history.unwrap_or(0) == 0 {
+                for v in status
+                    .versions
+                    .iter()
+                    .filter(|v| v.state != VersionState::Current && v.referenced_by.is_empty())
+                {
+                    problems.push(format!(
+                        "{name}: superseded version {} is kept with nothing referencing it",
+                        v.name
+                    ));
+                }
             }
         }
         for v in &status.versions {
