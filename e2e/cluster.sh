@@ -215,8 +215,12 @@ up() {
     --authentication-kubeconfig="$DIR/scheduler.kubeconfig" --authorization-kubeconfig="$DIR/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --cert-dir="$DIR/scheduler-certs" \
     --leader-elect=false --v="$LOG_V"
+  # A node Lease renewed every 10 s as the node's heartbeat: without one kwok
+  # posts node status about once a minute, past the controller-manager's 50 s
+  # grace period, so the node flaps NotReady and its pods stay Ready=False.
   start kwok "$BIN_DIR/kwok" --kubeconfig="$DIR/kubeconfig" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-lease-duration-seconds=40 \
     --server-address="127.0.0.1:$KWOK_PORT"
   wait_for kube-controller-manager "kube-controller-manager /healthz" \
     curl -fsS --max-time 5 -k "https://127.0.0.1:$KCM_PORT/healthz"
