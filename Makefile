@@ -4,7 +4,7 @@ CARGO ?= cargo
 
 CRD := config/crd/randomsecret.io_randomsecrets.yaml
 
-.PHONY: all build static crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench clean-e2e
+.PHONY: all build static crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench chaos clean-e2e
 
 all: build
 
@@ -68,6 +68,12 @@ run: build
 ## BENCH_ARGS="--sizes 1000 --no-peer" for a shorter run (see target/release/bench --help)
 bench:
 	e2e/bench.sh $(BENCH_ARGS)
+
+## chaos: the fault suite against a control plane of its own: kube-apiserver and etcd killed,
+## the controller SIGKILLed, leadership moved, watches expired, racing edits, a lost version and
+## a planted Secret, each in the middle of a burst of CHAOS_BURST (default 300) creations and rotations
+chaos:
+	e2e/chaos.sh $(CHAOS_ARGS)
 
 clean-e2e: cluster-down
 	rm -rf target/e2e

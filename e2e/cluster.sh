@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# cluster.sh up|down|status|env: a real local Kubernetes control plane on 127.0.0.1
+# cluster.sh up|down|status|env|stop NAME|kill NAME: a real local Kubernetes
+# control plane on 127.0.0.1
 # (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as the
 # node simulator), built from Go modules by build-controlplane.sh and cached.
 # State, logs, pid files and the admin kubeconfig live under target/e2e/.
@@ -8,6 +9,11 @@
 # KWOK_PORT, BIN_DIR (skip the build), CRD_DIR (CRDs applied before the
 # controller-manager starts, so its garbage collector knows them at once),
 # E2E_FRESH=1 (start from an empty etcd instead of the previous state).
+#
+# For fault tests (e2e/chaos.sh): `stop NAME` (SIGTERM, then SIGKILL after 10 s)
+# and `kill NAME` (SIGKILL) end one component (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kwok) and keep its state; `up` then
+# starts again only the components that are not running.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -23,8 +29,8 @@ PKI=$DIR/pki; LOGS=$DIR/logs
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 NODE=kwok-node-0
 
-usage() { echo "usage: $0 up|down|status|env" >&2; exit 2; }
-[[ $cmd =~ ^(up|down|status|env)$ ]] || usage
+usage() { echo "usage: $0 up|down|status|env|stop NAME|kill NAME (NAME: ${COMPONENTS[*]})" >&2; exit 2; }
+[[ $cmd =~ ^(up|down|status|env|stop|kill)$ ]] || usage
 
 # A pid is ours only if alive and its command line names $DIR/ (every process
 # started here gets paths under DIR): never stop anything by name.
@@ -35,18 +41,22 @@ owned() {
 }
 running() { [[ -f $DIR/$1.pid ]] && owned "$(cat "$DIR/$1.pid")"; }
 
+stop_one() {  # name signal: stop one component started here (by its pid file)
+  local name=$1 sig=$2 pid
+  [[ -f $DIR/$name.pid ]] || return 0
+  pid=$(cat "$DIR/$name.pid")
+  if owned "$pid"; then
+    kill "-$sig" "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do owned "$pid" || break; sleep 0.1; done
+    if owned "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+    for _ in $(seq 50); do owned "$pid" || break; sleep 0.1; done
+  fi
+  rm -f "$DIR/$name.pid"
+}
+
 down() {
-  local i name pid
-  for (( i=${#COMPONENTS[@]}-1; i>=0; i-- )); do
-    name=${COMPONENTS[i]}; [[ -f $DIR/$name.pid ]] || continue
-    pid=$(cat "$DIR/$name.pid")
-    if owned "$pid"; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 100); do owned "$pid" || break; sleep 0.1; done
-      if owned "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
-    fi
-    rm -f "$DIR/$name.pid"
-  done
+  local i
+  for (( i=${#COMPONENTS[@]}-1; i>=0; i-- )); do stop_one "${COMPONENTS[i]}" TERM; done
 }
 
 fail() { echo "cluster.sh: $*" >&2; down; exit 1; }
@@ -205,8 +215,12 @@ up() {
     --authentication-kubeconfig="$DIR/scheduler.kubeconfig" --authorization-kubeconfig="$DIR/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --cert-dir="$DIR/scheduler-certs" \
     --leader-elect=false --v="$LOG_V"
+  # A node Lease renewed every 10 s as the node's heartbeat: without one kwok
+  # posts node status about once a minute, past the controller-manager's 50 s
+  # grace period, so the node flaps NotReady and its pods stay Ready=False.
   start kwok "$BIN_DIR/kwok" --kubeconfig="$DIR/kubeconfig" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-lease-duration-seconds=40 \
     --server-address="127.0.0.1:$KWOK_PORT"
   wait_for kube-controller-manager "kube-controller-manager /healthz" \
     curl -fsS --max-time 5 -k "https://127.0.0.1:$KCM_PORT/healthz"
@@ -238,6 +252,12 @@ case $cmd in
   up) mkdir -p "$DIR"; up ;;
   down) down ;;
   env) echo "export KUBECONFIG=$DIR/kubeconfig" ;;
+  stop|kill)
+    name=${2:-}
+    [[ " ${COMPONENTS[*]} " == *" $name "* && -n $name ]] || usage
+    running "$name" || { echo "cluster.sh: $name is not running" >&2; exit 1; }
+    if [[ $cmd == kill ]]; then stop_one "$name" KILL; else stop_one "$name" TERM; fi
+    echo "cluster.sh: $name stopped ($cmd)" >&2 ;;
   status)
     rc=0
     for n in "${COMPONENTS[@]}"; do

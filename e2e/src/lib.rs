@@ -1,6 +1,8 @@
 //! Helpers for the end-to-end suites: they run against the real local control
 //! plane of `e2e/cluster.sh` (or any cluster that `KUBECONFIG` points at).
 
+pub mod invariants;
+
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DeleteParams, PostParams};

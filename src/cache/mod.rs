@@ -12,9 +12,12 @@
 //! - [`randomsecrets`], [`secrets`]: the two object caches.
 //! - [`index`]: the multi-index behind [`holders`] (who references which
 //!   Secret name) and tracking mode (which workloads track a RandomSecret).
+//! - [`interruptions`]: which watches are failing or relisting (their
+//!   caches may be stale: retention then releases nothing).
 
 pub mod holders;
 pub mod index;
+pub mod interruptions;
 pub mod key;
 pub mod randomsecrets;
 pub mod secrets;
@@ -28,6 +31,7 @@ pub struct Caches {
     pub secrets: secrets::Secrets,
     pub holders: holders::Holders,
     pub tracking: holders::Tracking,
+    pub interruptions: interruptions::Interruptions,
 }
 
 impl Caches {
@@ -38,7 +42,16 @@ impl Caches {
             secrets: secrets::Secrets::new(key),
             holders: Default::default(),
             tracking: Default::default(),
+            interruptions: Default::default(),
         }
+    }
+
+    /// Whether the reference index and the Secrets cache are current: no
+    /// watch is failing or relisting. While one is, a version may look
+    /// unreferenced only because its ReplicaSet was created during the gap,
+    /// so retention releases nothing.
+    pub fn references_current(&self) -> bool {
+        self.interruptions.which().is_empty()
     }
 
     /// Whether the caches retention depends on have listed once: before

@@ -78,6 +78,9 @@ pub enum Done {
     Lapsed,
 }
 
+/// How soon retention looks again while a tracking workload rolls.
+pub const ROLLING_RETRY: Duration = Duration::from_secs(3);
+
 /// How soon work skipped while leadership was uncertain is looked at again.
 pub const LAPSED_RETRY: Duration = Duration::from_secs(2);
 
@@ -128,10 +131,12 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     }
     let (ensured, current) = ensure::version(&rs, &v, ctx).await.map_err(at)?;
     announce(&rs, &v, &ensured, ctx);
-    let versions = retain::apply(&rs, &v.secret_name, &current, ctx)
+    // Tracking first: a workload rolling onto a template change holds back
+    // retention (the version it left may be in a ReplicaSet not indexed yet).
+    let rolling = tracking::retarget(&rs, &v, ctx).await.map_err(at)?;
+    let versions = retain::apply(&rs, &v.secret_name, &current, rolling, ctx)
         .await
         .map_err(at)?;
-    tracking::retarget(&rs, &v, ctx).await.map_err(at)?;
     let ready = status::Outcome::Ready {
         secret_name: v.secret_name.clone(),
     };
@@ -141,9 +146,15 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     {
         return Ok(Done::Again);
     }
+    let next_epoch_in =
+        next_epoch.map(|at| Duration::from_secs(at.saturating_sub(now).max(1).unsigned_abs()));
     Ok(Done::Ready {
-        next_epoch_in: next_epoch
-            .map(|at| Duration::from_secs(at.saturating_sub(now).max(1).unsigned_abs())),
+        // While a tracking workload rolls, retention looks again shortly.
+        next_epoch_in: if rolling {
+            Some(next_epoch_in.map_or(ROLLING_RETRY, |d| d.min(ROLLING_RETRY)))
+        } else {
+            next_epoch_in
+        },
     })
 }
 

@@ -25,10 +25,12 @@ fn observed(name: &str, v: &Cached) -> Observed {
 }
 
 /// Applies the plan for every version of `rs` (`current` as just ensured).
+/// With `hold` (a tracking workload is rolling) nothing is released.
 pub async fn apply(
     rs: &Subject,
     current_name: &str,
     current: &Cached,
+    hold: bool,
     ctx: &Context,
 ) -> Result<Versions, ReconcileError> {
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), rs.key.ns());
@@ -52,7 +54,16 @@ pub async fn apply(
         }
     }
     let obs: Vec<Observed> = versions.iter().map(|(n, v)| observed(n, v)).collect();
-    let history = rs.spec.history.unwrap_or(0).max(0) as usize;
+    // While a watch is interrupted a version may look unreferenced only
+    // because its ReplicaSet came during the gap: every superseded version is
+    // kept (as if within history) until the caches are current again, when
+    // every RandomSecret is reconciled (`cache::interruptions`). Likewise
+    // while a tracking workload rolls onto a new template (`hold`).
+    let history = if ctx.caches.references_current() && !hold {
+        rs.spec.history.unwrap_or(0).max(0) as usize
+    } else {
+        usize::MAX
+    };
     let planned = retention::plan(
         current_name,
         &rs.owner_reference(),

@@ -1134,6 +1134,55 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
     assert!(h.caches.secrets.get(&key().sibling(&old.name())).is_none());
 }
 
+/// The same rotation while a watch is interrupted (the apiserver restarted,
+/// say): the reference index may miss a ReplicaSet created during the gap,
+/// so the old version is kept, owned by the RandomSecret as if within
+/// history, until every watch flows again.
+#[tokio::test]
+async fn a_rotation_while_a_watch_is_interrupted_releases_nothing() {
+    let h = Harness::new();
+    let old = VersionSecret::of(&Rs::test())
+        .with_uid(OLD_SECRET_UID)
+        .created_at("2026-01-01T00:00:00")
+        .cached_in(&h);
+    h.caches
+        .interruptions
+        .failed("replicasets", std::time::Instant::now());
+    assert!(!h.caches.references_current());
+    let rs = Rs::test()
+        .with_rotation("2")
+        .with_status(ready_status(&old, &[]))
+        .cached_in(&h);
+    let v = rs.version();
+    let (old_name, old2, rs2) = (old.name(), old.clone(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            let body = post.body.clone();
+            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+
+            // No delete, no owners patch: the status write comes next.
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(
+                status["versions"],
+                json!([
+                    {"name": v.secret_name, "hash": v.hash, "created": "2026-02-01T00:00:00Z",
+                        "uid": SECRET_UID, "state": "current", "referencedBy": []},
+                    {"name": old_name, "hash": old2.hash(), "created": "2026-01-01T00:00:00Z",
+                        "uid": OLD_SECRET_UID, "state": "retained", "referencedBy": []},
+                ])
+            );
+            assert_eq!(status["released"], json!([]));
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert_eq!(run.metrics.versions_released.get(), 0);
+    assert!(h.caches.secrets.get(&key().sibling(&old.name())).is_some());
+}
+
 /// A RandomSecret being deleted, or gone from the cache: no request.
 #[tokio::test]
 async fn a_deleted_or_deleting_randomsecret_makes_no_request() {

@@ -60,11 +60,29 @@ impl Own {
     }
 }
 
-pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<(), ReconcileError> {
+/// Whether a workload's controller has not yet acted on its latest template
+/// (`status.observedGeneration` behind `metadata.generation`): the
+/// ReplicaSet or ControllerRevision of a template it was just pointed at may
+/// not exist yet, or not be in the reference index yet.
+fn rolling(obj: &DynamicObject) -> bool {
+    let observed = obj
+        .data
+        .pointer("/status/observedGeneration")
+        .and_then(|g| g.as_i64());
+    observed.is_none() || observed < obj.metadata.generation
+}
+
+/// Points the tracking workloads at the current version. Returns whether
+/// one of them is rolling onto a template change (pointed now, or one its
+/// controller has not acted on yet): then the version it was pointed at
+/// before may be referenced by a ReplicaSet the index does not show yet, so
+/// retention keeps every superseded version and looks again shortly.
+pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, ReconcileError> {
     let workloads = ctx.caches.tracking.of(&rs.key);
     if workloads.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
+    let mut any_rolling = false;
     let own = Own::of(rs, v, ctx).await?;
     if own.base_taken {
         ctx.events.publish(
@@ -91,6 +109,7 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<(), Re
         else {
             continue;
         };
+        any_rolling |= rolling(&obj);
         let Some(mut pod_spec) = obj.data.pointer("/spec/template/spec").cloned() else {
             continue;
         };
@@ -117,6 +136,7 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<(), Re
                 ))(e));
             }
         }
+        any_rolling = true;
         info!(randomsecret = %rs.key, workload = %what, secret = %v.secret_name, "pointed tracking workload at the current version");
         let note = format!("Pointed {what} at Secret {}", v.secret_name);
         ctx.events.publish(
@@ -127,5 +147,26 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<(), Re
             note,
         );
     }
-    Ok(())
+    Ok(any_rolling)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload(generation: i64, status: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "generation": generation},
+            "spec": {}, "status": status,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_workload_rolls_until_its_controller_observes_its_latest_template() {
+        assert!(rolling(&workload(3, json!({"observedGeneration": 2}))));
+        assert!(rolling(&workload(1, json!({}))), "never observed yet");
+        assert!(!rolling(&workload(3, json!({"observedGeneration": 3}))));
+    }
 }

@@ -22,7 +22,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use std::fmt::Debug;
 use std::sync::Arc;
-use tracing::warn;
+use tracing::{info, warn};
 
 pub const PAGE_SIZE: u32 = 100;
 
@@ -107,14 +107,35 @@ impl Watch {
     {
         let mut events =
             std::pin::pin!(watcher(self.api::<K>(), config.page_size(PAGE_SIZE)).default_backoff());
-        while let Some(ev) = events.next().await {
-            match ev {
-                Ok(ev) => {
-                    for key in apply(&ev) {
-                        let _ = self.triggers.send(key);
+        let interruptions = &self.caches.interruptions;
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+        loop {
+            let recovered = tokio::select! {
+                ev = events.next() => match ev {
+                    None => break,
+                    Some(Ok(ev)) => {
+                        for key in apply(&ev) {
+                            let _ = self.triggers.send(key);
+                        }
+                        interruptions.event(what, &ev)
                     }
+                    Some(Err(e)) => {
+                        warn!(watch = what, error = %e, "watch failed; retrying with backoff (no version is released until every watch flows again)");
+                        interruptions.failed(what, std::time::Instant::now());
+                        false
+                    }
+                },
+                _ = tick.tick() => interruptions.tick(std::time::Instant::now()),
+            };
+            if recovered {
+                // Decisions deferred meanwhile are taken now, on current caches.
+                info!(
+                    watch = what,
+                    "every watch flows again: reconciling every RandomSecret"
+                );
+                for key in self.caches.randomsecrets.keys() {
+                    let _ = self.triggers.send(key);
                 }
-                Err(e) => warn!(watch = what, error = %e, "watch failed; retrying with backoff"),
             }
         }
     }
