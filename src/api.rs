@@ -128,7 +128,7 @@ pub struct RandomSecretSpec {
     /// from the RandomSecret's creation. Names then depend on time and cannot
     /// be computed offline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 2, max = 32))]
+    #[schemars(length(min = 2, max = crate::version::MAX_PERIOD_TEXT))]
     #[x_kube(
         validation = Rule::new("self.matches('^([0-9]+(h|m|s))+$')").message("rotateEvery must be a duration such as 720h, 90m or 1h30m"),
         validation = Rule::new(crate::version::period_range_rule()).message(format!("rotateEvery must be {}", crate::version::period_range_text()).as_str()),

@@ -45,6 +45,8 @@ pub struct Workload {
     pub name: crate::cache::Name,
 }
 
+impl crate::cache::index::Payload for Workload {}
+
 /// The RandomSecrets a workload's annotation names.
 pub fn tracked_names(annotations: &BTreeMap<String, String>) -> Vec<String> {
     annotations

@@ -364,6 +364,8 @@ async fn terminating_pods_of_a_deleted_replicaset_keep_their_version() -> Result
     let node = format!("ghost-{}", ns.name);
     let ghost: Node = serde_json::from_value(json!({"metadata": {"name": node}}))?;
     nodes.create(&PostParams::default(), &ghost).await?;
+    // Cluster-scoped: removed even when the test fails (the namespace is not).
+    let _ghost = DeleteOnDrop(&["node", &node]);
 
     let v1 = first_version(&api, &secrets, "db", json!({"length": 16, "rotation": "1"})).await?;
     let v1n = v1.name_any();
@@ -440,8 +442,19 @@ async fn terminating_pods_of_a_deleted_replicaset_keep_their_version() -> Result
         .await
         .context("v1 goes once its last pod is gone")?;
     ensure!(secrets.get_opt(&v2n).await?.is_some());
-    nodes.delete(&node, &DeleteParams::default()).await?;
     ns.delete().await
+}
+
+/// Deletes a cluster-scoped object with kubectl when dropped (a test's end,
+/// passing or not).
+struct DeleteOnDrop<'a>(&'a [&'a str]);
+
+impl Drop for DeleteOnDrop<'_> {
+    fn drop(&mut self) {
+        let mut args = vec!["delete", "--wait=false", "--ignore-not-found"];
+        args.extend_from_slice(self.0);
+        let _ = kubectl(&args);
+    }
 }
 
 fn template_secret(d: &Deployment) -> Option<String> {

@@ -29,6 +29,17 @@ struct Slot<I> {
     keys: Box<[I]>,
 }
 
+/// What an indexed object carries besides its identity (its `Eq` and
+/// `Hash`): when that changes, the stored object is replaced, never kept
+/// twice (a pod orphaned by its StatefulSet is the same pod).
+pub trait Payload {
+    fn same_payload(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl Payload for &str {}
+
 /// Each object is stored once (shared by `Arc` between the two maps), and a
 /// key's objects are a small `Vec` (usually one or two).
 pub struct MultiIndex<O, I> {
@@ -49,7 +60,7 @@ impl<O, I> Default for MultiIndex<O, I> {
     }
 }
 
-impl<O: Eq + Hash, I: Clone + Eq + Hash> MultiIndex<O, I> {
+impl<O: Eq + Hash + Payload, I: Clone + Eq + Hash> MultiIndex<O, I> {
     /// Records that `obj` (from `stream`) maps to `keys`, replacing what it
     /// mapped to before. Returns the keys that gained or lost it.
     pub fn apply(&mut self, stream: Stream, obj: O, keys: Vec<I>) -> Vec<I> {
@@ -62,7 +73,17 @@ impl<O: Eq + Hash, I: Clone + Eq + Hash> MultiIndex<O, I> {
         let keys = unique;
         let epoch = self.epochs.get(&stream).copied().unwrap_or_default();
         let (obj, old) = match self.objects.get_key_value(&obj) {
-            Some((known, slot)) => (known.clone(), slot.keys.to_vec()),
+            Some((known, slot)) if known.same_payload(&obj) => (known.clone(), slot.keys.to_vec()),
+            // The same object with another payload: forgotten, then stored
+            // anew; the keys it keeps are not reported as changed.
+            Some(_) => {
+                let old = self.delete(&obj);
+                let keys_kept: Vec<I> = old.iter().filter(|k| keys.contains(k)).cloned().collect();
+                let mut changed = self.apply(stream, obj, keys);
+                changed.retain(|k| !keys_kept.contains(k));
+                changed.extend(old.into_iter().filter(|k| !keys_kept.contains(k)));
+                return changed;
+            }
             None => (Arc::new(obj), Vec::new()),
         };
         let mut changed: Vec<I> = old.iter().filter(|k| !keys.contains(k)).cloned().collect();
@@ -207,6 +228,44 @@ mod tests {
         assert_eq!(ix.get(&"s2").count(), 0);
         assert_eq!(ix.apply(ReplicaSets, "rs1", vec![]), ["s3"]);
         assert!(ix.is_empty());
+    }
+
+    /// An object whose identity is its first field; the second is payload.
+    #[derive(Debug, Clone)]
+    struct Flagged(&'static str, bool);
+    impl PartialEq for Flagged {
+        fn eq(&self, o: &Self) -> bool {
+            self.0 == o.0
+        }
+    }
+    impl Eq for Flagged {}
+    impl Hash for Flagged {
+        fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+            self.0.hash(h)
+        }
+    }
+    impl Payload for Flagged {
+        fn same_payload(&self, o: &Self) -> bool {
+            self.1 == o.1
+        }
+    }
+
+    /// A change of payload (a pod orphaned, its `covered` flag cleared)
+    /// replaces the object: never two entries for one identity, and its
+    /// deletion leaves nothing behind.
+    #[test]
+    fn a_payload_change_replaces_the_object() {
+        let mut ix: MultiIndex<Flagged, &str> = MultiIndex::default();
+        ix.apply(Pods, Flagged("p", true), vec!["s"]);
+        assert!(ix.apply(Pods, Flagged("p", false), vec!["s"]).is_empty());
+        assert_eq!(ix.get(&"s").map(|f| f.1).collect::<Vec<_>>(), [false]);
+        assert_eq!(ix.len(), 1);
+        let mut changed = ix.apply(Pods, Flagged("p", true), vec!["t"]);
+        changed.sort();
+        assert_eq!(changed, ["s", "t"]);
+        assert_eq!(ix.get(&"s").count(), 0);
+        assert_eq!(ix.delete(&Flagged("p", false)), ["t"]);
+        assert!(ix.is_empty() && ix.get(&"t").count() == 0);
     }
 
     #[test]

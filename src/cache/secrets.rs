@@ -301,6 +301,24 @@ impl Secrets {
         }
     }
 
+    /// Applies the metadata of a Secret read again (after a lost race): only
+    /// over the cached entry of the same object, and only if newer. Never
+    /// inserts, since the watch may have shown its deletion meanwhile.
+    pub fn refresh(&self, meta: &ObjectMeta) {
+        let (Some(uid), Some(fresh)) = (Uid::of(meta), self.read(meta)) else {
+            return;
+        };
+        let key = Key::of(meta);
+        let mut inner = self.inner.write().expect("secrets lock");
+        let newer = inner.versions.get(&key).is_some_and(|known| {
+            known.uid == uid && newer_version(&known.resource_version, &fresh.resource_version)
+        });
+        if newer {
+            let epoch = inner.epoch;
+            inner.put(key, Version { epoch, ..fresh });
+        }
+    }
+
     /// Marks the cached entry verified if it is the object `meta` describes
     /// (same uid and resourceVersion); a read never inserts or replaces,
     /// since the watch may already have shown a newer object.
@@ -362,6 +380,16 @@ impl Secrets {
     }
 }
 
+/// Whether resourceVersion `b` is newer than `a`. They are opaque to
+/// clients, but etcd's are increasing integers; anything else counts as
+/// newer only when different.
+fn newer_version(a: &str, b: &str) -> bool {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(a), Ok(b)) => b > a,
+        _ => a != b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,6 +437,29 @@ mod tests {
         assert_eq!(v.created().unwrap().subsec_nanosecond(), 123456789);
         assert_eq!(v.created_time(), m.creation_timestamp);
         assert!(v.managed && v.hash.as_deref() == Some("tmm2ctc5b4"));
+    }
+
+    /// A Secret read again after a lost race updates only the same object,
+    /// only forward, and never brings back one the watch showed deleted.
+    #[test]
+    fn a_refresh_never_inserts_nor_goes_back() {
+        let c = Secrets::new(ProofKey::generate().unwrap());
+        let key = Key::new("n", "db-tmm2ctc5b4");
+        c.refresh(&meta("db-tmm2ctc5b4", "5"));
+        assert!(c.get(&key).is_none(), "inserted by a refresh");
+        c.handle(&event(meta("db-tmm2ctc5b4", "7")));
+        c.refresh(&meta("db-tmm2ctc5b4", "6"));
+        assert_eq!(&*c.get(&key).unwrap().resource_version, "7");
+        c.refresh(&meta("db-tmm2ctc5b4", "8"));
+        assert_eq!(&*c.get(&key).unwrap().resource_version, "8");
+        let mut other = meta("db-tmm2ctc5b4", "9");
+        other.uid = Some("0f1c0a2e-3b4d-4e5f-8a9b-0c1d2e3f4a5c".into());
+        c.refresh(&other);
+        assert_eq!(
+            &*c.get(&key).unwrap().resource_version,
+            "8",
+            "another object"
+        );
     }
 
     #[test]

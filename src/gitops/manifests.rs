@@ -3,10 +3,10 @@
 
 use super::yaml;
 use crate::api::{GROUP, RandomSecret};
+use crate::version::Version;
 
 /// The one apiVersion of RandomSecret.
 const API_VERSION: &str = "randomsecret.io/v1";
-use crate::version::Version;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
@@ -40,7 +40,12 @@ pub fn is_random_secret(doc: usize, value: &serde_json::Value) -> Result<bool, M
         return Ok(true);
     }
     if ours || (like_ours && api.is_none_or(str::is_empty)) {
-        let show = |v: Option<&str>| v.map_or("none".to_string(), |v| format!("{v:?}"));
+        let show = |v: Option<&str>| {
+            v.map_or("none".to_string(), |v| {
+                let short: String = v.chars().take(64).collect();
+                format!("{short:?}{}", if short.len() < v.len() { "…" } else { "" })
+            })
+        };
         return Err(ManifestError::Document {
             doc,
             message: format!(
@@ -67,8 +72,8 @@ pub fn version_of(doc: usize, value: &serde_json::Value) -> Result<Version, Mani
             "RandomSecret: spec must be a mapping (keys, static, ...), not {what}"
         )));
     }
-    let rs: RandomSecret =
-        serde_json::from_value(value.clone()).map_err(|e| err(format!("RandomSecret: {e}")))?;
+    let rs: RandomSecret = serde_json::from_value(value.clone())
+        .map_err(|e| err(format!("RandomSecret: {}", without_values(&e))))?;
     let name = rs
         .metadata
         .name
@@ -133,6 +138,29 @@ pub fn random_secrets(docs: &[serde_json::Value]) -> Result<Vec<Found>, Manifest
         found.push(Found { namespace, version });
     }
     Ok(found)
+}
+
+/// A reading error without the value it quotes (`invalid type: integer
+/// \`98765\``, say): a static value may be a credential, and the KRM
+/// function's errors end up in CI logs.
+fn without_values(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if !(text.starts_with("invalid type: ") || text.starts_with("invalid value: ")) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut quoted = false;
+    for c in text.chars() {
+        if c == '`' {
+            if !quoted {
+                out.push_str("(value not shown)");
+            }
+            quoted = !quoted;
+        } else if !quoted {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The versioned Secret name of each RandomSecret in the stream, in order.
@@ -315,6 +343,24 @@ mod tests {
             "kind: RandomSecret\n",
         );
         assert!(versioned_names(&other).unwrap().is_empty());
+    }
+
+    /// A value of the wrong type is named by its type, never quoted (a
+    /// static value may be a credential); a long apiVersion is cut short.
+    #[test]
+    fn errors_do_not_quote_values() {
+        let input = "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: a}\nspec: {static: {password: 98765432123}}\n";
+        let e = versioned_names(input).unwrap_err().to_string();
+        assert!(
+            !e.contains("98765432123") && e.contains("invalid type: integer"),
+            "{e}"
+        );
+        let long = format!(
+            "apiVersion: randomsecret.io/{}\nkind: RandomSecret\n",
+            "x".repeat(5000)
+        );
+        let e = versioned_names(&long).unwrap_err().to_string();
+        assert!(e.len() < 400, "{}", e.len());
     }
 
     /// A spec that is not a mapping gets an error that says so (not serde's

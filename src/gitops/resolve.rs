@@ -131,7 +131,14 @@ pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
         }
     }
     let mut out = String::with_capacity(stream.text.len());
+    let mut after_rewrite = false;
     for (doc, (value, n)) in stream.docs.iter().zip(rewritten) {
+        // A document written anew loses its closing `...`: one that followed
+        // it without a `---` of its own would run into it.
+        if after_rewrite && !starts_with_separator(stream.text_of(doc)) {
+            out.push_str("---\n");
+        }
+        after_rewrite = false;
         match value {
             Some(value) if n > 0 => {
                 // What came before its content (comments, `---`), then it, written anew.
@@ -140,12 +147,23 @@ pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
                     out.push('\n');
                 }
                 out.push_str(&yaml::write(&value)?);
+                after_rewrite = true;
             }
             _ => out.push_str(stream.text_of(doc)),
         }
     }
     out.push_str(stream.trailer());
     Ok((out, changed))
+}
+
+/// Whether a document's text opens with `---` (after comments, blank lines
+/// and directives).
+fn starts_with_separator(text: &str) -> bool {
+    text.trim_start_matches('\u{feff}')
+        .lines()
+        .map(str::trim_start)
+        .find(|l| !(l.is_empty() || l.starts_with('#') || l.starts_with('%')))
+        .is_some_and(|l| l.starts_with("---"))
 }
 
 #[cfg(test)]

@@ -37,8 +37,9 @@ pub async fn finish(
         return (not_leading(ctx), "standby");
     }
     if matches!(err, ReconcileError::Stale(_)) {
-        // Not a problem to report: the cache was refreshed, look again.
-        return (Next::RequeueAfter(STALE_RETRY), "conflict");
+        // Not a problem to report: look again, with backoff, since a conflict
+        // that keeps coming back (another writer, a webhook) must not spin.
+        return (Next::Retry, "conflict");
     }
     if err.namespace_terminating() {
         // The namespace is going away, and this RandomSecret with it: nothing to retry.
@@ -93,9 +94,6 @@ pub async fn finish(
     };
     (next, "stalled")
 }
-
-/// How soon a reconcile whose conditional write lost a race runs again.
-const STALE_RETRY: Duration = Duration::from_millis(200);
 
 /// After a write refused for lack of leadership: a new leader reconciles
 /// everything when it takes over; if this replica may still be the leader

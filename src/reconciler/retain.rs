@@ -161,11 +161,12 @@ pub async fn apply(
 }
 
 /// After a conditional write on Secret `name` lost a race (409): reads it
-/// again into the cache, so the reconcile that follows plans on what is there
-/// now (the garbage collector removing a deleted holder from the owners, say).
+/// again into the cache (over the same object only, if newer), so the
+/// reconcile that follows plans on what is there now (the garbage collector
+/// removing a deleted holder from the owners, say).
 async fn stale(api: &Api<Secret>, rs: &Subject, name: &str, ctx: &Context) -> ReconcileError {
     match api.get_metadata_opt(name).await {
-        Ok(Some(fresh)) => ctx.caches.secrets.write_through(&fresh.metadata, false),
+        Ok(Some(fresh)) => ctx.caches.secrets.refresh(&fresh.metadata),
         Ok(None) => ctx.caches.secrets.forget(&rs.key.sibling(name)),
         Err(e) => return ReconcileError::api(format!("reading Secret {name} again"))(e),
     }

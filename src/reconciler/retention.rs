@@ -4,8 +4,8 @@
 //!
 //! Only versions proven to be ours (`reconciler::proven`) are planned.
 //! A version is owned by its RandomSecret while it is current or within
-//! `history`, and by every ReplicaSet, ControllerRevision or (bare) Pod that
-//! references it. When its last owner goes, the Kubernetes garbage collector
+//! `history`, and by every ReplicaSet, ControllerRevision or Pod that
+//! references it (pods of a history: see below). When its last owner goes, the Kubernetes garbage collector
 //! deletes it, even while this controller is down. A version with no owner left
 //! is released: the controller deletes it.
 //!

@@ -1290,7 +1290,7 @@ async fn an_owners_patch_that_loses_a_race_reads_again_and_retries_quietly() {
             api
         })
         .await;
-    assert_eq!(run.next, Next::RequeueAfter(Duration::from_millis(200)));
+    assert_eq!(run.next, Next::Retry);
     let reasons: Vec<&str> = run
         .events
         .iter()

@@ -1,5 +1,5 @@
 //! Which Secret names a pod template references, and who holds a reference
-//! (ReplicaSets, ControllerRevisions, and Pods that neither of those covers).
+//! (ReplicaSets, ControllerRevisions, and Pods that have not finished).
 //!
 //! Two walkers over the same fields: [`SecretRefs`] reads them (typed, and
 //! slim: a watch deserializes only these fields), [`untyped`] rewrites them in
@@ -51,18 +51,58 @@ impl HolderKind {
 }
 
 /// One object that references Secrets (its uid tells incarnations apart).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Its identity (equality, hash, order) is kind, namespace, name and uid;
+/// `covered` is what the index calls payload.
+#[derive(Clone, Debug)]
 pub struct Holder {
     pub kind: HolderKind,
     pub namespace: Namespace,
     pub name: crate::cache::Name,
     pub uid: Uid,
-    /// A pod whose ReplicaSet, StatefulSet or DaemonSet normally holds its
-    /// references. It still keeps its versions while it exists (its
-    /// ReplicaSet may be pruned while it terminates), through the
-    /// RandomSecret rather than as an owner of its own: a Deployment's
-    /// pods would otherwise fill every version's owner references.
+    /// A pod of a ReplicaSet, StatefulSet or DaemonSet, whose history
+    /// references the same names. It keeps its versions while it exists (a
+    /// Deployment prunes a ReplicaSet while its pods terminate), but owns
+    /// only superseded ones (`reconciler::retention`): the current version's
+    /// owners do not follow its workload's scaling.
     pub covered: bool,
+}
+
+impl Holder {
+    fn identity(&self) -> (HolderKind, &Namespace, &str, Uid) {
+        (self.kind, &self.namespace, &self.name, self.uid)
+    }
+}
+
+impl PartialEq for Holder {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for Holder {}
+
+impl std::hash::Hash for Holder {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.identity().hash(state)
+    }
+}
+
+impl PartialOrd for Holder {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Holder {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.identity().cmp(&other.identity())
+    }
+}
+
+impl crate::cache::index::Payload for Holder {
+    fn same_payload(&self, other: &Self) -> bool {
+        self.covered == other.covered
+    }
 }
 
 impl Holder {
