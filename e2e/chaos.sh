@@ -9,6 +9,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
+# shellcheck source=e2e/lib.sh
+source "$here/lib.sh"
 cd "$root"
 BIN_DIR=$("$here/build-controlplane.sh")
 TOOLS_DIR=$("$here/build-tools.sh")
@@ -24,30 +26,8 @@ trap '"$here/cluster.sh" down' EXIT
 env_line=$(E2E_FRESH=1 "$here/cluster.sh" up)
 eval "$env_line"
 
-# The controllers run with the chart's ServiceAccount and RBAC (tracking on),
-# as in e2e/run.sh.
-helm template e2e charts/randomsecret --namespace randomsecret-system --set replicaCount=0 --set tracking.enabled=true >"$E2E_DIR/chart.yaml"
-kubectl create namespace randomsecret-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-kubectl apply --server-side --force-conflicts -f "$E2E_DIR/chart.yaml" >/dev/null
-token=$(kubectl -n randomsecret-system create token e2e-randomsecret --duration=4h)
-export E2E_CONTROLLER_KUBECONFIG=$E2E_DIR/controller.kubeconfig
-(umask 077; cat >"$E2E_CONTROLLER_KUBECONFIG" <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- name: e2e
-  cluster:
-    server: $(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-    certificate-authority-data: $(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-users:
-- name: randomsecret
-  user: {token: "$token"}
-contexts:
-- name: e2e
-  context: {cluster: e2e, user: randomsecret}
-current-context: e2e
-KC
-)
+# The controllers run with the chart's ServiceAccount and RBAC, as in e2e/run.sh.
+controller_credentials
 export RUST_LIB_BACKTRACE=0 RANDOMSECRET_BIN=$root/target/debug/randomsecret
 export RANDOMSECRET_PROOF_KEY_NAMESPACE=randomsecret-system
 export CHAOS_CLUSTER_SH=$here/cluster.sh

@@ -7,6 +7,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
+# shellcheck source=e2e/lib.sh
+source "$here/lib.sh"
 cd "$root"
 E2E_DIR=${E2E_DIR:-$root/target/e2e}
 BIN_DIR=$("$here/build-controlplane.sh")
@@ -31,30 +33,7 @@ kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
 
 # The controller under test runs with the Helm chart's ServiceAccount and RBAC
 # (not the admin credentials), so every suite also proves the RBAC is enough.
-# Release "e2e": its objects (e2e-randomsecret) stay apart from those the
-# install suite applies from config/ (randomsecret), whose role has no tracking.
-helm template e2e charts/randomsecret --namespace randomsecret-system --set replicaCount=0 --set tracking.enabled=true >"$E2E_DIR/chart.yaml"
-kubectl create namespace randomsecret-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-kubectl apply --server-side --force-conflicts -f "$E2E_DIR/chart.yaml" >/dev/null
-token=$(kubectl -n randomsecret-system create token e2e-randomsecret --duration=4h)
-export E2E_CONTROLLER_KUBECONFIG=$E2E_DIR/controller.kubeconfig
-(umask 077; cat >"$E2E_CONTROLLER_KUBECONFIG" <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- name: e2e
-  cluster:
-    server: $(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-    certificate-authority-data: $(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-users:
-- name: randomsecret
-  user: {token: "$token"}
-contexts:
-- name: e2e
-  context: {cluster: e2e, user: randomsecret}
-current-context: e2e
-KC
-)
+controller_credentials
 
 export RUST_LIB_BACKTRACE=0
 export RANDOMSECRET_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/randomsecret
