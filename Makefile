@@ -4,7 +4,7 @@ CARGO ?= cargo
 
 CRD := config/crd/randomsecret.io_randomsecrets.yaml
 
-.PHONY: all build static crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench clean-e2e
+.PHONY: all build static crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench fuzz clean-e2e
 
 all: build
 
@@ -68,6 +68,11 @@ run: build
 ## BENCH_ARGS="--sizes 1000 --no-peer" for a shorter run (see target/release/bench --help)
 bench:
 	e2e/bench.sh $(BENCH_ARGS)
+
+## fuzz: each cargo-fuzz target of fuzz/ for FUZZ_SECONDS (60) seconds; report in
+## target/fuzz/report.md, fails on a crash (not part of make test; see README, Fuzzing)
+fuzz:
+	e2e/fuzz.sh $(FUZZ_TARGETS)
 
 clean-e2e: cluster-down
 	rm -rf target/e2e
