@@ -10,7 +10,7 @@ use serde_json::Value;
 /// `randomsecret kustomize`: a KRM function. The ResourceList's items are
 /// rewritten in place (every annotation kept, nothing renamed); problems
 /// (an invalid RandomSecret, a plain scalar whose meaning would change) go to
-/// `results`.
+/// `results` (in input that is not a mapping, they are the error).
 pub fn krm_function(input: &str) -> Result<(String, usize), ManifestError> {
     let mut list: Value = yaml::read(input)?;
     let outcome = yaml::check_plain_scalars(input)
@@ -23,6 +23,8 @@ pub fn krm_function(input: &str) -> Result<(String, usize), ManifestError> {
         );
     match outcome {
         Ok(changed) => Ok((yaml::write(&list)?, changed)),
+        // Not a ResourceList (a list, a scalar): no `results` to report to.
+        Err(e) if !(list.is_object() || list.is_null()) => Err(e),
         Err(e) => {
             let result = serde_json::json!({"message": e.to_string(), "severity": "error"});
             list["results"] = Value::Array(vec![result]);
@@ -83,5 +85,21 @@ mod tests {
         let message = v["results"][0]["message"].as_str().unwrap();
         assert!(message.contains("0X1F (line 5, column 13)"), "{message}");
         assert_eq!(v["items"][0]["data"]["a"], "0X1F", "nothing rewritten");
+    }
+
+    /// Found by fuzzing (`fuzz/`, target kustomize): a problem in input that
+    /// is not a mapping (a list, a scalar) has no `results` to go to; it is
+    /// the function's error, not a panic.
+    #[test]
+    fn problems_in_input_that_is_not_a_mapping_are_errors() {
+        for input in [
+            "- 0X1F\n",
+            "0X1F\n",
+            "- kind: ConfigMap\n  data: {a: 0X1F}\n",
+        ] {
+            let e = krm_function(input).unwrap_err().to_string();
+            assert!(e.contains("0X1F"), "{input:?}: {e}");
+        }
+        assert!(krm_function("- 1\n").is_ok(), "nothing to report");
     }
 }
