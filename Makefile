@@ -4,7 +4,7 @@ CARGO ?= cargo
 
 CRD := config/crd/randomsecret.io_randomsecrets.yaml
 
-.PHONY: all build static crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench chaos clean-e2e
+.PHONY: all build static crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench chaos fuzz clean-e2e
 
 all: build
 
@@ -74,6 +74,11 @@ bench:
 ## a planted Secret, each in the middle of a burst of CHAOS_BURST (default 300) creations and rotations
 chaos:
 	e2e/chaos.sh $(CHAOS_ARGS)
+
+## fuzz: each cargo-fuzz target of fuzz/ for FUZZ_SECONDS (60) seconds; report in
+## target/fuzz/report.md, fails on a crash (not part of make test; see README, Fuzzing)
+fuzz:
+	e2e/fuzz.sh $(FUZZ_TARGETS)
 
 clean-e2e: cluster-down
 	rm -rf target/e2e

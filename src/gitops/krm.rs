@@ -227,4 +227,20 @@ mod tests {
         let out = krm_function(&format!("\u{feff}{list}")).unwrap();
         assert_eq!(out.list, list, "a leading byte-order mark is dropped");
     }
+
+    /// Found by fuzzing (`fuzz/`, target kustomize): input that is not a
+    /// mapping (a list, a scalar) has no `results` to report to; it is the
+    /// function's error, never a panic.
+    #[test]
+    fn problems_in_input_that_is_not_a_mapping_are_errors() {
+        for input in [
+            "- 0X1F\n",
+            "0X1F\n",
+            "- kind: ConfigMap\n  data: {a: 0X1F}\n",
+            "- 1\n",
+        ] {
+            let e = krm_function(input).unwrap_err().to_string();
+            assert!(e.contains("not a mapping"), "{input:?}: {e}");
+        }
+    }
 }

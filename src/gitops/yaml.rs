@@ -379,6 +379,8 @@ fn read_values(text: &str, lines: usize) -> Result<Vec<Value>, Error> {
             }
         }
     }
+    // serde-saphyr skips empty and `~` documents, not a tagged empty one (`!x`).
+    docs.retain(|d| !d.is_null());
     Ok(docs)
 }
 
@@ -995,6 +997,18 @@ mod tests {
             .cloned()
             .collect();
         assert_eq!(keys, ["z", "a", "m"], "key order kept");
+    }
+
+    /// Found by fuzzing (`fuzz/`, target resolve): a tagged empty document
+    /// (`!1`) read as null but was kept, so `resolve` wrote `null` for it,
+    /// which its next run skipped.
+    #[test]
+    fn tagged_null_documents_are_skipped_too() {
+        assert!(read_stream("!1").unwrap().is_empty());
+        assert_eq!(
+            read_stream("!x\n---\na: 1\n--- !!null\n").unwrap(),
+            [json!({"a": 1})]
+        );
     }
 
     /// Plain scalars as kubectl (Go's YAML 1.1 reader) reads them; quoted, a string.
