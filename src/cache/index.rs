@@ -74,14 +74,17 @@ impl<O: Eq + Hash + Payload, I: Clone + Eq + Hash> MultiIndex<O, I> {
         let epoch = self.epochs.get(&stream).copied().unwrap_or_default();
         let (obj, old) = match self.objects.get_key_value(&obj) {
             Some((known, slot)) if known.same_payload(&obj) => (known.clone(), slot.keys.to_vec()),
-            // The same object with another payload: forgotten, then stored
-            // anew; the keys it keeps are not reported as changed.
+            // The same object with another payload (a pod orphaned: owners
+            // change): forgotten, then stored anew; every key it had or has
+            // is reported, the payload mattering to them.
             Some(_) => {
                 let old = self.delete(&obj);
-                let keys_kept: Vec<I> = old.iter().filter(|k| keys.contains(k)).cloned().collect();
                 let mut changed = self.apply(stream, obj, keys);
-                changed.retain(|k| !keys_kept.contains(k));
-                changed.extend(old.into_iter().filter(|k| !keys_kept.contains(k)));
+                changed.extend(
+                    old.into_iter()
+                        .filter(|k| !changed.contains(k))
+                        .collect::<Vec<_>>(),
+                );
                 return changed;
             }
             None => (Arc::new(obj), Vec::new()),
@@ -251,12 +254,13 @@ mod tests {
     }
 
     /// A change of payload (a pod orphaned, its `covered` flag cleared)
-    /// replaces the object: never two entries for one identity, and its
-    /// deletion leaves nothing behind.
+    /// replaces the object and is reported: never two entries for one
+    /// identity, and its deletion leaves nothing behind.
     #[test]
     fn a_payload_change_replaces_the_object() {
         let mut ix: MultiIndex<Flagged, &str> = MultiIndex::default();
         ix.apply(Pods, Flagged("p", true), vec!["s"]);
+        assert_eq!(ix.apply(Pods, Flagged("p", false), vec!["s"]), ["s"]);
         assert!(ix.apply(Pods, Flagged("p", false), vec!["s"]).is_empty());
         assert_eq!(ix.get(&"s").map(|f| f.1).collect::<Vec<_>>(), [false]);
         assert_eq!(ix.len(), 1);
