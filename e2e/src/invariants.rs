@@ -208,39 +208,22 @@ impl RefWatch {
             .iter()
             .map(|s| s.name_any())
             .collect();
-        let mut misses = Vec::new();
-        let mut checked = 0;
-        for p in pod_list
-            .items
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-        {
-            checked += 1;
-            let refs = p
-                .spec
-                .as_ref()
-                .map(randomsecret::references::pod_spec_secret_names)
-                .unwrap_or_default();
-            for r in refs.into_iter().filter(|r| !existing.contains(r)) {
-                misses.push(("Pod", p.name_any(), p.uid(), r));
-            }
-        }
-        for rs in rs_list
-            .items
-            .iter()
-            .filter(|r| r.metadata.deletion_timestamp.is_none())
-        {
-            checked += 1;
-            let refs = rs
-                .spec
-                .as_ref()
-                .and_then(|s| s.template.as_ref()?.spec.as_ref())
-                .map(randomsecret::references::pod_spec_secret_names)
-                .unwrap_or_default();
-            for r in refs.into_iter().filter(|r| !existing.contains(r)) {
-                misses.push(("ReplicaSet", rs.name_any(), rs.uid(), r));
-            }
-        }
+        let (pods_seen, pod_misses) =
+            crate::missing_secrets(&pod_list.items, |p| p.spec.as_ref(), &existing);
+        let (rs_seen, rs_misses) = crate::missing_secrets(
+            &rs_list.items,
+            |r| r.spec.as_ref()?.template.as_ref()?.spec.as_ref(),
+            &existing,
+        );
+        let checked = pods_seen + rs_seen;
+        let misses = pod_misses
+            .into_iter()
+            .map(|(n, u, s)| ("Pod", n, u, s))
+            .chain(
+                rs_misses
+                    .into_iter()
+                    .map(|(n, u, s)| ("ReplicaSet", n, u, s)),
+            );
         let mut violations = Vec::new();
         for (kind, name, uid, secret) in misses {
             // Confirm: the holder still there (same object, not being deleted)

@@ -226,6 +226,30 @@ pub fn assert_alphabet(v: &str, len: usize, alphabet: &str) -> Result<()> {
     Ok(())
 }
 
+/// The Secrets that objects not being deleted (pods, or ReplicaSets through
+/// `pod_spec`) reference and `existing` lacks, as (object name, uid, Secret),
+/// and how many objects were looked at.
+pub fn missing_secrets<'a, K: kube::ResourceExt + 'a>(
+    objects: impl IntoIterator<Item = &'a K>,
+    pod_spec: impl Fn(&K) -> Option<&k8s_openapi::api::core::v1::PodSpec>,
+    existing: &std::collections::BTreeSet<String>,
+) -> (usize, Vec<(String, Option<String>, String)>) {
+    let (mut checked, mut missing) = (0, Vec::new());
+    for o in objects
+        .into_iter()
+        .filter(|o| o.meta().deletion_timestamp.is_none())
+    {
+        checked += 1;
+        let refs = pod_spec(o)
+            .map(randomsecret::references::pod_spec_secret_names)
+            .unwrap_or_default();
+        for r in refs.into_iter().filter(|r| !existing.contains(r)) {
+            missing.push((o.name_any(), o.uid(), r));
+        }
+    }
+    (checked, missing)
+}
+
 /// Watches over a namespace for the whole of a test: every `interval` it
 /// checks that each running pod finds every Secret named `<prefix>...` it
 /// references. `finish` returns the violations and how many pods were checked.
@@ -257,26 +281,14 @@ impl ReferenceChecker {
                     .iter()
                     .map(|s| s.name_any())
                     .collect();
-                for p in pod_list
-                    .items
-                    .iter()
-                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                let (seen, missing) =
+                    missing_secrets(&pod_list.items, |p| p.spec.as_ref(), &existing);
+                checked += seen;
+                for (pod, _, r) in missing
+                    .into_iter()
+                    .filter(|(_, _, r)| r.starts_with(&prefix))
                 {
-                    checked += 1;
-                    let refs = p
-                        .spec
-                        .as_ref()
-                        .map(randomsecret::references::pod_spec_secret_names)
-                        .unwrap_or_default();
-                    for r in refs
-                        .iter()
-                        .filter(|r| r.starts_with(&prefix) && !existing.contains(*r))
-                    {
-                        violations.push(format!(
-                            "pod {} references missing Secret {r}",
-                            p.name_any()
-                        ));
-                    }
+                    violations.push(format!("pod {pod} references missing Secret {r}"));
                 }
                 if last {
                     break;
@@ -536,6 +548,24 @@ impl Drop for ControllerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill(); // SIGKILL; a no-op after terminate()
         let _ = self.child.wait();
+    }
+}
+
+/// Waits until exactly one of `replicas` leads (their `randomsecret_leader`
+/// gauge), and returns its index; fails after `within`.
+pub async fn single_leader(replicas: &[&ControllerProcess], within: Duration) -> Result<usize> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let leading: Vec<usize> = (0..replicas.len())
+            .filter(|&i| replicas[i].is_leader())
+            .collect();
+        if leading.len() == 1 {
+            return Ok(leading[0]);
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("expected exactly one leader, got {leading:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

@@ -423,19 +423,8 @@ async fn controller_sigkilled_mid_burst() -> Result<()> {
 
 /// Waits until exactly one of `replicas` leads, and returns its index.
 async fn leader(replicas: &[ControllerProcess]) -> Result<usize> {
-    let deadline = Instant::now() + Duration::from_secs(3 * LEASE_SECONDS + 30);
-    loop {
-        let leading: Vec<usize> = (0..replicas.len())
-            .filter(|&i| replicas[i].is_leader())
-            .collect();
-        if leading.len() == 1 {
-            return Ok(leading[0]);
-        }
-        if Instant::now() > deadline {
-            bail!("expected exactly one leader, got {leading:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let refs: Vec<&ControllerProcess> = replicas.iter().collect();
+    single_leader(&refs, Duration::from_secs(3 * LEASE_SECONDS + 30)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

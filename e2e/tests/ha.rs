@@ -5,7 +5,7 @@
 //! version nor change a version's values. Runs its own controllers, so
 //! `e2e/run.sh` runs it (`--ignored`) after stopping the shared one.
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -35,19 +35,7 @@ fn replica(n: u16) -> Result<ControllerProcess> {
 
 /// Waits until exactly one of `replicas` leads, and returns its index.
 async fn leader(replicas: &[&ControllerProcess]) -> Result<usize> {
-    let deadline = Instant::now() + Duration::from_secs(3 * LEASE_SECONDS + 10);
-    loop {
-        let leading: Vec<usize> = (0..replicas.len())
-            .filter(|&i| replicas[i].is_leader())
-            .collect();
-        if leading.len() == 1 {
-            return Ok(leading[0]);
-        }
-        if Instant::now() > deadline {
-            bail!("expected exactly one leader, got {leading:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    single_leader(replicas, Duration::from_secs(3 * LEASE_SECONDS + 10)).await
 }
 
 /// Creates a RandomSecret and returns how long it took to become Ready.
