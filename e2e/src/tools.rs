@@ -1,0 +1,71 @@
+//! Command-line tools: the binary under test, kubectl and others on `PATH`.
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+/// The `randomsecret` binary under test (`$RANDOMSECRET_BIN`, set by `e2e/run.sh`).
+pub fn randomsecret_bin() -> std::path::PathBuf {
+    std::env::var_os("RANDOMSECRET_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/randomsecret")
+        })
+}
+
+/// The repository's root folder.
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs a tool (from `PATH`, set by `e2e/run.sh`, with the `randomsecret`
+/// binary under test first), feeding `stdin`; fails with its stderr.
+pub fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Result<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let bin_dir = randomsecret_bin()
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_default();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = Command::new(cmd)
+        .args(args)
+        .env("PATH", path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {cmd}"))?;
+    let input = stdin.unwrap_or_default().to_string();
+    let mut pipe = child.stdin.take().context("stdin")?;
+    // Write from a thread: a large input must not block while the tool fills stdout.
+    let writer = std::thread::spawn(move || pipe.write_all(input.as_bytes()));
+    let out = child.wait_with_output()?;
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("stdin writer panicked"))??;
+    if !out.status.success() {
+        bail!("{cmd} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// Runs kubectl, failing with its stderr.
+pub fn kubectl(args: &[&str]) -> Result<String> {
+    run("kubectl", args, None)
+}
+
+/// The documents of a YAML stream, as JSON values.
+pub fn docs(yaml: &str) -> Result<Vec<Value>> {
+    Ok(randomsecret::manifests::documents(yaml)?)
+}
+
+/// Where controller logs go: `E2E_DIR`, else `target/e2e`.
+pub(crate) fn log_dir() -> std::path::PathBuf {
+    std::env::var("E2E_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("target/e2e"))
+}
