@@ -135,10 +135,11 @@ async fn main() -> Result<()> {
 
     for &n in &args.sizes {
         eprintln!("bench: N={n}: floor");
-        let floor = if args.no_floor {
-            None
+        let (floor, rotation_floor) = if args.no_floor {
+            (None, None)
         } else {
-            Some(floor(&client, &args, n).await?)
+            let (took, rotated) = floor(&client, &args, n, n == largest).await?;
+            (Some(took), rotated)
         };
         eprintln!("bench: N={n}: floor {floor:?}; randomsecret");
         let mut ctl = start_controller(&args, "bench", &[])?;
@@ -146,7 +147,7 @@ async fn main() -> Result<()> {
         report.convergence(n, floor, &ours);
         if n == largest {
             memory(&client, &args, n, &mut ctl, &mut report).await?;
-            rotation(&client, &args, n, &mut report).await?;
+            rotation(&client, &args, n, rotation_floor, &mut report).await?;
             let ctl2 = startup(&client, &args, n, ctl, &mut report).await?;
             failover(&client, &args, n, ctl2, &mut report).await?;
         } else {
@@ -210,7 +211,13 @@ fn start_controller(args: &Args, log: &str, extra: &[&str]) -> Result<Controller
 }
 
 /// The floor: a tight client doing the controller's writes itself.
-async fn floor(client: &Client, args: &Args, n: usize) -> Result<Duration> {
+/// With `rotations`, also the floor of the rotation phase on the same set.
+async fn floor(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    rotations: bool,
+) -> Result<(Duration, Option<Vec<Duration>>)> {
     let pre = prefix("floor", n);
     workload::create_namespaces(client, &pre, args.namespaces).await?;
     let run = format!("floor-{n}");
@@ -220,9 +227,14 @@ async fn floor(client: &Client, args: &Args, n: usize) -> Result<Duration> {
     })
     .await?;
     let took = start.elapsed();
+    let rotated = if rotations {
+        Some(rotation_floor(client, args, n).await?)
+    } else {
+        None
+    };
     // Gone before the controller starts, or it would take them over.
     workload::delete_namespaces(client, &pre, args.namespaces).await?;
-    Ok(took)
+    Ok((took, rotated))
 }
 
 pub struct Converged {
@@ -378,22 +390,33 @@ async fn memory(
 }
 
 /// Rotation latency under a steady rate of spec.rotation changes.
-async fn rotation(client: &Client, args: &Args, n: usize, report: &mut Report) -> Result<()> {
-    let pre = prefix("ours", n);
+/// Rotation latencies, sorted: `rotations` changes at `rotation_rate` per
+/// second, spread over set `pre` of `n` objects (labelled `run`), each sent by
+/// `send(i)` and timed from then until a watch shows `status.secretName` at
+/// the new version's name (computed offline) and Ready.
+async fn time_rotations<F, Fut>(
+    client: &Client,
+    args: &Args,
+    pre: &str,
+    run: &str,
+    n: usize,
+    send: F,
+) -> Result<Vec<Duration>>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<()>> + Send + 'static,
+{
     let count = args.rotations.min(n);
-    eprintln!(
-        "bench: N={n}: {count} rotations at {}/s",
-        args.rotation_rate
-    );
     let pending: workload::Pending = Arc::new(Mutex::new(HashMap::new()));
     let latencies = Arc::new(Mutex::new(Vec::new()));
     workload::watch_rotations(
         Api::all(client.clone()),
-        &format!("{RUN_LABEL}=ours-{n}"),
+        &format!("{RUN_LABEL}={run}"),
         pending.clone(),
         latencies.clone(),
     );
     tokio::time::sleep(Duration::from_secs(2)).await; // the watch's first list
+    let spec: randomsecret::api::RandomSecretSpec = serde_json::from_value(workload::spec("2"))?;
     let start = Instant::now();
     let interval = Duration::from_secs_f64(1.0 / args.rotation_rate);
     // Each change is its own task, so that a slow one does not hold back the rate.
@@ -401,23 +424,14 @@ async fn rotation(client: &Client, args: &Args, n: usize, report: &mut Report) -
     for k in 0..count {
         tokio::time::sleep_until((start + interval * k as u32).into()).await;
         // Spread over the set: every (n / count)-th object.
-        let (ns, name) = place(&pre, args.namespaces, k * (n / count));
-        let spec: randomsecret::api::RandomSecretSpec =
-            serde_json::from_value(workload::spec("2"))?;
+        let i = k * (n / count);
+        let (ns, name) = place(pre, args.namespaces, i);
         let expected = Version::of(&spec, &name)?.secret_name;
         pending
             .lock()
             .expect("pending lock")
-            .insert((ns.clone(), name.clone()), (expected, Instant::now()));
-        let api = Api::<RandomSecret>::namespaced(client.clone(), &ns);
-        sends.push(tokio::spawn(async move {
-            api.patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"rotation": "2"}})),
-            )
-            .await
-        }));
+            .insert((ns, name), (expected, Instant::now()));
+        sends.push(tokio::spawn(send(i)));
     }
     for s in sends {
         s.await??;
@@ -432,12 +446,59 @@ async fn rotation(client: &Client, args: &Args, n: usize, report: &mut Report) -
     }
     let mut l = latencies.lock().expect("latency lock").clone();
     l.sort();
+    Ok(l)
+}
+
+/// The floor of a rotation: a tight client sets `spec.rotation` and does the
+/// controller's writes for the new version itself, at once (the floor set,
+/// before the controller starts).
+async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Vec<Duration>> {
+    eprintln!(
+        "bench: N={n}: floor of {} rotations at {}/s",
+        args.rotations.min(n),
+        args.rotation_rate
+    );
+    let (pre, namespaces) = (prefix("floor", n), args.namespaces);
+    time_rotations(client, args, &pre, &format!("floor-{n}"), n, |i| {
+        let (client, pre) = (client.clone(), pre.clone());
+        async move { workload::floor_rotation(&client, &pre, namespaces, i, "2").await }
+    })
+    .await
+}
+
+async fn rotation(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    floor: Option<Vec<Duration>>,
+    report: &mut Report,
+) -> Result<()> {
+    eprintln!(
+        "bench: N={n}: {} rotations at {}/s",
+        args.rotations.min(n),
+        args.rotation_rate
+    );
+    let (pre, namespaces) = (prefix("ours", n), args.namespaces);
+    let ours = time_rotations(client, args, &pre, &format!("ours-{n}"), n, |i| {
+        let (client, pre) = (client.clone(), pre.clone());
+        async move {
+            let (ns, name) = place(&pre, namespaces, i);
+            Api::<RandomSecret>::namespaced(client, &ns)
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"rotation": "2"}})),
+                )
+                .await?;
+            Ok(())
+        }
+    })
+    .await?;
     report.rotation(
-        count,
+        args.rotations.min(n),
         args.rotation_rate,
-        workload::percentile_ms(&l, 50.0),
-        workload::percentile_ms(&l, 99.0),
-        l.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+        &ours,
+        floor.as_deref(),
     );
     Ok(())
 }

@@ -261,14 +261,37 @@ impl Report {
         );
     }
 
-    pub fn rotation(&mut self, count: usize, rate: f64, p50: f64, p99: f64, max: f64) {
+    /// Rotation latencies (sorted), ours and the floor's.
+    pub fn rotation(
+        &mut self,
+        count: usize,
+        rate: f64,
+        ours: &[Duration],
+        floor: Option<&[Duration]>,
+    ) {
+        let stats = |l: &[Duration]| {
+            (
+                crate::workload::percentile_ms(l, 50.0),
+                crate::workload::percentile_ms(l, 99.0),
+                l.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+            )
+        };
+        let (p50, p99, max) = stats(ours);
+        let floor_json = floor.map(|f| {
+            let (p50, p99, max) = stats(f);
+            json!({"p50_ms": p50, "p99_ms": p99, "max_ms": max})
+        });
         self.json.insert(
             "rotation".into(),
-            json!({"rotations": count, "rate_per_s": rate, "p50_ms": p50, "p99_ms": p99, "max_ms": max}),
+            json!({"rotations": count, "rate_per_s": rate, "p50_ms": p50, "p99_ms": p99, "max_ms": max, "floor": floor_json}),
         );
+        let floor_text = floor.map_or(String::new(), |f| {
+            let (fp50, fp99, _) = stats(f);
+            format!("; floor {fp50:.1} ms / {fp99:.1} ms")
+        });
         self.row(
             format!("Rotation latency ({count} at {rate}/s): p50 / p99"),
-            format!("{p50:.1} ms / **{p99:.1} ms** (max {max:.1} ms)"),
+            format!("{p50:.1} ms / **{p99:.1} ms** (max {max:.1} ms){floor_text}"),
             format!(
                 "p99 < {MAX_ROTATION_P99_MS} ms: {}",
                 verdict(p99 < MAX_ROTATION_P99_MS)

@@ -103,10 +103,51 @@ pub async fn floor_object(
     i: usize,
 ) -> Result<()> {
     let (ns, name) = place(prefix, namespaces, i);
-    let pp = PostParams::default();
     let rs = Api::<RandomSecret>::namespaced(client.clone(), &ns)
-        .create(&pp, &random_secret(&name, run, "1")?)
+        .create(&PostParams::default(), &random_secret(&name, run, "1")?)
         .await?;
+    floor_version(client, &rs, None).await
+}
+
+/// The floor of a rotation of object `i` (made by `floor_object`): set
+/// `spec.rotation`, then do the controller's writes for the new version at
+/// once, with no watch in between: create its Secret, change the owners of
+/// the one before (as retention does when a ReplicaSet holds it), apply the
+/// status that lists both.
+pub async fn floor_rotation(
+    client: &Client,
+    prefix: &str,
+    namespaces: usize,
+    i: usize,
+    rotation: &str,
+) -> Result<()> {
+    let (ns, name) = place(prefix, namespaces, i);
+    let api = Api::<RandomSecret>::namespaced(client.clone(), &ns);
+    let before = api.get(&name).await?;
+    let previous = before
+        .status
+        .as_ref()
+        .and_then(|s| s.versions.first().cloned())
+        .context("the floor object has no version")?;
+    let rs = api
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"rotation": rotation}})),
+        )
+        .await?;
+    floor_version(client, &rs, Some(previous)).await
+}
+
+/// The controller's writes for the current version of `rs`: its Secret,
+/// the owners of the `previous` version (if any), the status.
+async fn floor_version(
+    client: &Client,
+    rs: &RandomSecret,
+    previous: Option<VersionStatus>,
+) -> Result<()> {
+    let (ns, name) = (rs.namespace().context("namespace")?, rs.name_any());
+    let pp = PostParams::default();
     let v = Version::of(&rs.spec, &name)?;
     let mut data = BTreeMap::new();
     for (key, g) in &v.spec.generated {
@@ -118,6 +159,7 @@ pub async fn floor_object(
     for (key, value) in &v.spec.statics {
         data.insert(key.clone(), ByteString(value.clone().into_bytes()));
     }
+    let owner = rs.controller_owner_ref(&()).context("owner")?;
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some(v.secret_name.clone()),
@@ -130,7 +172,7 @@ pub async fn floor_object(
                 ANNOTATION_CREATED.to_string(),
                 k8s_openapi::jiff::Timestamp::now().to_string(),
             )])),
-            owner_references: Some(vec![rs.controller_owner_ref(&()).context("owner")?]),
+            owner_references: Some(vec![owner.clone()]),
             ..Default::default()
         },
         immutable: Some(true),
@@ -138,27 +180,38 @@ pub async fn floor_object(
         data: Some(data),
         ..Default::default()
     };
-    let created = Api::<Secret>::namespaced(client.clone(), &ns)
-        .create(&pp, &secret)
-        .await?;
-    let versions = Versions {
-        live: vec![VersionStatus {
-            name: v.secret_name.clone(),
-            hash: v.hash.clone(),
-            created: created.metadata.creation_timestamp.clone(),
-            uid: created.metadata.uid.clone(),
-            state: VersionState::Current,
-            referenced_by: vec![],
-        }],
-        released: vec![],
-    };
+    let secrets = Api::<Secret>::namespaced(client.clone(), &ns);
+    let created = secrets.create(&pp, &secret).await?;
+    let mut live = vec![VersionStatus {
+        name: v.secret_name.clone(),
+        hash: v.hash.clone(),
+        created: created.metadata.creation_timestamp.clone(),
+        uid: created.metadata.uid.clone(),
+        state: VersionState::Current,
+        referenced_by: vec![],
+    }];
+    if let Some(mut old) = previous {
+        // A real change of the owners (not the controller any more), as
+        // retention's conditional merge patch makes it.
+        let mut demoted = owner;
+        demoted.controller = Some(false);
+        let patch = json!({"metadata": {"ownerReferences": [demoted]}});
+        secrets
+            .patch_metadata(&old.name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        old.state = VersionState::Retained;
+        live.push(old);
+    }
     let status = status::desired(
-        &Previous::of(None),
+        &Previous::of(rs.status.as_ref()),
         rs.metadata.generation,
         &Outcome::Ready {
             secret_name: v.secret_name,
         },
-        versions,
+        Versions {
+            live,
+            released: vec![],
+        },
         &Time(k8s_openapi::jiff::Timestamp::now()),
     );
     let patch =
