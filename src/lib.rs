@@ -11,6 +11,8 @@
 //!   (retention plan, desired status) beside the IO that carries them out.
 //! - [`runtime`]: the process: client, watches, runner, leader election,
 //!   shutdown, admin servers, metrics, Events.
+//! - [`webhook`]: the optional mutating webhook of annotation mode and its
+//!   certificates.
 //! - [`gitops`], [`manifests`]: YAML streams for the CLI (`name`, `resolve`,
 //!   the KRM function). [`cli`]: the command line.
 
@@ -26,3 +28,4 @@ pub mod references;
 pub mod runtime;
 pub mod tracking;
 pub mod version;
+pub mod webhook;

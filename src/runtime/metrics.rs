@@ -17,6 +17,12 @@ pub struct ReasonLabel {
     pub reason: String,
 }
 
+/// Which path filled an annotated Secret: `controller` or `webhook`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PathLabel {
+    pub path: &'static str,
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     pub reconciles: Family<ResultLabel, Counter>,
@@ -28,6 +34,7 @@ pub struct Metrics {
     pub leader: Gauge,
     pub in_flight: Gauge,
     pub events_dropped: Counter,
+    pub annotated_fills: Family<PathLabel, Counter>,
 }
 
 impl Metrics {
@@ -42,6 +49,7 @@ impl Metrics {
             leader: Gauge::default(),
             in_flight: Gauge::default(),
             events_dropped: Counter::default(),
+            annotated_fills: Family::default(),
         };
         let r = registry.sub_registry_with_prefix("randomsecret");
         r.register(
@@ -88,6 +96,11 @@ impl Metrics {
             "events_dropped",
             "Events not posted because the queue was full (the apiserver was slower than they came)",
             m.events_dropped.clone(),
+        );
+        r.register(
+            "annotated_fills",
+            "Annotated Secrets whose missing keys were filled, by path (controller, webhook)",
+            m.annotated_fills.clone(),
         );
         m
     }

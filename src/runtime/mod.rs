@@ -48,6 +48,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
 
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
+    let webhook_metrics = crate::webhook::metrics::WebhookMetrics::register(&mut registry);
     let readiness = Readiness::default();
     let servers = admin::spawn(&args, registry, readiness.clone(), shutdown.clone()).await?;
 
@@ -88,6 +89,22 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
                 .for_each(|k| drop(triggers.send(k)))
         }
     }));
+
+    // The webhook serves on every replica; only the leader manages its certificates.
+    if let Some(certs) = crate::webhook::spawn(
+        &args,
+        client.clone(),
+        leadership.clone(),
+        webhook_metrics,
+        metrics.annotated_fills.clone(),
+        shutdown.clone(),
+    )
+    .await?
+    {
+        readiness.gate(Arc::new(move || {
+            (!certs.ready()).then_some("no valid webhook serving certificate loaded yet")
+        }));
+    }
 
     let (events, poster) = Events::new(client.clone(), reporter(), metrics.events_dropped.clone());
     tokio::spawn(poster);
