@@ -176,7 +176,7 @@ fn action(o: &Observed, now: i64, p: &Policy, published_for: Option<i64>) -> Act
         if published || signing.not_after - now <= p.cert_renew_before {
             return Action::Promote;
         }
-    } else if signing.not_after - now < p.ca_renew_before {
+    } else if signing.not_after - now <= p.ca_renew_before {
         return Action::StartRollover;
     }
     let renew = match &o.leaf {
@@ -184,7 +184,7 @@ fn action(o: &Observed, now: i64, p: &Policy, published_for: Option<i64>) -> Act
         Some(l) => {
             !l.signed_by_signing
                 || !valid(&l.cert, now)
-                || l.cert.not_after - now < p.cert_renew_before
+                || l.cert.not_after - now <= p.cert_renew_before
                     // Clamped to the signing CA's end: renewing would not help.
                     && l.cert.not_after < signing.not_after
                 || l.sans != p.sans
@@ -220,6 +220,7 @@ fn recheck_at(o: &Observed, now: i64, p: &Policy, published_for: Option<i64>) ->
         }
     }
     at.extend(o.bundle.iter().map(|c| c.not_after));
+    // Each is the first second at which a condition above holds.
     at.into_iter().filter(|t| *t > now).min()
 }
 
@@ -285,7 +286,9 @@ mod tests {
         let d = decide(&o, 10 * H, &policy(), Some(100));
         assert_eq!(d.action, Action::Nothing);
         assert_eq!(d.recheck_at, Some(70 * H));
-        assert_eq!(act(&o, 70 * H + 1, Some(100)), Action::Reissue);
+        assert_eq!(act(&o, 70 * H - 1, Some(100)), Action::Nothing);
+        // At the time it said to look again, not a second later.
+        assert_eq!(act(&o, 70 * H, Some(100)), Action::Reissue);
     }
 
     #[test]

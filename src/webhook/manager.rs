@@ -50,6 +50,8 @@ impl Manager {
         let mut published: Published = None;
         let mut leader = self.leadership.flag();
         let mut missing_said = false;
+        // Without leader election the flag never changes (its sender is gone).
+        let mut leader_open = true;
         loop {
             let wait = if self.leadership.leading() {
                 self.round(&mut published, &mut missing_said).await
@@ -62,7 +64,7 @@ impl Manager {
                 _ = &mut shutdown => return,
                 _ = self.secret.changed() => {}
                 _ = self.config.changed() => {}
-                _ = leader.changed() => {}
+                changed = leader.changed(), if leader_open => leader_open = changed.is_ok(),
                 _ = tokio::time::sleep(wait) => {}
             }
         }
