@@ -3,7 +3,7 @@
 //! `Warning:`), never a denial. No API calls: everything needed is in the
 //! request (the old object on UPDATE).
 
-use super::rules::{self, Plan};
+use crate::annotated::rules::{self, Plan};
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation};
 use k8s_openapi::ByteString;

@@ -25,11 +25,8 @@ pub mod latest;
 pub mod lifecycle;
 pub mod manager;
 pub mod metrics;
-mod rules_standin;
 pub mod store;
 pub mod tls;
-
-use rules_standin as rules;
 
 use crate::cli::{CertMode, ControllerArgs};
 use crate::runtime::leader::Leadership;
