@@ -213,6 +213,9 @@ fn fingerprint_of_pem(pem: &[u8]) -> Result<String> {
         .to_string())
 }
 
+/// A Secret with bad annotations: name, generate, other annotations.
+type Bad<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
 fn sum_metric(c: &ControllerProcess, prefix: &str) -> f64 {
     c.metrics()
         .unwrap_or_default()
@@ -303,7 +306,7 @@ async fn the_webhook_fills_keys_in_the_create_response() -> Result<()> {
     );
 
     // Bad annotation values: data unchanged and a Warning from kubectl.
-    let bad: [(&str, &str, &[(&str, &str)]); 4] = [
+    let bad: [Bad; 4] = [
         ("zero", "k", &[("randomsecret.io/length", "0")]),
         ("charset", "k", &[("randomsecret.io/charset", "klingon")]),
         ("badkey", "not a key!", &[]),
