@@ -314,6 +314,14 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
             .to_string()
             .contains("--webhook-cert-mode=external")
     );
+    // A namespaced install: the webhook sees only the watched namespace.
+    let d = render(&["--set", "watchNamespace=apps"])?;
+    let config = find(&d, "MutatingWebhookConfiguration", "rs-hook-randomsecret")?;
+    ensure!(
+        config["webhooks"][0]["namespaceSelector"]["matchExpressions"][1]
+            == serde_json::json!(
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["apps"]})
+    );
     // Off by default.
     let plain = docs(&run("helm", &["template", "rs-hook", chart], None)?)?;
     ensure!(
