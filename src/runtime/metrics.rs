@@ -34,7 +34,10 @@ pub struct Metrics {
     pub leader: Gauge,
     pub in_flight: Gauge,
     pub events_dropped: Counter,
+    /// Annotation mode: Secrets filled (or rotated), by path.
     pub annotated_fills: Family<PathLabel, Counter>,
+    /// Annotation mode: opted-in Secrets left unchanged, by reason.
+    pub annotated_refused: Family<ReasonLabel, Counter>,
 }
 
 impl Metrics {
@@ -50,6 +53,7 @@ impl Metrics {
             in_flight: Gauge::default(),
             events_dropped: Counter::default(),
             annotated_fills: Family::default(),
+            annotated_refused: Family::default(),
         };
         let r = registry.sub_registry_with_prefix("randomsecret");
         r.register(
@@ -99,10 +103,22 @@ impl Metrics {
         );
         r.register(
             "annotated_fills",
-            "Annotated Secrets whose missing keys were filled, by path (controller, webhook)",
+            "Annotated Secrets filled or rotated, by path (controller, webhook)",
             m.annotated_fills.clone(),
         );
+        r.register(
+            "annotated_refused",
+            "Annotated Secrets left unchanged, by reason (InvalidAnnotations, Immutable, ProducedByRandomSecret, PatchRefused)",
+            m.annotated_refused.clone(),
+        );
         m
+    }
+
+    /// One annotated Secret filled (or rotated) by `path` (controller, webhook).
+    pub fn filled(&self, path: &'static str) {
+        self.annotated_fills
+            .get_or_create(&PathLabel { path })
+            .inc();
     }
 
     /// One reconcile ended with `result` (ok, stalled, error, standby, gone, deleting).
