@@ -9,6 +9,10 @@
 # exactly the RBAC the chart grants.
 controller_credentials() {
   helm template e2e charts/randomsecret --namespace randomsecret-system --set replicaCount=0 --set tracking.enabled=true >"$E2E_DIR/chart.yaml"
+  # The webhook's RBAC too (its certificate Secret and webhook configuration
+  # by name), without the configuration itself: the webhook suite makes its own.
+  helm template e2e charts/randomsecret --namespace randomsecret-system --set webhook.enabled=true \
+    --show-only templates/webhook-rbac.yaml >>"$E2E_DIR/chart.yaml"
   kubectl create namespace randomsecret-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   kubectl apply --server-side --force-conflicts -f "$E2E_DIR/chart.yaml" >/dev/null
   local token server ca

@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -120,6 +121,9 @@ pub struct ControllerArgs {
     /// Namespace of --proof-key-secret (default: $POD_NAMESPACE, else --namespace, else "default").
     #[arg(long, env = "RANDOMSECRET_PROOF_KEY_NAMESPACE")]
     pub proof_key_namespace: Option<String>,
+    /// The mutating webhook of annotation mode (off unless --webhook-bind-address is set).
+    #[command(flatten)]
+    pub webhook: WebhookArgs,
     /// Log format.
     #[arg(
         long,
@@ -131,4 +135,116 @@ pub struct ControllerArgs {
     /// Log level or tracing filter (e.g. info, debug, randomsecret=debug,kube=info).
     #[arg(long, env = "RANDOMSECRET_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
+}
+
+/// Who manages the webhook's serving certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CertMode {
+    /// This controller: a CA and a serving certificate in --webhook-cert-secret,
+    /// renewed and rolled over by the leader, which also keeps the webhook
+    /// configuration's caBundle.
+    #[value(name = "self")]
+    SelfManaged,
+    /// Someone else (cert-manager) writes tls.crt and tls.key into
+    /// --webhook-cert-secret and injects the caBundle; the controller only reads it.
+    External,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WebhookArgs {
+    /// Serve the mutating webhook (HTTPS, path /mutate) on this address, on
+    /// every replica. Unset: no webhook (the controller still fills annotated Secrets).
+    #[arg(long, env = "RANDOMSECRET_WEBHOOK_BIND_ADDRESS")]
+    pub webhook_bind_address: Option<SocketAddr>,
+    /// Who manages the serving certificate: `self` or `external` (cert-manager).
+    #[arg(
+        long,
+        env = "RANDOMSECRET_WEBHOOK_CERT_MODE",
+        value_enum,
+        default_value = "self"
+    )]
+    pub webhook_cert_mode: CertMode,
+    /// The Secret that holds the webhook's certificates (read by every replica through the API).
+    #[arg(
+        long,
+        env = "RANDOMSECRET_WEBHOOK_CERT_SECRET",
+        default_value = "randomsecret-webhook-tls"
+    )]
+    pub webhook_cert_secret: String,
+    /// Namespace of --webhook-cert-secret (default: $POD_NAMESPACE, else --namespace, else "default").
+    #[arg(long, env = "RANDOMSECRET_WEBHOOK_CERT_NAMESPACE")]
+    pub webhook_cert_namespace: Option<String>,
+    /// The MutatingWebhookConfiguration whose caBundle the leader keeps (self mode).
+    #[arg(
+        long,
+        env = "RANDOMSECRET_WEBHOOK_CONFIGURATION",
+        default_value = "randomsecret"
+    )]
+    pub webhook_configuration: String,
+    /// DNS names of the serving certificate (the webhook Service's names), comma-separated.
+    #[arg(long, env = "RANDOMSECRET_WEBHOOK_DNS_NAMES", value_delimiter = ',')]
+    pub webhook_dns_names: Vec<String>,
+    /// IP addresses of the serving certificate, comma-separated.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_WEBHOOK_IP_ADDRESSES",
+        value_delimiter = ',',
+        default_value = "127.0.0.1"
+    )]
+    pub webhook_ip_addresses: Vec<std::net::IpAddr>,
+    /// Validity of a CA (self mode), e.g. 8760h.
+    #[arg(long, env = "RANDOMSECRET_WEBHOOK_CA_VALIDITY", default_value = "8760h", value_parser = duration)]
+    pub webhook_ca_validity: Duration,
+    /// The CA rollover starts this long before the CA expires.
+    #[arg(long, env = "RANDOMSECRET_WEBHOOK_CA_RENEW_BEFORE", default_value = "2160h", value_parser = duration)]
+    pub webhook_ca_renew_before: Duration,
+    /// Validity of a serving certificate (self mode).
+    #[arg(long, env = "RANDOMSECRET_WEBHOOK_CERT_VALIDITY", default_value = "720h", value_parser = duration)]
+    pub webhook_cert_validity: Duration,
+    /// A serving certificate is renewed this long before it expires.
+    #[arg(long, env = "RANDOMSECRET_WEBHOOK_CERT_RENEW_BEFORE", default_value = "240h", value_parser = duration)]
+    pub webhook_cert_renew_before: Duration,
+}
+
+/// A duration such as `720h`, `90m`, `1h30m` or `20s`.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a duration such as 720h, 90m or 20s");
+    let (mut total, mut digits) = (0u64, String::new());
+    for c in text.chars() {
+        match c {
+            '0'..='9' => digits.push(c),
+            'h' | 'm' | 's' if !digits.is_empty() => {
+                let n: u64 = digits.parse().map_err(|_| bad())?;
+                let unit = match c {
+                    'h' => 3600,
+                    'm' => 60,
+                    _ => 1,
+                };
+                total = n
+                    .checked_mul(unit)
+                    .and_then(|x| total.checked_add(x))
+                    .ok_or_else(bad)?;
+                digits.clear();
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if !digits.is_empty() || total == 0 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(duration("20s"), Ok(Duration::from_secs(20)));
+        for bad in ["", "0s", "5", "h", "1d", "-1s"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+    }
 }

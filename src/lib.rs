@@ -11,9 +11,14 @@
 //!   (retention plan, desired status) beside the IO that carries them out.
 //! - [`runtime`]: the process: client, watches, runner, leader election,
 //!   shutdown, admin servers, metrics, Events.
+//! - [`annotated`]: annotation mode, random keys in ordinary Secrets (the
+//!   rules shared by the controller path and the webhook).
+//! - [`webhook`]: the optional mutating webhook of annotation mode and its
+//!   certificates.
 //! - [`gitops`], [`manifests`]: YAML streams for the CLI (`name`, `resolve`,
 //!   the KRM function). [`cli`]: the command line.
 
+pub mod annotated;
 pub mod api;
 pub mod cache;
 pub mod cli;
@@ -26,3 +31,4 @@ pub mod references;
 pub mod runtime;
 pub mod tracking;
 pub mod version;
+pub mod webhook;

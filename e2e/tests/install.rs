@@ -181,3 +181,153 @@ async fn the_controller_service_account_is_refused_outside_its_rules() -> Result
     }
     Ok(())
 }
+
+/// The webhook's values: the configuration's scope (selectors, match
+/// conditions, Ignore, no side effects, a short timeout, no caBundle), its
+/// RBAC by name, the flags; and the cert-manager mode's Certificate and CA
+/// injection. The self mode passes the apiserver's dry run.
+#[tokio::test]
+async fn the_chart_renders_the_webhook() -> Result<()> {
+    let chart = repo_root().join("charts/randomsecret");
+    let chart = chart.to_str().unwrap();
+    let render = |extra: &[&str]| -> Result<Vec<Value>> {
+        let mut args = vec![
+            "template",
+            "rs-hook",
+            chart,
+            "--namespace",
+            "rs-install-hook",
+            "--set",
+            "webhook.enabled=true",
+        ];
+        args.extend_from_slice(extra);
+        docs(&run("helm", &args, None)?)
+    };
+    let find = |d: &[Value], kind: &str, suffix: &str| -> Result<Value> {
+        d.iter()
+            .find(|d| {
+                d["kind"] == kind
+                    && d["metadata"]["name"]
+                        .as_str()
+                        .is_some_and(|n| n.ends_with(suffix))
+            })
+            .cloned()
+            .with_context(|| format!("no {kind} *{suffix}"))
+    };
+    let d = render(&[])?;
+    let config = find(&d, "MutatingWebhookConfiguration", "rs-hook-randomsecret")?;
+    let hook = &config["webhooks"][0];
+    ensure!(
+        hook["failurePolicy"] == "Ignore" && hook["sideEffects"] == "None",
+        "{hook}"
+    );
+    ensure!(hook["timeoutSeconds"].as_i64().is_some_and(|t| t <= 5));
+    ensure!(
+        hook["clientConfig"].get("caBundle").is_none(),
+        "a rendered caBundle would be reset by every upgrade"
+    );
+    ensure!(hook["rules"][0]["operations"] == serde_json::json!(["CREATE", "UPDATE"]));
+    ensure!(hook["rules"][0]["resources"] == serde_json::json!(["secrets"]));
+    let selector = hook["objectSelector"]["matchExpressions"].to_string();
+    ensure!(
+        selector.contains("randomsecret.io/managed") && selector.contains("DoesNotExist"),
+        "{selector}"
+    );
+    let namespaces = hook["namespaceSelector"]["matchExpressions"][0].clone();
+    ensure!(
+        namespaces["operator"] == "NotIn"
+            && namespaces["values"] == serde_json::json!(["kube-system", "rs-install-hook"]),
+        "{namespaces}"
+    );
+    ensure!(
+        hook["matchConditions"][0]["expression"]
+            .as_str()
+            .is_some_and(|e| e.contains("randomsecret.io/generate")
+                && e.contains("secret.a-cup-of.coffee/enable"))
+    );
+    let role = find(&d, "Role", "-webhook")?;
+    ensure!(
+        role["rules"][0]["resourceNames"]
+            == serde_json::json!(["rs-hook-randomsecret-webhook-tls"]),
+        "{}",
+        role["rules"]
+    );
+    let cluster_role = find(&d, "ClusterRole", "-webhook")?;
+    ensure!(
+        cluster_role["rules"][0]["resourceNames"] == serde_json::json!(["rs-hook-randomsecret"])
+    );
+    ensure!(
+        cluster_role["rules"][0]["verbs"] == serde_json::json!(["get", "list", "watch", "patch"])
+    );
+    let dep = find(&d, "Deployment", "randomsecret")?;
+    let args = dep["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    for flag in [
+        "--webhook-bind-address=0.0.0.0:9443",
+        "--webhook-cert-mode=self",
+        "--webhook-configuration=rs-hook-randomsecret",
+        "--webhook-dns-names=rs-hook-randomsecret-webhook.rs-install-hook.svc,",
+    ] {
+        ensure!(args.contains(flag), "{flag} missing: {args}");
+    }
+    find(&d, "Service", "-webhook")?;
+    run("kubectl", &["create", "namespace", "rs-install-hook"], None).ok();
+    let yaml = run(
+        "helm",
+        &[
+            "template",
+            "rs-hook",
+            chart,
+            "--namespace",
+            "rs-install-hook",
+            "--set",
+            "webhook.enabled=true",
+        ],
+        None,
+    )?;
+    run(
+        "kubectl",
+        &["apply", "--server-side", "--dry-run=server", "-f", "-"],
+        Some(&yaml),
+    )?;
+
+    // cert-manager: a Certificate and the CA injection; the controller only reads its Secret.
+    let d = render(&["--set", "webhook.certMode=cert-manager"])?;
+    let config = find(&d, "MutatingWebhookConfiguration", "rs-hook-randomsecret")?;
+    ensure!(
+        config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+            == "rs-install-hook/rs-hook-randomsecret-webhook"
+    );
+    let cert = find(&d, "Certificate", "-webhook")?;
+    ensure!(cert["spec"]["secretName"] == "rs-hook-randomsecret-webhook-tls");
+    find(&d, "Issuer", "-webhook")?;
+    ensure!(
+        find(&d, "ClusterRole", "-webhook").is_err(),
+        "cert-manager mode needs no access to the configuration"
+    );
+    ensure!(
+        find(&d, "Role", "-webhook")?["rules"][0]["verbs"]
+            == serde_json::json!(["get", "list", "watch"])
+    );
+    let dep = find(&d, "Deployment", "randomsecret")?;
+    ensure!(
+        dep["spec"]["template"]["spec"]["containers"][0]["args"]
+            .to_string()
+            .contains("--webhook-cert-mode=external")
+    );
+    // A namespaced install: the webhook sees only the watched namespace.
+    let d = render(&["--set", "watchNamespace=apps"])?;
+    let config = find(&d, "MutatingWebhookConfiguration", "rs-hook-randomsecret")?;
+    ensure!(
+        config["webhooks"][0]["namespaceSelector"]["matchExpressions"][1]
+            == serde_json::json!(
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["apps"]})
+    );
+    // Off by default.
+    let plain = docs(&run("helm", &["template", "rs-hook", chart], None)?)?;
+    ensure!(
+        !plain
+            .iter()
+            .any(|d| d["kind"] == "MutatingWebhookConfiguration")
+    );
+    Ok(())
+}

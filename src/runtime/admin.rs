@@ -12,9 +12,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::net::TcpListener;
 
-/// Readiness: set once the caches are synced.
+/// A further condition of readiness: Some(what is missing) while not met.
+pub type Gate = Arc<dyn Fn() -> Option<&'static str> + Send + Sync>;
+
+/// Readiness: set once the caches are synced, and every gate is open (the
+/// webhook's: a certificate is loaded).
 #[derive(Clone, Default)]
-pub struct Readiness(Arc<AtomicBool>);
+pub struct Readiness(Arc<AtomicBool>, Arc<std::sync::OnceLock<Gate>>);
 
 impl Readiness {
     pub fn set(&self, ready: bool) {
@@ -22,6 +26,17 @@ impl Readiness {
     }
     pub fn get(&self) -> bool {
         self.0.load(Ordering::Relaxed)
+    }
+    /// Adds a condition (one at most).
+    pub fn gate(&self, gate: Gate) {
+        let _ = self.1.set(gate);
+    }
+    /// What readiness still waits for.
+    pub fn missing(&self) -> Option<&'static str> {
+        if !self.get() {
+            return Some("caches not synced");
+        }
+        self.1.get().and_then(|g| g())
     }
 }
 
@@ -45,10 +60,9 @@ async fn metrics(State(registry): State<Arc<Registry>>) -> impl IntoResponse {
 }
 
 async fn readyz(State(ready): State<Readiness>) -> impl IntoResponse {
-    if ready.get() {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+    match ready.missing() {
+        None => (StatusCode::OK, "ok"),
+        Some(what) => (StatusCode::SERVICE_UNAVAILABLE, what),
     }
 }
 

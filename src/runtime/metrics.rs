@@ -17,6 +17,12 @@ pub struct ReasonLabel {
     pub reason: String,
 }
 
+/// Which path filled an annotated Secret: `controller` or `webhook`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PathLabel {
+    pub path: &'static str,
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     pub reconciles: Family<ResultLabel, Counter>,
@@ -28,6 +34,10 @@ pub struct Metrics {
     pub leader: Gauge,
     pub in_flight: Gauge,
     pub events_dropped: Counter,
+    /// Annotation mode: Secrets filled (or rotated), by path.
+    pub annotated_fills: Family<PathLabel, Counter>,
+    /// Annotation mode: opted-in Secrets left unchanged, by reason.
+    pub annotated_refused: Family<ReasonLabel, Counter>,
 }
 
 impl Metrics {
@@ -42,6 +52,8 @@ impl Metrics {
             leader: Gauge::default(),
             in_flight: Gauge::default(),
             events_dropped: Counter::default(),
+            annotated_fills: Family::default(),
+            annotated_refused: Family::default(),
         };
         let r = registry.sub_registry_with_prefix("randomsecret");
         r.register(
@@ -89,7 +101,24 @@ impl Metrics {
             "Events not posted because the queue was full (the apiserver was slower than they came)",
             m.events_dropped.clone(),
         );
+        r.register(
+            "annotated_fills",
+            "Annotated Secrets filled or rotated, by path (controller, webhook)",
+            m.annotated_fills.clone(),
+        );
+        r.register(
+            "annotated_refused",
+            "Annotated Secrets left unchanged, by reason (InvalidAnnotations, Immutable, ProducedByRandomSecret, PatchRefused)",
+            m.annotated_refused.clone(),
+        );
         m
+    }
+
+    /// One annotated Secret filled (or rotated) by `path` (controller, webhook).
+    pub fn filled(&self, path: &'static str) {
+        self.annotated_fills
+            .get_or_create(&PathLabel { path })
+            .inc();
     }
 
     /// One reconcile ended with `result` (ok, stalled, error, standby, gone, deleting).

@@ -1,6 +1,7 @@
 //! The controller process, top to bottom: client and CRD check, admin
 //! servers, the watches that feed the caches, leader election, and the runner
-//! that reconciles, until SIGTERM.
+//! that reconciles (and a second one that fills annotated Secrets, see
+//! `crate::annotated`), until SIGTERM.
 //!
 //! - [`client`]: the Kubernetes client and the CRD check.
 //! - [`watches`]: one function per watch, feeding `crate::cache`.
@@ -22,6 +23,8 @@ pub mod runner;
 pub mod shutdown;
 pub mod watches;
 
+use crate::annotated::fill::Filler;
+use crate::annotated::tracked::Tracked;
 use crate::cache::Caches;
 use crate::cli::ControllerArgs;
 use crate::reconciler::{self, Context};
@@ -48,6 +51,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
 
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
+    let webhook_metrics = crate::webhook::metrics::WebhookMetrics::register(&mut registry);
     let readiness = Readiness::default();
     let servers = admin::spawn(&args, registry, readiness.clone(), shutdown.clone()).await?;
 
@@ -63,6 +67,14 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     for watch in watches::all(&sources, args.tracking) {
         tokio::spawn(watch);
     }
+    // Annotation mode (always on): its own watch, cache and runner.
+    let tracked = Arc::new(Tracked::default());
+    let (fills, fill_keys) = mpsc::unbounded_channel();
+    tokio::spawn(watches::annotated_secrets(
+        sources.clone(),
+        tracked.clone(),
+        fills.clone(),
+    ));
 
     // Leader election: only the leader reconciles; on taking over it
     // reconciles everything, since a standby skipped what changed meanwhile.
@@ -79,18 +91,45 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         }
     };
     tokio::spawn(leader::follow(leadership.flag(), metrics.leader.clone(), {
-        let (caches, triggers) = (caches.clone(), triggers.clone());
+        let (caches, triggers, tracked) = (caches.clone(), triggers.clone(), tracked.clone());
         move || {
             caches
                 .randomsecrets
                 .keys()
                 .into_iter()
-                .for_each(|k| drop(triggers.send(k)))
+                .for_each(|k| drop(triggers.send(k)));
+            tracked
+                .unsettled()
+                .into_iter()
+                .for_each(|k| drop(fills.send(k)));
         }
     }));
 
+    // The webhook serves on every replica; only the leader manages its certificates.
+    if let Some(certs) = crate::webhook::spawn(
+        &args,
+        client.clone(),
+        leadership.clone(),
+        webhook_metrics,
+        metrics.annotated_fills.clone(),
+        shutdown.clone(),
+    )
+    .await?
+    {
+        readiness.gate(Arc::new(move || {
+            (!certs.ready()).then_some("no valid webhook serving certificate loaded yet")
+        }));
+    }
+
     let (events, poster) = Events::new(client.clone(), reporter(), metrics.events_dropped.clone());
     tokio::spawn(poster);
+    let filler = Arc::new(Filler {
+        client: client.clone(),
+        tracked: tracked.clone(),
+        events: events.clone(),
+        metrics: metrics.clone(),
+        leader: leadership.clone(),
+    });
     let ctx = Arc::new(Context {
         client,
         caches: caches.clone(),
@@ -114,8 +153,24 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         |key| reconciler::reconcile(key, ctx.clone()),
         shutdown.clone(),
     );
+    // Few Secrets are annotated, and a fill is one GET and one patch.
+    let annotated = Runner { concurrency: 4 }.run(
+        fill_keys,
+        async {
+            while !tracked.listed() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            info!(secrets = tracked.len(), "annotated Secrets listed");
+        },
+        || tracked.unsettled(),
+        |key| {
+            let filler = filler.clone();
+            async move { filler.fill(key).await }
+        },
+        shutdown.clone(),
+    );
     tokio::select! {
-        _ = run => info!("controller stopped"),
+        _ = futures::future::join(run, annotated) => info!("controller stopped"),
         _ = shutdown::deadline(shutdown.clone()) => warn!(
             grace_seconds = shutdown::GRACE.as_secs(),
             "in-flight reconciles did not finish in time after the shutdown signal; stopping anyway"

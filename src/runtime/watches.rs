@@ -7,6 +7,8 @@
 //! requests at start (one paginated list per kind either way).
 
 use super::runner::Triggers;
+use crate::annotated::rules::MANAGED_LABEL;
+use crate::annotated::tracked::Tracked;
 use crate::api::{LABEL_MANAGED_BY, MANAGED_BY};
 use crate::cache::index::Stream;
 use crate::cache::slim::{ControllerRevisionRefs, PodRefs, RandomSecretObject, ReplicaSetRefs};
@@ -158,6 +160,31 @@ pub async fn secrets(w: Watch) {
         |ev| w.caches.secrets.handle(ev),
     )
     .await
+}
+
+/// Annotation mode: Secrets labelled `randomsecret.io/managed=true`,
+/// metadata only (never data), into their compact cache; one that may lack
+/// keys goes to the filler (`fills`). Apart from the caches retention reads,
+/// so a failure of it never holds back a release.
+pub async fn annotated_secrets(w: Watch, tracked: Arc<Tracked>, fills: Triggers) {
+    let selector = format!("{MANAGED_LABEL}=true");
+    let config = watcher::Config::default()
+        .labels(&selector)
+        .page_size(PAGE_SIZE);
+    let mut events =
+        std::pin::pin!(watcher(w.api::<PartialObjectMeta<Secret>>(), config).default_backoff());
+    while let Some(ev) = events.next().await {
+        match ev {
+            Ok(ev) => {
+                for key in tracked.handle(&ev) {
+                    let _ = fills.send(key);
+                }
+            }
+            Err(e) => {
+                warn!(watch = "annotated secrets", error = %e, "watch failed; retrying with backoff")
+            }
+        }
+    }
 }
 
 /// A holder kind into the reference index: a change of what it references

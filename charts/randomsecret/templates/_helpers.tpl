@@ -21,3 +21,11 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
+
+{{- define "randomsecret.webhookCertSecret" -}}
+{{- default (printf "%s-webhook-tls" (include "randomsecret.fullname" .)) .Values.webhook.certSecret -}}
+{{- end -}}
+
+{{- define "randomsecret.webhookService" -}}
+{{- printf "%s-webhook" (include "randomsecret.fullname" .) -}}
+{{- end -}}

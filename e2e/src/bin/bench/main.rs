@@ -1,7 +1,7 @@
 //! `make bench`: convergence against an apiserver floor, API requests per
 //! version, memory, CPU, connections and threads at 10,000 objects, rotation
 //! latency, startup (with the peak RSS of the initial lists), failover, a
-//! peer controller and, last, memory as the set grows to 50,000, all against
+//! peer controller, the webhook's latency and, last, memory as the set grows to 50,000, all against
 //! the local control plane in one run. Prints a table and writes
 //! `target/bench/results.json`.
 //!
@@ -12,6 +12,7 @@ mod apimetrics;
 mod peer;
 mod procstat;
 mod report;
+mod webhook;
 mod workload;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -69,6 +70,15 @@ pub struct Args {
     /// Skip the scale phase.
     #[arg(long, alias = "no-50k")]
     no_big: bool,
+    /// Annotated Secrets created through the webhook in the webhook phase,
+    /// at --webhook-rate per second.
+    #[arg(long, default_value_t = 1000)]
+    webhook_creates: usize,
+    #[arg(long, default_value_t = 50.0)]
+    webhook_rate: f64,
+    /// Skip the webhook phase.
+    #[arg(long)]
+    no_webhook: bool,
     /// Where results.json goes.
     #[arg(long, default_value = "target/bench")]
     out: std::path::PathBuf,
@@ -165,6 +175,20 @@ async fn main() -> Result<()> {
             continue; // the scale phase grows this set; cluster.sh down removes it
         }
         workload::delete_namespaces(&client, &prefix("ours", n), args.namespaces).await?;
+    }
+    if !args.no_webhook {
+        eprintln!("bench: webhook");
+        if let Err(e) = webhook::phase(
+            &client,
+            &args,
+            args.webhook_creates,
+            args.webhook_rate,
+            &mut report,
+        )
+        .await
+        {
+            report.note(&format!("webhook phase failed: {e:#}"));
+        }
     }
     if let Some(target) = big {
         scale(&client, &args, largest, target, &mut report).await?;

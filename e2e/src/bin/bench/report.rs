@@ -16,6 +16,7 @@ const MAX_STEADY_MIB: f64 = 24.0;
 const MAX_RESTART_PEAK_MIB: f64 = 32.0;
 const MAX_BULK_ADDED_MIB: f64 = 1.0;
 const MAX_ROTATION_P99_MS: f64 = 50.0;
+const MAX_WEBHOOK_P99_MS: f64 = 5.0;
 
 pub struct Report {
     json: serde_json::Map<String, Value>,
@@ -295,6 +296,35 @@ impl Report {
             format!(
                 "p99 < {MAX_ROTATION_P99_MS} ms: {}",
                 verdict(p99 < MAX_ROTATION_P99_MS)
+            ),
+        );
+    }
+
+    /// The webhook phase: latency as the apiserver measured it, and the
+    /// webhook's own time per review.
+    pub fn webhook(
+        &mut self,
+        count: usize,
+        rate: f64,
+        filled: usize,
+        apiserver: (f64, f64),
+        ours: (f64, f64),
+    ) {
+        self.json.insert(
+            "webhook".into(),
+            json!({"creates": count, "rate_per_s": rate, "filled": filled,
+                   "apiserver_p50_ms": apiserver.0, "apiserver_p99_ms": apiserver.1,
+                   "webhook_p50_ms": ours.0, "webhook_p99_ms": ours.1}),
+        );
+        self.row(
+            format!("Webhook latency (apiserver, {count} creates at {rate}/s): p50 / p99"),
+            format!(
+                "{:.2} ms / **{:.2} ms** (in the webhook: {:.3} / {:.3} ms; {filled} filled)",
+                apiserver.0, apiserver.1, ours.0, ours.1
+            ),
+            format!(
+                "p99 < {MAX_WEBHOOK_P99_MS} ms: {}",
+                verdict(apiserver.1 < MAX_WEBHOOK_P99_MS)
             ),
         );
     }

@@ -1,0 +1,388 @@
+//! Annotation mode, controller path: ordinary Secrets labelled
+//! `randomsecret.io/managed: "true"` and annotated get their missing keys
+//! from the shared controller of `e2e/run.sh` (no webhook), and nothing else
+//! is touched; the apiserver's audit log proves the controller made no
+//! request on an unlabelled Secret.
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use randomsecret::annotated::rules::{self, MANAGED_LABEL};
+use randomsecret::api::{Charset, DEFAULT_SYMBOLS, RandomSecret};
+use randomsecret_e2e::{
+    TestNamespace, assert_alphabet, client, create_ready, kubectl, record_values, repo_root, value,
+    wait_event, wait_for,
+};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The controller's user (the chart's ServiceAccount, `e2e/lib.sh`).
+const CONTROLLER_USER: &str = "system:serviceaccount:randomsecret-system:e2e-randomsecret";
+
+fn secret(name: &str, labelled: bool, annotations: Value, rest: Value) -> Result<Secret> {
+    let mut s = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "annotations": annotations},
+    });
+    if labelled {
+        s["metadata"]["labels"] = json!({ MANAGED_LABEL: "true" });
+    }
+    for (k, v) in rest.as_object().into_iter().flatten() {
+        s[k] = v.clone();
+    }
+    Ok(serde_json::from_value(s)?)
+}
+
+async fn create(api: &Api<Secret>, s: &Secret) -> Result<Secret> {
+    Ok(api.create(&PostParams::default(), s).await?)
+}
+
+/// Waits until `key` holds a value, records every value for the log check.
+async fn filled(api: &Api<Secret>, name: &str, keys: &[&str]) -> Result<Secret> {
+    let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    let s = wait_for(api, name, "filled", move |s: Option<&Secret>| {
+        s.and_then(|s| s.data.as_ref()).is_some_and(|d| {
+            keys.iter()
+                .all(|k| d.get(k).is_some_and(|v| !v.0.is_empty()))
+        })
+    })
+    .await?;
+    record_values(s.data.iter().flatten().map(|(_, v)| v.0.as_slice()))?;
+    Ok(s)
+}
+
+fn data_keys(s: &Secret) -> Vec<String> {
+    s.data.iter().flatten().map(|(k, _)| k.clone()).collect()
+}
+
+/// The Warning Events about Secret `name` with `reason`.
+fn warnings<'a>(
+    events: &'a [Event],
+    name: &'a str,
+    reason: &'a str,
+) -> impl Iterator<Item = &'a Event> {
+    events.iter().filter(move |e| {
+        e.type_.as_deref() == Some("Warning")
+            && e.reason.as_deref() == Some(reason)
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+    })
+}
+
+async fn wait_warning(client: &Client, ns: &str, name: &str, reason: &str) -> Result<Event> {
+    let events = wait_event(client, ns, &format!("{reason} Warning about {name}"), |e| {
+        warnings(std::slice::from_ref(e), name, reason).count() == 1
+    })
+    .await?;
+    warnings(&events, name, reason)
+        .next()
+        .cloned()
+        .context("the Event")
+}
+
+#[tokio::test]
+async fn fills_missing_keys_and_keeps_what_is_set() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "annotated-fill").await?;
+    let api: Api<Secret> = ns.api();
+
+    let unlabelled = secret(
+        "unlabelled",
+        false,
+        json!({ rules::GENERATE: "password" }),
+        json!({}),
+    )?;
+    create(&api, &unlabelled).await?;
+    let s = secret(
+        "app",
+        true,
+        json!({ rules::GENERATE: "password, token, preset, fromstring", rules::LENGTH: "20", rules::CHARSET: "hex" }),
+        json!({
+            "data": {"preset": "cHJlc2V0LXZhbHVlLWtlcHQ="},   // preset-value-kept
+            "stringData": {"fromstring": "string-value-kept", "other": "x"},
+        }),
+    )?;
+    create(&api, &s).await?;
+    let got = filled(&api, "app", &["password", "token"]).await?;
+    for k in ["password", "token"] {
+        assert_alphabet(&value(&got, k)?, 20, Charset::Hex.chars())?;
+    }
+    ensure!(value(&got, "password")? != value(&got, "token")?);
+    ensure!(value(&got, "preset")? == "preset-value-kept");
+    ensure!(value(&got, "fromstring")? == "string-value-kept");
+    ensure!(value(&got, "other")? == "x");
+    let annotations = got.metadata.annotations.clone().unwrap_or_default();
+    ensure!(annotations.get(rules::ROTATED).map(String::as_str) == Some(""));
+    let rv = got.metadata.resource_version.clone();
+
+    // The examples: ours, and the original operator's documented one with the label added.
+    let dir = repo_root().join("examples/annotated");
+    kubectl(&["apply", "-n", &ns.name, "-f", dir.to_str().context("path")?])?;
+    let got = filled(&api, "app-credentials", &["password", "cookie-key"]).await?;
+    assert_alphabet(&value(&got, "cookie-key")?, 40, Charset::Base64url.chars())?;
+    ensure!(value(&got, "username")? == "app");
+    let got = filled(&api, "non-empty-secret", &["password"]).await?;
+    let alphabet = format!("{}{DEFAULT_SYMBOLS}", Charset::Alphanumeric.chars());
+    assert_alphabet(&value(&got, "password")?, 32, &alphabet)?;
+    ensure!(value(&got, "user")? == "quentin");
+
+    // Settled: a few seconds later nothing was written again, and the
+    // unlabelled Secret was never touched.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ensure!(
+        api.get("app").await?.metadata.resource_version == rv,
+        "written again"
+    );
+    let u = api.get("unlabelled").await?;
+    ensure!(
+        data_keys(&u).is_empty(),
+        "unlabelled Secret filled: {:?}",
+        data_keys(&u)
+    );
+    ensure!(
+        u.metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|m| m.manager.as_deref() != Some("randomsecret")),
+        "randomsecret wrote to the unlabelled Secret"
+    );
+
+    // Counted by path.
+    if let Ok(url) = std::env::var("E2E_METRICS_URL") {
+        let text = randomsecret_e2e::run("curl", &["-fsS", &url], None)?;
+        ensure!(
+            text.lines()
+                .any(|l| l.starts_with("randomsecret_annotated_fills_total{path=\"controller\"}")),
+            "no controller fills counted"
+        );
+    }
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn refuses_immutable_produced_and_bad_annotations_with_a_warning() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "annotated-refuse").await?;
+    let api: Api<Secret> = ns.api();
+
+    let immutable = secret(
+        "immutable",
+        true,
+        json!({ rules::GENERATE: "password" }),
+        json!({"immutable": true, "data": {"user": "YWRtaW4="}}),
+    )?;
+    create(&api, &immutable).await?;
+    let bad: &[(&str, Value)] = &[
+        (
+            "zero",
+            json!({ rules::GENERATE: "password", rules::LENGTH: "0" }),
+        ),
+        (
+            "huge",
+            json!({ rules::GENERATE: "password", rules::LENGTH: "99999999999999999999" }),
+        ),
+        (
+            "charset",
+            json!({ rules::GENERATE: "password", rules::CHARSET: "klingon" }),
+        ),
+        ("badkey", json!({ rules::GENERATE: "pass word" })),
+    ];
+    for (name, annotations) in bad {
+        create(
+            &api,
+            &secret(
+                name,
+                true,
+                annotations.clone(),
+                json!({"data": {"user": "YWRtaW4="}}),
+            )?,
+        )
+        .await?;
+    }
+    // A version produced by a RandomSecret that (wrongly) asks for more keys.
+    let rsecs: Api<RandomSecret> = ns.api();
+    let rs = create_ready(
+        &rsecs,
+        "produced",
+        json!({
+            "keys": {"password": {"length": 16}},
+            "secretLabels": { MANAGED_LABEL: "true" },
+            "secretAnnotations": { rules::GENERATE: "password,extra" },
+        }),
+    )
+    .await?;
+    let version = rs
+        .status
+        .and_then(|s| s.secret_name)
+        .context("status.secretName")?;
+
+    wait_warning(&client, &ns.name, "immutable", "Immutable").await?;
+    let fixes = [
+        ("zero", "from 1 to 1048576"),
+        ("huge", "from 1 to 1048576"),
+        ("charset", "is not a charset"),
+        ("badkey", "not a valid Secret data key"),
+    ];
+    for (name, fix) in fixes {
+        let e = wait_warning(&client, &ns.name, name, "InvalidAnnotations").await?;
+        let note = e.note.unwrap_or_default();
+        ensure!(note.contains(fix), "{name}: {note}");
+    }
+    wait_warning(&client, &ns.name, &version, "ProducedByRandomSecret").await?;
+
+    // A metadata change is looked at again, and does not repeat the Warning.
+    let touch = json!({"metadata": {"labels": {"touched": "yes"}}});
+    api.patch("zero", &PatchParams::default(), &Patch::Merge(&touch))
+        .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let events: Api<Event> = ns.api();
+    let all = events.list(&Default::default()).await?.items;
+    let n = warnings(&all, "zero", "InvalidAnnotations").count();
+    ensure!(n == 1, "{n} Warnings about zero: a resync repeated it");
+
+    // Nothing was filled.
+    for name in ["immutable", "zero", "huge", "charset", "badkey"] {
+        ensure!(
+            data_keys(&api.get(name).await?) == ["user"],
+            "{name} changed"
+        );
+    }
+    let v = api.get(&version).await?;
+    record_values(v.data.iter().flatten().map(|(_, v)| v.0.as_slice()))?;
+    ensure!(
+        data_keys(&v) == ["password"],
+        "the version was filled: {:?}",
+        data_keys(&v)
+    );
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn rotation_is_explicit() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "annotated-rotate").await?;
+    let api: Api<Secret> = ns.api();
+    create(
+        &api,
+        &secret(
+            "db",
+            true,
+            json!({ rules::GENERATE: "password" }),
+            json!({}),
+        )?,
+    )
+    .await?;
+    let first = value(&filled(&api, "db", &["password"]).await?, "password")?;
+
+    let annotate = |k: &str, v: &str| json!({"metadata": {"annotations": { k: v }}});
+    // An unrelated change rotates nothing.
+    api.patch(
+        "db",
+        &PatchParams::default(),
+        &Patch::Merge(&annotate("note", "x")),
+    )
+    .await?;
+    // The rotate token does, once.
+    api.patch(
+        "db",
+        &PatchParams::default(),
+        &Patch::Merge(&annotate(rules::ROTATE, "2026-12")),
+    )
+    .await?;
+    let rotated = wait_for(&api, "db", "rotated", |s: Option<&Secret>| {
+        s.and_then(|s| s.metadata.annotations.as_ref())
+            .and_then(|a| a.get(rules::ROTATED))
+            .is_some_and(|t| t == "2026-12")
+    })
+    .await?;
+    record_values(rotated.data.iter().flatten().map(|(_, v)| v.0.as_slice()))?;
+    let second = value(&rotated, "password")?;
+    ensure!(second != first, "not rotated");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ensure!(
+        value(&api.get("db").await?, "password")? == second,
+        "rotated twice"
+    );
+
+    // Without the webhook, a deleted key is generated again.
+    let remove = json!({"data": {"password": null}});
+    api.patch("db", &PatchParams::default(), &Patch::Merge(&remove))
+        .await?;
+    let third = value(&filled(&api, "db", &["password"]).await?, "password")?;
+    ensure!(third != second);
+    ns.delete().await
+}
+
+/// The audit log (`e2e/cluster.sh`: Metadata level for Secrets) shows the
+/// controller's requests: on the labelled Secret, and none naming an
+/// unlabelled one, annotated or not.
+#[tokio::test]
+async fn audit_log_shows_no_request_on_unlabelled_secrets() -> Result<()> {
+    let dir = std::env::var("E2E_DIR").context("E2E_DIR (set by e2e/run.sh)")?;
+    let log = std::path::Path::new(&dir).join("logs/audit.log");
+    if !log.exists() {
+        bail!(
+            "{} is missing: the control plane was started without the audit log; restart it (e2e/cluster.sh down && e2e/cluster.sh up)",
+            log.display()
+        );
+    }
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "annotated-audit").await?;
+    let api: Api<Secret> = ns.api();
+    for name in ["plain", "annotated-only"] {
+        let annotations = if name == "plain" {
+            json!({})
+        } else {
+            json!({ rules::GENERATE: "password" })
+        };
+        create(&api, &secret(name, false, annotations, json!({}))?).await?;
+    }
+    create(
+        &api,
+        &secret(
+            "labelled",
+            true,
+            json!({ rules::GENERATE: "password" }),
+            json!({}),
+        )?,
+    )
+    .await?;
+    filled(&api, "labelled", &["password"]).await?;
+    // Then touch the unlabelled ones: any reaction would come now.
+    for name in ["plain", "annotated-only"] {
+        let touch = json!({"metadata": {"annotations": {"touched": "yes"}}});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&touch))
+            .await?;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let text = std::fs::read_to_string(&log)?;
+    let mut on_labelled = Vec::new();
+    for line in text.lines() {
+        let Ok(ev) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if ev["user"]["username"] != CONTROLLER_USER
+            || ev["objectRef"]["resource"] != "secrets"
+            || ev["objectRef"]["namespace"] != ns.name.as_str()
+        {
+            continue;
+        }
+        let name = ev["objectRef"]["name"].as_str().unwrap_or_default();
+        let verb = ev["verb"].as_str().unwrap_or_default();
+        match name {
+            "labelled" => on_labelled.push(verb.to_string()),
+            "plain" | "annotated-only" => {
+                bail!("the controller made a {verb} request on unlabelled Secret {name}")
+            }
+            _ => {}
+        }
+    }
+    ensure!(
+        on_labelled.iter().any(|v| v == "get") && on_labelled.iter().any(|v| v == "patch"),
+        "the audit log shows no get and patch of the labelled Secret by {CONTROLLER_USER}: {on_labelled:?}"
+    );
+    ns.delete().await
+}

@@ -1,0 +1,695 @@
+//! The mutating webhook of annotation mode, called by the real apiserver over
+//! TLS (a `url:` clientConfig to 127.0.0.1): keys in the create response,
+//! never a denial, and certificates that renew and roll over without a failed
+//! request. Each test runs controllers of its own and uses the chart's
+//! webhook configuration and certificate Secret names (release "e2e"), so
+//! `e2e/run.sh` runs them one at a time (`--ignored --test-threads=1`).
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use randomsecret_e2e::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The chart's names for release "e2e" (its RBAC names them).
+const SYSTEM: &str = "randomsecret-system";
+const CONFIG: &str = "e2e-randomsecret";
+const CERTS: &str = "e2e-randomsecret-webhook-tls";
+
+fn webhook_args(port: u16, extra: &[&str]) -> Vec<String> {
+    let mut a = vec![
+        format!("--webhook-bind-address=127.0.0.1:{port}"),
+        format!("--webhook-cert-secret={CERTS}"),
+        format!("--webhook-cert-namespace={SYSTEM}"),
+        format!("--webhook-configuration={CONFIG}"),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+fn start(log: &str, port: u16, webhook_port: u16, extra: &[&str]) -> Result<ControllerProcess> {
+    let args = webhook_args(webhook_port, extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ControllerProcess::start(log, port, &args)
+}
+
+/// The test's webhook configuration: the chart's scope, but only the test's
+/// namespace, calling `https://127.0.0.1:<port>/mutate` (no caBundle: the
+/// controller sets it).
+async fn configure(
+    client: &Client,
+    port: u16,
+    failure: &str,
+    ns: &str,
+    timeout: i32,
+) -> Result<()> {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let _ = api.delete(CONFIG, &DeleteParams::default()).await;
+    wait_deleted(&api, CONFIG).await?;
+    let config = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": CONFIG},
+        "webhooks": [{
+            "name": "secrets.randomsecret.io",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": format!("https://127.0.0.1:{port}/mutate")},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                "resources": ["secrets"], "scope": "Namespaced"}],
+            "objectSelector": {"matchExpressions": [
+                {"key": "randomsecret.io/managed", "operator": "In", "values": ["true"]},
+                {"key": "randomsecret.io/name", "operator": "DoesNotExist"}]},
+            "namespaceSelector": {"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [ns]}]},
+            "matchConditions": [{"name": "asks-for-keys", "expression":
+                "has(object.metadata.annotations) && ('randomsecret.io/generate' in object.metadata.annotations || 'secret.a-cup-of.coffee/enable' in object.metadata.annotations)"}],
+            "failurePolicy": failure,
+            "sideEffects": "None",
+            "timeoutSeconds": timeout,
+        }]
+    }))?;
+    api.create(&PostParams::default(), &config).await?;
+    Ok(())
+}
+
+async fn remove_config(client: &Client) {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let _ = api.delete(CONFIG, &DeleteParams::default()).await;
+}
+
+async fn ca_bundle(client: &Client) -> Result<Option<Vec<u8>>> {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let c = api.get(CONFIG).await?;
+    Ok(c.webhooks
+        .unwrap_or_default()
+        .first()
+        .and_then(|w| w.client_config.ca_bundle.clone())
+        .map(|b| b.0))
+}
+
+async fn cert_secret(client: &Client) -> Result<Option<Secret>> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM);
+    Ok(api.get_opt(CERTS).await?)
+}
+
+async fn delete_cert_secret(client: &Client) -> Result<()> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM);
+    let _ = api.delete(CERTS, &DeleteParams::default()).await;
+    wait_deleted(&api, CERTS).await
+}
+
+fn bytes(s: &Secret, key: &str) -> Vec<u8> {
+    s.data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| b.0.clone())
+        .unwrap_or_default()
+}
+
+/// A labelled Secret that asks for `generate`.
+fn annotated(name: &str, generate: &str, extra: &[(&str, &str)], data: Value) -> Result<Secret> {
+    let mut annotations = json!({"randomsecret.io/generate": generate});
+    for (k, v) in extra {
+        annotations[*k] = json!(v);
+    }
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "labels": {"randomsecret.io/managed": "true"},
+            "annotations": annotations},
+        "data": data,
+    }))?)
+}
+
+fn keys_of(s: &Secret) -> Vec<String> {
+    s.data.iter().flatten().map(|(k, _)| k.clone()).collect()
+}
+
+fn record(s: &Secret, keys: &[&str]) -> Result<()> {
+    let d = s.data.clone().unwrap_or_default();
+    record_values(
+        keys.iter()
+            .filter_map(|k| d.get(*k))
+            .map(|v| v.0.as_slice()),
+    )
+}
+
+/// Waits until the apiserver gets keys from the webhook (a dry-run create).
+async fn wait_served(secrets: &Api<Secret>) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    loop {
+        if let Ok(s) = secrets
+            .create(&dry, &annotated("probe", "k", &[], json!({}))?)
+            .await
+            && keys_of(&s) == ["k"]
+        {
+            return Ok(());
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the apiserver never got keys from the webhook"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Runs kubectl with `stdin`, returning stdout and stderr; fails on a non-zero exit.
+fn kubectl_io(args: &[&str], stdin: &str) -> Result<(String, String)> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("kubectl")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .context("stdin")?
+        .write_all(stdin.as_bytes())?;
+    let out = child.wait_with_output()?;
+    let (o, e) = (
+        String::from_utf8(out.stdout)?,
+        String::from_utf8(out.stderr)?,
+    );
+    ensure!(out.status.success(), "kubectl {args:?}: {e}");
+    Ok((o, e))
+}
+
+/// The SHA-256 fingerprint of the certificate served on `port`, if a handshake succeeds.
+fn served_fingerprint(port: u16) -> Option<String> {
+    let out = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "timeout 3 openssl s_client -connect 127.0.0.1:{port} </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256"
+            ),
+        ])
+        .output()
+        .ok()?;
+    let s = String::from_utf8(out.stdout).ok()?;
+    s.trim().split_once('=').map(|(_, f)| f.to_string())
+}
+
+fn fingerprint_of_pem(pem: &[u8]) -> Result<String> {
+    let out = run(
+        "openssl",
+        &["x509", "-noout", "-fingerprint", "-sha256"],
+        Some(std::str::from_utf8(pem)?),
+    )?;
+    Ok(out
+        .trim()
+        .split_once('=')
+        .context("fingerprint")?
+        .1
+        .to_string())
+}
+
+/// A Secret with bad annotations: name, generate, other annotations.
+type Bad<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+fn sum_metric(c: &ControllerProcess, prefix: &str) -> f64 {
+    c.metrics()
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+#[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
+async fn the_webhook_fills_keys_in_the_create_response() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "webhook").await?;
+    let secrets: Api<Secret> = ns.api();
+    configure(&client, 18162, "Ignore", &ns.name, 3).await?;
+    let c = start("webhook", 18160, 18162, &[])?;
+    wait_served(&secrets).await?;
+
+    // Keys in the create response (the first stored version); a preset key
+    // and a stringData value untouched.
+    let mut s = annotated(
+        "first",
+        "preset,sd,password,token",
+        &[],
+        json!({"preset": "cHJlc2V0"}),
+    )?;
+    s.string_data = Some(BTreeMap::from([("sd".into(), "plain".into())]));
+    let created = secrets.create(&PostParams::default(), &s).await?;
+    record(&created, &["password", "token"])?;
+    let d = created.data.clone().unwrap_or_default();
+    ensure!(
+        d["preset"].0 == b"preset" && d["sd"].0 == b"plain",
+        "a preset value changed"
+    );
+    ensure!(
+        d["password"].0.len() == 32 && d["token"].0.len() == 32,
+        "keys missing: {:?}",
+        keys_of(&created)
+    );
+    let stored = secrets.get("first").await?;
+    ensure!(
+        stored.metadata.resource_version == created.metadata.resource_version,
+        "the Secret was written again after its creation"
+    );
+    ensure!(stored.data == created.data);
+
+    // kubectl apply --dry-run=server shows the keys and creates nothing.
+    let manifest = serde_json::to_string(&annotated("dry", "a,b", &[], json!({}))?)?;
+    let (out, _) = kubectl_io(
+        &[
+            "apply",
+            "-n",
+            &ns.name,
+            "--dry-run=server",
+            "-o",
+            "json",
+            "-f",
+            "-",
+        ],
+        &manifest,
+    )?;
+    let shown: Secret = serde_json::from_str(&out)?;
+    ensure!(
+        keys_of(&shown) == ["a", "b"],
+        "dry run showed {:?}",
+        keys_of(&shown)
+    );
+    record(&shown, &["a", "b"])?;
+    ensure!(
+        secrets.get_opt("dry").await?.is_none(),
+        "the dry run created the Secret"
+    );
+
+    // kubectl replace without a key keeps the old value.
+    let mut old = secrets.get("first").await?;
+    let password = old.data.as_ref().unwrap()["password"].clone();
+    old.data.as_mut().unwrap().remove("password");
+    old.metadata.managed_fields = None;
+    kubectl_io(
+        &["replace", "-n", &ns.name, "-f", "-"],
+        &serde_json::to_string(&old)?,
+    )?;
+    let replaced = secrets.get("first").await?;
+    ensure!(
+        replaced.data.as_ref().unwrap()["password"] == password,
+        "replace rotated the value"
+    );
+
+    // Bad annotation values: data unchanged and a Warning from kubectl.
+    let bad: [Bad; 4] = [
+        ("zero", "k", &[("randomsecret.io/length", "0")]),
+        ("charset", "k", &[("randomsecret.io/charset", "klingon")]),
+        ("badkey", "not a key!", &[]),
+        ("huge", "k", &[("randomsecret.io/length", "999999999")]),
+    ];
+    for (name, generate, extra) in bad {
+        let manifest = serde_json::to_string(&annotated(
+            name,
+            generate,
+            extra,
+            json!({"keep": "a2VlcA=="}),
+        )?)?;
+        let (out, err) = kubectl_io(
+            &["create", "-n", &ns.name, "-o", "json", "-f", "-"],
+            &manifest,
+        )?;
+        ensure!(
+            err.contains("Warning:") && err.contains("randomsecret"),
+            "{name}: no warning: {err}"
+        );
+        let s: Secret = serde_json::from_str(&out)?;
+        ensure!(
+            keys_of(&s) == ["keep"],
+            "{name}: data changed: {:?}",
+            keys_of(&s)
+        );
+    }
+
+    // An unlabelled Secret never reaches the webhook.
+    let before = sum_metric(&c, "randomsecret_webhook_requests_total");
+    let mut plain = annotated("plain", "k", &[], json!({}))?;
+    plain.metadata.labels = None;
+    let made = secrets.create(&PostParams::default(), &plain).await?;
+    ensure!(keys_of(&made).is_empty());
+    ensure!(
+        sum_metric(&c, "randomsecret_webhook_requests_total") == before,
+        "the webhook saw an unlabelled Secret"
+    );
+
+    // Metrics: fills by path, latency, the served certificate's expiry.
+    ensure!(sum_metric(&c, "randomsecret_annotated_fills_total{path=\"webhook\"}") >= 2.0);
+    ensure!(sum_metric(&c, "randomsecret_webhook_request_duration_seconds_count") >= 2.0);
+    let expiry = sum_metric(
+        &c,
+        "randomsecret_webhook_certificate_expiry_timestamp_seconds",
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs_f64();
+    ensure!(expiry > now, "expiry gauge {expiry}");
+
+    remove_config(&client).await;
+    c.terminate()?;
+    ns.delete().await
+}
+
+#[tokio::test]
+#[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
+async fn an_unavailable_webhook_never_blocks_a_secret_write() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "webhook-down").await?;
+    let secrets: Api<Secret> = ns.api();
+    let timeout = 2;
+    // Port closed.
+    configure(&client, 18163, "Ignore", &ns.name, timeout).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await; // the apiserver sees the configuration
+    let started = Instant::now();
+    secrets
+        .create(
+            &PostParams::default(),
+            &annotated("closed", "k", &[], json!({}))?,
+        )
+        .await?;
+    ensure!(
+        started.elapsed() < Duration::from_secs(timeout as u64 + 1),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    // A listener that accepts and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:18164")?;
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    configure(&client, 18164, "Ignore", &ns.name, timeout).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let started = Instant::now();
+    secrets
+        .create(
+            &PostParams::default(),
+            &annotated("silent", "k", &[], json!({}))?,
+        )
+        .await?;
+    let took = started.elapsed();
+    ensure!(
+        took < Duration::from_secs(timeout as u64 + 1),
+        "took {took:?}"
+    );
+    remove_config(&client).await;
+
+    // The controller path fills them shortly after.
+    let c = ControllerProcess::start("webhook-down", 18160, &[])?;
+    for name in ["closed", "silent"] {
+        let s = wait_for(
+            &secrets,
+            name,
+            "filled by the controller",
+            |s: Option<&Secret>| s.is_some_and(|s| keys_of(s) == ["k"]),
+        )
+        .await?;
+        record(&s, &["k"])?;
+    }
+    c.terminate()?;
+    ns.delete().await
+}
+
+#[tokio::test]
+#[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
+async fn certificates_renew_and_roll_over_without_a_failed_request() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "webhook-certs").await?;
+    let secrets: Api<Secret> = ns.api();
+    delete_cert_secret(&client).await?;
+    // failurePolicy Fail: a request the webhook cannot answer fails the create.
+    configure(&client, 18167, "Fail", &ns.name, 5).await?;
+    let c = start(
+        "webhook-certs",
+        18165,
+        18167,
+        &[
+            "--webhook-ca-validity=45s",
+            "--webhook-ca-renew-before=25s",
+            "--webhook-cert-validity=12s",
+            "--webhook-cert-renew-before=6s",
+        ],
+    )?;
+    wait_served(&secrets).await?;
+
+    // A Secret every 200 ms for 32 s: serving certificates renew every 6 s,
+    // the CA rolls over after about 20 s.
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let until = Instant::now() + Duration::from_secs(32);
+    let (mut made, mut failed) = (0, Vec::new());
+    while Instant::now() < until {
+        tick.tick().await;
+        let name = format!("s{made}");
+        match secrets
+            .create(
+                &PostParams::default(),
+                &annotated(&name, "k", &[], json!({}))?,
+            )
+            .await
+        {
+            Ok(s) if keys_of(&s) == ["k"] => record(&s, &["k"])?,
+            Ok(s) => failed.push(format!("{name}: no key in the response: {:?}", keys_of(&s))),
+            Err(e) => failed.push(format!("{name}: {e}")),
+        }
+        made += 1;
+    }
+    ensure!(
+        failed.is_empty(),
+        "{} of {made} requests failed: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(5)]
+    );
+    let changes = |action: &str| {
+        sum_metric(
+            &c,
+            &format!("randomsecret_webhook_certificate_changes_total{{action=\"{action}\"}}"),
+        )
+    };
+    ensure!(
+        changes("reissue") >= 3.0,
+        "{} serving-certificate renewals",
+        changes("reissue")
+    );
+    ensure!(
+        changes("rollover") >= 1.0 && changes("promote") >= 1.0,
+        "no CA rollover"
+    );
+
+    // A re-apply that resets the caBundle is healed within seconds.
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    api.patch(
+        CONFIG,
+        &PatchParams::default(),
+        &Patch::<()>::Json(serde_json::from_value(json!([
+            {"op": "remove", "path": "/webhooks/0/clientConfig/caBundle"},
+            {"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}
+        ]))?),
+    )
+    .await?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stored = cert_secret(&client).await?.map(|s| bytes(&s, "ca.crt"));
+        if ca_bundle(&client).await?.is_some() && ca_bundle(&client).await? == stored {
+            break;
+        }
+        ensure!(Instant::now() < deadline, "the caBundle was not restored");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    remove_config(&client).await;
+    c.terminate()?;
+    ns.delete().await
+}
+
+#[tokio::test]
+#[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
+async fn an_expired_certificate_is_replaced_before_it_is_served() -> Result<()> {
+    use randomsecret::webhook::{certs, store};
+    let client = client().await?;
+    delete_cert_secret(&client).await?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs() as i64;
+    let ca = certs::issue_ca(now - 7200, now - 3600)?;
+    let leaf = certs::issue_leaf(&ca, &["127.0.0.1".to_string()], now - 7200, now - 3600)?;
+    let seeded = store::Stored {
+        leaf: Some(leaf.clone()),
+        signing: Some(ca.clone()),
+        next: None,
+        bundle: ca.cert.clone(),
+    };
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM);
+    let mut s: Secret =
+        serde_json::from_value(json!({"metadata": {"name": CERTS}, "type": "kubernetes.io/tls"}))?;
+    s.data = Some(seeded.to_data());
+    api.create(&PostParams::default(), &s).await?;
+    let expired = fingerprint_of_pem(leaf.cert.as_bytes())?;
+
+    let ns = TestNamespace::new(&client, "webhook-expired").await?;
+    configure(&client, 18170, "Ignore", &ns.name, 3).await?;
+    let args = webhook_args(18170, &["--log-level=debug"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut c = ControllerProcess::spawn("webhook-expired", 18168, &args)?;
+    // From the start, every handshake either fails or shows a new certificate.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let served = loop {
+        if let Some(f) = served_fingerprint(18170) {
+            ensure!(f != expired, "the expired certificate was served");
+            break f;
+        }
+        ensure!(Instant::now() < deadline, "no certificate served");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    c.wait_ready(Duration::from_secs(30))?;
+    let now_stored = cert_secret(&client).await?.context("cert Secret")?;
+    ensure!(
+        fingerprint_of_pem(&bytes(&now_stored, "tls.crt"))? == served,
+        "serving something other than the Secret holds"
+    );
+    ensure!(
+        bytes(&now_stored, "ca.crt") != ca.cert.as_bytes(),
+        "the expired CA is still the bundle"
+    );
+    remove_config(&client).await;
+    c.terminate()?;
+    ns.delete().await
+}
+
+#[tokio::test]
+#[ignore = "runs its own controllers: e2e/run.sh runs it after stopping the shared one"]
+async fn two_replicas_starting_together_end_with_one_ca() -> Result<()> {
+    let client = client().await?;
+    delete_cert_secret(&client).await?;
+    let ns = TestNamespace::new(&client, "webhook-two").await?;
+    configure(&client, 18173, "Ignore", &ns.name, 3).await?;
+    // Without leader election both manage the certificates: the create race is real.
+    let a_args = webhook_args(18173, &["--log-level=debug"]);
+    let b_args = webhook_args(18176, &["--log-level=debug"]);
+    let mut a = ControllerProcess::spawn(
+        "webhook-two-a",
+        18171,
+        &a_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    )?;
+    let mut b = ControllerProcess::spawn(
+        "webhook-two-b",
+        18174,
+        &b_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    )?;
+    a.wait_ready(Duration::from_secs(30))?;
+    b.wait_ready(Duration::from_secs(30))?;
+    let s = cert_secret(&client).await?.context("cert Secret")?;
+    let bundle = bytes(&s, "ca.crt");
+    let cas = String::from_utf8(bundle.clone())?
+        .matches("BEGIN CERTIFICATE")
+        .count();
+    ensure!(cas == 1, "{cas} CAs in the bundle");
+    let creates = |c: &ControllerProcess| {
+        sum_metric(
+            c,
+            "randomsecret_webhook_certificate_changes_total{action=\"create\"}",
+        )
+    };
+    ensure!(
+        creates(&a) + creates(&b) == 1.0,
+        "{} creates",
+        creates(&a) + creates(&b)
+    );
+    let leaf = fingerprint_of_pem(&bytes(&s, "tls.crt"))?;
+    for port in [18173, 18176] {
+        let served = served_fingerprint(port).context("no handshake")?;
+        ensure!(served == leaf, "port {port} serves another certificate");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ca_bundle(&client).await? != Some(bundle.clone()) {
+        if Instant::now() > deadline {
+            bail!("the caBundle is not the one CA");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    remove_config(&client).await;
+    a.terminate()?;
+    b.terminate()?;
+    ns.delete().await
+}
+
+#[tokio::test]
+#[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
+async fn an_external_certificate_is_read_and_swapped_in_place() -> Result<()> {
+    use randomsecret::webhook::certs;
+    // What cert-manager would write: tls.crt, tls.key, ca.crt.
+    let client = client().await?;
+    delete_cert_secret(&client).await?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs() as i64;
+    let ca = certs::issue_ca(now - 60, now + 3600)?;
+    let sans = ["127.0.0.1".to_string()];
+    let issue = || -> Result<Secret> {
+        let leaf = certs::issue_leaf(&ca, &sans, now - 60, now + 600)?;
+        Ok(serde_json::from_value(
+            json!({"metadata": {"name": CERTS}, "type": "kubernetes.io/tls",
+            "stringData": {"tls.crt": leaf.cert, "tls.key": leaf.key, "ca.crt": ca.cert}}),
+        )?)
+    };
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM);
+    api.create(&PostParams::default(), &issue()?).await?;
+    let ns = TestNamespace::new(&client, "webhook-external").await?;
+    configure(&client, 18179, "Ignore", &ns.name, 3).await?;
+    // The CA injector's part, done by hand.
+    let configs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let bundle = k8s_openapi::ByteString(ca.cert.clone().into_bytes());
+    configs
+        .patch(
+            CONFIG,
+            &PatchParams::default(),
+            &Patch::<()>::Json(serde_json::from_value(json!([
+            {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": bundle}]))?),
+        )
+        .await?;
+    let c = start(
+        "webhook-external",
+        18177,
+        18179,
+        &["--webhook-cert-mode=external"],
+    )?;
+    let secrets: Api<Secret> = ns.api();
+    wait_served(&secrets).await?;
+    let first = served_fingerprint(18179).context("no handshake")?;
+    // A renewal by cert-manager: served within seconds, without a restart.
+    let mut renewed = issue()?;
+    renewed.metadata.resource_version = api.get(CERTS).await?.metadata.resource_version;
+    api.replace(CERTS, &PostParams::default(), &renewed).await?;
+    let want = fingerprint_of_pem(api.get(CERTS).await?.data.unwrap()["tls.crt"].0.as_slice())?;
+    ensure!(want != first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while served_fingerprint(18179).as_deref() != Some(want.as_str()) {
+        ensure!(
+            Instant::now() < deadline,
+            "the renewed certificate is not served"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The controller wrote neither the Secret nor the caBundle.
+    ensure!(ca_bundle(&client).await? == Some(ca.cert.clone().into_bytes()));
+    ensure!(sum_metric(&c, "randomsecret_webhook_certificate_changes_total") == 0.0);
+    remove_config(&client).await;
+    c.terminate()?;
+    api.delete(CERTS, &DeleteParams::default()).await?;
+    ns.delete().await
+}

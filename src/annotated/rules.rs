@@ -1,0 +1,912 @@
+//! What an annotated Secret needs, decided from the object alone (pure): the
+//! one parser of the annotations and the rules both paths (the controller's
+//! patch and the admission webhook) obey.
+//!
+//! Rules that never bend:
+//! - only a Secret labelled `randomsecret.io/managed: "true"` that asks for
+//!   keys (`randomsecret.io/generate`, or the original operator's
+//!   `secret.a-cup-of.coffee/enable: "true"`) is looked at;
+//! - a listed key with a non-empty value is never overwritten, except by an
+//!   explicit rotation (`randomsecret.io/rotate` differs from the token the
+//!   last fill recorded in `randomsecret.io/rotated`);
+//! - Secrets produced from a RandomSecret and immutable Secrets are never filled;
+//! - on UPDATE, a listed key the new object lacks but the old object had is
+//!   copied from the old one, never generated again (`kubectl replace` and
+//!   `helm upgrade --force` cannot rotate silently); so is the recorded token;
+//! - the same input gives the same plan (idempotent): after a fill, the
+//!   plan of the result is `Complete`.
+//!
+//! No message ever holds a Secret value (annotation values are metadata and
+//! may be quoted, shortened).
+
+use crate::api::{Charset, DEFAULT_SYMBOLS, LABEL_NAME, MAX_KEYS, MAX_LENGTH};
+use crate::version::{Generated, MAX_ROTATION, MAX_SECRET_BYTES, valid_data_key};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// The opt-in label: every watch and the webhook's objectSelector select on it.
+pub const MANAGED_LABEL: &str = "randomsecret.io/managed";
+/// The keys to fill, separated by commas.
+pub const GENERATE: &str = "randomsecret.io/generate";
+/// Length of each generated value (default [`DEFAULT_LENGTH`]).
+pub const LENGTH: &str = "randomsecret.io/length";
+/// The alphabet: a CRD charset name (default alphanumeric).
+pub const CHARSET: &str = "randomsecret.io/charset";
+/// `true` adds the default symbols to the alphabet (default false).
+pub const SYMBOLS: &str = "randomsecret.io/symbols";
+/// A rotation token, set by the user: changing it regenerates every listed key.
+pub const ROTATE: &str = "randomsecret.io/rotate";
+/// The rotation token of the last fill, recorded by randomsecret.
+pub const ROTATED: &str = "randomsecret.io/rotated";
+pub const DEFAULT_LENGTH: usize = 32;
+
+/// The original operator's annotations, read as aliases when the label is
+/// present, with its defaults (from its source: `pkg/types/types.go` and
+/// `pkg/secrets/secrets.go` of github.com/qjoly/RandomSecret).
+pub mod alias {
+    /// Must be exactly "true" (its `IsSecretManaged`).
+    pub const ENABLE: &str = "secret.a-cup-of.coffee/enable";
+    /// One key (default [`DEFAULT_KEY`]).
+    pub const KEY: &str = "secret.a-cup-of.coffee/key";
+    /// Default 32 (the same as ours).
+    pub const LENGTH: &str = "secret.a-cup-of.coffee/length";
+    /// Go's `strconv.ParseBool`; default true: symbols on, its symbols are
+    /// our `DEFAULT_SYMBOLS`.
+    pub const SPECIAL_CHAR: &str = "secret.a-cup-of.coffee/special-char";
+    pub const DEFAULT_KEY: &str = "password";
+    pub const DEFAULT_SPECIAL_CHAR: bool = true;
+}
+
+/// Longest annotation text quoted in a message.
+const QUOTE: usize = 64;
+
+/// What an annotated Secret needs.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// Not labelled `"true"`, or asks for no key: nothing, silently.
+    NotManaged,
+    /// Every listed key has a non-empty value and no rotation is asked for.
+    Complete,
+    /// Opted in, but never filled (a Warning says why).
+    Refused(Refusal),
+    /// Bad annotation values: what to fix (never a Secret value).
+    Invalid(String),
+    /// Keys to copy from the old object and keys to generate.
+    Fill(Fill),
+}
+
+/// Why an opted-in Secret is never filled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Labelled `randomsecret.io/name`: its values come from that RandomSecret.
+    ProducedByRandomSecret(String),
+    /// `immutable: true`: the keys it lacks can never be added.
+    Immutable { missing: Vec<String> },
+}
+
+impl Refusal {
+    /// The Warning's text: what is wrong and what to do; never a value.
+    pub fn message(&self) -> String {
+        match self {
+            Refusal::ProducedByRandomSecret(rs) => format!(
+                "not filled: this Secret is a version of RandomSecret {}, whose values come from its spec; remove the {MANAGED_LABEL} label and the generate annotations from its secretLabels and secretAnnotations",
+                quote(rs)
+            ),
+            Refusal::Immutable { missing } => format!(
+                "not filled: this Secret is immutable, so {} can never be written; create it again without immutable: true (or with every key set)",
+                list(missing)
+            ),
+        }
+    }
+
+    /// A short reason (Event reason, metric label).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Refusal::ProducedByRandomSecret(_) => "ProducedByRandomSecret",
+            Refusal::Immutable { .. } => "Immutable",
+        }
+    }
+}
+
+/// What the annotations ask for, parsed and checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The listed keys, in order, each once.
+    pub keys: Vec<String>,
+    pub generator: Generated,
+    /// `randomsecret.io/rotate`, "" when absent.
+    pub rotate: String,
+}
+
+/// The keys one fill writes. Its `Debug` shows key names, never values.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Fill {
+    generator: Generated,
+    generate: Vec<String>,
+    copy: BTreeMap<String, ByteString>,
+    rotated: Option<String>,
+    rotation: bool,
+}
+
+impl fmt::Debug for Fill {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fill")
+            .field("generator", &self.generator)
+            .field("generate", &self.generate)
+            .field("copy", &self.copy.keys().collect::<Vec<_>>())
+            .field("rotated", &self.rotated)
+            .field("rotation", &self.rotation)
+            .finish()
+    }
+}
+
+impl Fill {
+    /// The values to write: the copied ones and newly generated ones (OS CSPRNG).
+    pub fn values(&self) -> Result<BTreeMap<String, ByteString>, rand::rngs::SysError> {
+        let mut out = self.copy.clone();
+        for k in &self.generate {
+            let v = crate::generate::value(&self.generator)?;
+            out.insert(k.clone(), ByteString(v.into_bytes()));
+        }
+        Ok(out)
+    }
+
+    /// Keys that get new values.
+    pub fn generated_keys(&self) -> &[String] {
+        &self.generate
+    }
+
+    /// Keys copied from the old object (UPDATE only).
+    pub fn copied_keys(&self) -> impl Iterator<Item = &str> {
+        self.copy.keys().map(String::as_str)
+    }
+
+    /// Every key the fill writes, in order.
+    pub fn keys(&self) -> Vec<&str> {
+        let mut all: Vec<&str> = self
+            .copied_keys()
+            .chain(self.generate.iter().map(String::as_str))
+            .collect();
+        all.sort_unstable();
+        all
+    }
+
+    /// The value `randomsecret.io/rotated` must be set to, when it must be written.
+    pub fn rotated(&self) -> Option<&str> {
+        self.rotated.as_deref()
+    }
+
+    /// Whether this fill is an explicit rotation (listed keys regenerated).
+    pub fn is_rotation(&self) -> bool {
+        self.rotation
+    }
+
+    pub fn generator(&self) -> &Generated {
+        &self.generator
+    }
+}
+
+/// Whether the label opts the object in.
+pub fn labelled(labels: Option<&BTreeMap<String, String>>) -> bool {
+    labels
+        .and_then(|l| l.get(MANAGED_LABEL))
+        .map(String::as_str)
+        == Some("true")
+}
+
+/// Whether the annotations ask for keys (the new annotation, or the alias
+/// enabled). Checks nothing else: [`parse`] does.
+pub fn asks(annotations: Option<&BTreeMap<String, String>>) -> bool {
+    annotations.is_some_and(|a| {
+        a.contains_key(GENERATE) || a.get(ALIAS_ENABLE).map(String::as_str) == Some("true")
+    })
+}
+
+const ALIAS_ENABLE: &str = alias::ENABLE;
+
+/// Whether a Secret's metadata opts it in: the label and the annotation.
+pub fn opted_in(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    labelled(meta.labels.as_ref()) && asks(meta.annotations.as_ref())
+}
+
+/// Parses the annotations: `Ok(None)` when they ask for nothing, else the
+/// request or every problem found, joined, each saying what to fix.
+///
+/// New names win over aliases; aliases are read only with
+/// `secret.a-cup-of.coffee/enable: "true"`. Defaults are those of the form
+/// that names the keys: the alias form's symbols default to on.
+pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
+    let get = |k: &str| a.get(k).map(String::as_str);
+    let aliased = get(alias::ENABLE) == Some("true");
+    let mut problems = Vec::new();
+
+    let (keys, by_alias) = match (get(GENERATE), aliased) {
+        (Some(list), _) => (parse_keys(GENERATE, list, &mut problems), false),
+        (None, true) => {
+            let key = get(alias::KEY).unwrap_or(alias::DEFAULT_KEY);
+            (parse_keys(alias::KEY, key, &mut problems), true)
+        }
+        (None, false) => return Ok(None),
+    };
+
+    // An empty alias value means "default", as in the original operator.
+    let alias_of = |k: &str| get(k).filter(|v| aliased && !v.is_empty());
+    let length = match (get(LENGTH), alias_of(alias::LENGTH)) {
+        (Some(v), _) => parse_length(LENGTH, v, &mut problems),
+        (None, Some(v)) => parse_length(alias::LENGTH, v, &mut problems),
+        (None, None) => DEFAULT_LENGTH,
+    };
+    let charset = match get(CHARSET) {
+        None => Charset::Alphanumeric,
+        Some(v) => Charset::ALL
+            .into_iter()
+            .find(|c| c.as_str() == v)
+            .unwrap_or_else(|| {
+                let names: Vec<&str> = Charset::ALL.iter().map(|c| c.as_str()).collect();
+                problems.push(format!(
+                    "{CHARSET} {} is not a charset: use one of {}",
+                    quote(v),
+                    names.join(", ")
+                ));
+                Charset::Alphanumeric
+            }),
+    };
+    let symbols = match (get(SYMBOLS), alias_of(alias::SPECIAL_CHAR)) {
+        (Some("true"), _) => true,
+        (Some("false"), _) => false,
+        (Some(v), _) => {
+            problems.push(format!("{SYMBOLS} {} must be true or false", quote(v)));
+            false
+        }
+        (None, Some(v)) => go_bool(v).unwrap_or_else(|| {
+            problems.push(format!(
+                "{} {} must be true or false",
+                alias::SPECIAL_CHAR,
+                quote(v)
+            ));
+            false
+        }),
+        (None, None) => by_alias && alias::DEFAULT_SPECIAL_CHAR,
+    };
+    let rotate = get(ROTATE).unwrap_or_default();
+    if let Some(why) = bad_token(rotate) {
+        problems.push(format!("{ROTATE} {why}"));
+    }
+    if let Some(why) = get(ROTATED).and_then(bad_token) {
+        problems.push(format!(
+            "{ROTATED} {why} (it is written by randomsecret: remove it)"
+        ));
+    }
+    // Every listed value at full length must fit in a Secret (1 MiB).
+    if problems.is_empty() && keys.len().saturating_mul(length) > MAX_SECRET_BYTES {
+        problems.push(format!(
+            "{} keys of {length} characters exceed the 1 MiB a Secret holds: lower {LENGTH} or list fewer keys",
+            keys.len()
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    Ok(Some(Request {
+        keys,
+        generator: Generated {
+            length,
+            charset,
+            symbols: if symbols {
+                DEFAULT_SYMBOLS.to_string()
+            } else {
+                String::new()
+            },
+        },
+        rotate: rotate.to_string(),
+    }))
+}
+
+/// What `new` needs; `old` is the stored object on UPDATE (None on CREATE
+/// and in the controller path).
+pub fn plan(new: &Secret, old: Option<&Secret>) -> Plan {
+    let meta = &new.metadata;
+    if !labelled(meta.labels.as_ref()) || !asks(meta.annotations.as_ref()) {
+        return Plan::NotManaged;
+    }
+    if let Some(rs) = meta.labels.as_ref().and_then(|l| l.get(LABEL_NAME)) {
+        return Plan::Refused(Refusal::ProducedByRandomSecret(rs.clone()));
+    }
+    let empty = BTreeMap::new();
+    let annotations = meta.annotations.as_ref().unwrap_or(&empty);
+    let request = match parse(annotations) {
+        Ok(Some(r)) => r,
+        Ok(None) => return Plan::NotManaged,
+        Err(why) => return Plan::Invalid(why),
+    };
+
+    let rotated_of = |s: &Secret| s.metadata.annotations.as_ref()?.get(ROTATED).cloned();
+    let recorded_here = rotated_of(new);
+    // A replace that dropped the recorded token keeps the old one (no silent rotation).
+    let recorded = recorded_here.clone().or_else(|| old.and_then(rotated_of));
+    let rotation = recorded.as_ref().is_some_and(|r| *r != request.rotate);
+
+    let mut generate = Vec::new();
+    let mut copy = BTreeMap::new();
+    for k in &request.keys {
+        if rotation {
+            generate.push(k.clone());
+        } else if value_of(new, k).is_none_or(|v| v.is_empty()) {
+            match old.and_then(|o| value_of(o, k)).filter(|v| !v.is_empty()) {
+                Some(v) => {
+                    copy.insert(k.clone(), ByteString(v.to_vec()));
+                }
+                None => generate.push(k.clone()),
+            }
+        }
+    }
+    let fills = !generate.is_empty() || !copy.is_empty();
+    // Every fill records the token; so does the first token a complete
+    // Secret carries (a later change of it is then a rotation).
+    let wanted = if fills || (recorded.is_none() && !request.rotate.is_empty()) {
+        Some(request.rotate.clone())
+    } else {
+        recorded
+    };
+    let rotated = wanted.filter(|w| recorded_here.as_ref() != Some(w));
+    if !fills && rotated.is_none() {
+        return Plan::Complete;
+    }
+    if new.immutable == Some(true) {
+        if !fills {
+            return Plan::Complete; // only the token to record: nothing to refuse
+        }
+        let mut missing: Vec<String> = copy.keys().cloned().collect();
+        missing.extend(generate.iter().cloned());
+        missing.sort();
+        return Plan::Refused(Refusal::Immutable { missing });
+    }
+    // The whole Secret must stay within 1 MiB.
+    let others: usize = data_keys(new)
+        .filter(|k| !request.keys.contains(k))
+        .filter_map(|k| value_of(new, &k).map(<[u8]>::len))
+        .sum();
+    let added = generate.len() * request.generator.length
+        + copy.values().map(|v| v.0.len()).sum::<usize>()
+        + request
+            .keys
+            .iter()
+            .filter(|k| !generate.contains(*k) && !copy.contains_key(k.as_str()))
+            .filter_map(|k| value_of(new, k).map(<[u8]>::len))
+            .sum::<usize>();
+    if others + added > MAX_SECRET_BYTES {
+        return Plan::Invalid(format!(
+            "filled, this Secret would hold {} bytes, more than the 1 MiB a Secret holds: lower {LENGTH} or list fewer keys",
+            others + added
+        ));
+    }
+    Plan::Fill(Fill {
+        generator: request.generator,
+        generate,
+        copy,
+        rotated,
+        rotation,
+    })
+}
+
+/// The value a key will have once stored: `stringData` wins over `data`.
+fn value_of<'a>(s: &'a Secret, k: &str) -> Option<&'a [u8]> {
+    if let Some(v) = s.string_data.as_ref().and_then(|d| d.get(k)) {
+        return Some(v.as_bytes());
+    }
+    s.data.as_ref()?.get(k).map(|v| v.0.as_slice())
+}
+
+/// Every key of `data` and `stringData`, each once.
+fn data_keys(s: &Secret) -> impl Iterator<Item = String> {
+    let mut all: BTreeSet<String> = BTreeSet::new();
+    all.extend(s.data.iter().flat_map(|d| d.keys().cloned()));
+    all.extend(s.string_data.iter().flat_map(|d| d.keys().cloned()));
+    all.into_iter()
+}
+
+fn parse_keys(annotation: &str, list: &str, problems: &mut Vec<String>) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for k in list.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        if !valid_data_key(k) {
+            problems.push(format!(
+                "{annotation}: {} is not a valid Secret data key: use letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..' and not starting with '..'",
+                quote(k)
+            ));
+        } else if !keys.iter().any(|seen| seen == k) {
+            keys.push(k.to_string());
+        }
+        if keys.len() > MAX_KEYS {
+            problems.push(format!(
+                "{annotation} lists more than {MAX_KEYS} keys: list fewer"
+            ));
+            return keys;
+        }
+    }
+    if keys.is_empty() && problems.is_empty() {
+        problems.push(format!(
+            "{annotation} names no key: list the keys to fill, separated by commas"
+        ));
+    }
+    keys
+}
+
+fn parse_length(annotation: &str, v: &str, problems: &mut Vec<String>) -> usize {
+    match v.parse::<u64>() {
+        Ok(n) if (1..=MAX_LENGTH as u64).contains(&n) => n as usize,
+        _ => {
+            problems.push(format!(
+                "{annotation} {} must be a whole number from 1 to {MAX_LENGTH}",
+                quote(v)
+            ));
+            DEFAULT_LENGTH
+        }
+    }
+}
+
+/// Go's `strconv.ParseBool`, which the original operator used.
+fn go_bool(v: &str) -> Option<bool> {
+    match v {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Why a rotation token is refused: too long or with control characters.
+fn bad_token(t: &str) -> Option<&'static str> {
+    if t.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else if t.chars().count() > MAX_ROTATION {
+        Some("is longer than 253 characters: use a shorter token")
+    } else {
+        None
+    }
+}
+
+/// An annotation value for a message: debug-quoted, at most [`QUOTE`] characters.
+fn quote(v: &str) -> String {
+    if v.chars().count() <= QUOTE {
+        format!("{v:?}")
+    } else {
+        let head: String = v.chars().take(QUOTE).collect();
+        format!("{head:?}... ({} characters)", v.chars().count())
+    }
+}
+
+/// Key names for a message.
+fn list(keys: &[String]) -> String {
+    let shown: Vec<String> = keys.iter().map(|k| quote(k)).collect();
+    match shown.len() {
+        1 => format!("key {}", shown[0]),
+        _ => format!("keys {}", shown.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// A labelled Secret with `annotations` and `data` (as text).
+    fn secret(annotations: &[(&str, &str)], data: &[(&str, &str)]) -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                name: Some("s".into()),
+                namespace: Some("n".into()),
+                labels: Some(map(&[(MANAGED_LABEL, "true")])),
+                annotations: Some(map(annotations)),
+                ..Default::default()
+            },
+            data: Some(
+                data.iter()
+                    .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    fn fill(p: Plan) -> Fill {
+        match p {
+            Plan::Fill(f) => f,
+            other => panic!("expected a fill, got {other:?}"),
+        }
+    }
+
+    fn invalid(p: Plan) -> String {
+        match p {
+            Plan::Invalid(why) => why,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    /// Applies a fill the way both paths do: values into data, the token
+    /// into the annotation.
+    fn apply(s: &Secret, f: &Fill) -> Secret {
+        let mut out = s.clone();
+        out.data.get_or_insert_default().extend(f.values().unwrap());
+        if let Some(t) = f.rotated() {
+            out.metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(ROTATED.into(), t.into());
+        }
+        out
+    }
+
+    fn text(s: &Secret, k: &str) -> String {
+        String::from_utf8(value_of(s, k).unwrap().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn fills_the_listed_keys_with_the_parameters() {
+        let s = secret(
+            &[
+                (GENERATE, "password, token"),
+                (LENGTH, "12"),
+                (CHARSET, "hex"),
+                (SYMBOLS, "false"),
+            ],
+            &[],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(f.generated_keys(), ["password", "token"]);
+        assert_eq!(f.copied_keys().count(), 0);
+        assert_eq!(f.rotated(), Some(""), "every fill records the token");
+        let done = apply(&s, &f);
+        for k in ["password", "token"] {
+            let v = text(&done, k);
+            assert_eq!(v.len(), 12);
+            assert!(v.chars().all(|c| c.is_ascii_hexdigit()), "{v}");
+        }
+        assert_ne!(text(&done, "password"), text(&done, "token"));
+    }
+
+    #[test]
+    fn defaults_are_32_alphanumeric_without_symbols() {
+        let f = fill(plan(&secret(&[(GENERATE, "k")], &[]), None));
+        assert_eq!(
+            f.generator(),
+            &Generated {
+                length: 32,
+                charset: Charset::Alphanumeric,
+                symbols: String::new()
+            }
+        );
+        let f = fill(plan(
+            &secret(&[(GENERATE, "k"), (SYMBOLS, "true")], &[]),
+            None,
+        ));
+        assert_eq!(f.generator().symbols, DEFAULT_SYMBOLS);
+    }
+
+    #[test]
+    fn a_key_with_a_value_is_never_overwritten_and_a_fill_is_idempotent() {
+        let s = secret(&[(GENERATE, "user,password")], &[("user", "admin")]);
+        let f = fill(plan(&s, None));
+        assert_eq!(f.generated_keys(), ["password"]);
+        let done = apply(&s, &f);
+        assert_eq!(text(&done, "user"), "admin");
+        assert_eq!(plan(&done, None), Plan::Complete);
+        // The same input gives the same plan.
+        assert_eq!(plan(&s, None).is_fill_of(), plan(&s, None).is_fill_of());
+    }
+
+    #[test]
+    fn string_data_counts_and_wins_over_data() {
+        let mut s = secret(&[(GENERATE, "a,b")], &[("b", "")]);
+        s.string_data = Some(map(&[("a", "preset")]));
+        let f = fill(plan(&s, None));
+        assert_eq!(f.generated_keys(), ["b"], "an empty value is filled");
+        // stringData "" replaces data's value when stored: that key is empty.
+        let mut s = secret(&[(GENERATE, "a")], &[("a", "x")]);
+        s.string_data = Some(map(&[("a", "")]));
+        assert_eq!(fill(plan(&s, None)).generated_keys(), ["a"]);
+    }
+
+    #[test]
+    fn only_labelled_secrets_that_ask_are_managed() {
+        let mut s = secret(&[(GENERATE, "a")], &[]);
+        s.metadata.labels = None;
+        assert_eq!(plan(&s, None), Plan::NotManaged);
+        s.metadata.labels = Some(map(&[(MANAGED_LABEL, "True")]));
+        assert_eq!(plan(&s, None), Plan::NotManaged);
+        // Labelled but asking for nothing (or the alias disabled).
+        assert_eq!(plan(&secret(&[], &[]), None), Plan::NotManaged);
+        let s = secret(&[(alias::ENABLE, "false"), (alias::KEY, "a")], &[]);
+        assert_eq!(plan(&s, None), Plan::NotManaged);
+        // Even bad values are ignored without the label.
+        let mut s = secret(&[(GENERATE, "a b"), (LENGTH, "0")], &[]);
+        s.metadata.labels = None;
+        assert_eq!(plan(&s, None), Plan::NotManaged);
+    }
+
+    #[test]
+    fn versions_of_a_randomsecret_are_never_filled() {
+        let mut s = secret(&[(GENERATE, "a")], &[]);
+        s.metadata
+            .labels
+            .get_or_insert_default()
+            .insert(LABEL_NAME.into(), "db".into());
+        let Plan::Refused(r) = plan(&s, None) else {
+            panic!()
+        };
+        assert_eq!(r.reason(), "ProducedByRandomSecret");
+        assert!(r.message().contains("\"db\""), "{}", r.message());
+    }
+
+    #[test]
+    fn immutable_secrets_are_refused_only_when_they_lack_keys() {
+        let mut s = secret(&[(GENERATE, "a,b")], &[("a", "x")]);
+        s.immutable = Some(true);
+        let Plan::Refused(r) = plan(&s, None) else {
+            panic!()
+        };
+        assert_eq!(
+            r,
+            Refusal::Immutable {
+                missing: vec!["b".into()]
+            }
+        );
+        assert!(r.message().contains("key \"b\""), "{}", r.message());
+        let mut complete = secret(&[(GENERATE, "a")], &[("a", "x")]);
+        complete.immutable = Some(true);
+        assert_eq!(plan(&complete, None), Plan::Complete);
+    }
+
+    #[test]
+    fn update_copies_what_the_new_object_lacks_from_the_old() {
+        let old = secret(
+            &[(GENERATE, "a,b"), (ROTATED, "")],
+            &[("a", "old-a"), ("b", "old-b")],
+        );
+        // kubectl replace with a manifest that has neither key nor the token.
+        let new = secret(&[(GENERATE, "a,b")], &[("a", "new-a")]);
+        let f = fill(plan(&new, Some(&old)));
+        assert_eq!(f.generated_keys(), [] as [&str; 0]);
+        assert_eq!(f.copied_keys().collect::<Vec<_>>(), ["b"]);
+        assert_eq!(f.rotated(), Some(""));
+        let done = apply(&new, &f);
+        assert_eq!(
+            (text(&done, "a"), text(&done, "b")),
+            ("new-a".into(), "old-b".into())
+        );
+        assert_eq!(plan(&done, Some(&old)), Plan::Complete);
+        // A key the old object lacked too is generated.
+        let new = secret(&[(GENERATE, "a,b,c")], &[]);
+        let f = fill(plan(&new, Some(&old)));
+        assert_eq!(f.keys(), ["a", "b", "c"]);
+        assert_eq!(f.generated_keys(), ["c"]);
+        // The Debug form names keys, never values.
+        assert!(!format!("{f:?}").contains("old-"), "{f:?}");
+    }
+
+    #[test]
+    fn rotation_regenerates_when_the_token_differs_from_the_recorded_one() {
+        let s = secret(&[(GENERATE, "a,b")], &[("a", "1"), ("b", "2")]);
+        assert_eq!(plan(&s, None), Plan::Complete);
+        // A fill recorded "", so a first token rotates.
+        let filled = secret(
+            &[(GENERATE, "a,b"), (ROTATED, "")],
+            &[("a", "1"), ("b", "2")],
+        );
+        assert_eq!(plan(&filled, None), Plan::Complete);
+        let mut asked = filled.clone();
+        asked
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(ROTATE.into(), "2024-05".into());
+        let f = fill(plan(&asked, None));
+        assert!(f.is_rotation());
+        assert_eq!(f.generated_keys(), ["a", "b"]);
+        assert_eq!(f.rotated(), Some("2024-05"));
+        let done = apply(&asked, &f);
+        assert_ne!(text(&done, "a"), "1");
+        assert_eq!(plan(&done, None), Plan::Complete, "rotates once");
+        // On UPDATE the copy rule does not undo a rotation.
+        let f = fill(plan(&asked, Some(&filled)));
+        assert!(f.is_rotation() && f.copied_keys().count() == 0);
+        // A replace that drops the recorded token does not rotate (the old one counts).
+        let mut replaced = secret(&[(GENERATE, "a,b"), (ROTATE, "2024-05")], &[]);
+        let f = fill(plan(&replaced, Some(&done)));
+        assert!(!f.is_rotation());
+        assert_eq!(f.copied_keys().collect::<Vec<_>>(), ["a", "b"]);
+        replaced = apply(&replaced, &f);
+        assert_eq!(text(&replaced, "a"), text(&done, "a"));
+    }
+
+    #[test]
+    fn a_first_token_on_a_complete_secret_is_recorded_not_acted_on() {
+        let s = secret(&[(GENERATE, "a"), (ROTATE, "1")], &[("a", "mine")]);
+        let f = fill(plan(&s, None));
+        assert!(!f.is_rotation() && f.keys().is_empty());
+        assert_eq!(f.rotated(), Some("1"));
+        let done = apply(&s, &f);
+        assert_eq!(text(&done, "a"), "mine");
+        assert_eq!(plan(&done, None), Plan::Complete);
+    }
+
+    #[test]
+    fn aliases_of_the_original_operator_with_its_defaults() {
+        // Its documented example, with the label added.
+        let s = secret(
+            &[(alias::ENABLE, "true"), (alias::KEY, "password")],
+            &[("user", "quentin")],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(f.generated_keys(), ["password"]);
+        assert_eq!(
+            f.generator(),
+            &Generated {
+                length: 32,
+                charset: Charset::Alphanumeric,
+                symbols: DEFAULT_SYMBOLS.into()
+            }
+        );
+        // No key annotation: "password"; empty values mean the default.
+        let s = secret(
+            &[
+                (alias::ENABLE, "true"),
+                (alias::LENGTH, ""),
+                (alias::SPECIAL_CHAR, ""),
+            ],
+            &[],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(f.generated_keys(), ["password"]);
+        assert_eq!(f.generator().length, 32);
+        let s = secret(
+            &[
+                (alias::ENABLE, "true"),
+                (alias::LENGTH, "8"),
+                (alias::SPECIAL_CHAR, "F"),
+            ],
+            &[],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(
+            (f.generator().length, f.generator().symbols.as_str()),
+            (8, "")
+        );
+    }
+
+    #[test]
+    fn new_names_win_over_aliases() {
+        let s = secret(
+            &[
+                (alias::ENABLE, "true"),
+                (alias::KEY, "old"),
+                (alias::LENGTH, "8"),
+                (alias::SPECIAL_CHAR, "true"),
+                (GENERATE, "new"),
+                (LENGTH, "10"),
+                (SYMBOLS, "false"),
+            ],
+            &[],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(f.generated_keys(), ["new"]);
+        assert_eq!(
+            (f.generator().length, f.generator().symbols.as_str()),
+            (10, "")
+        );
+        // Keys from the new annotation take the alias parameters it leaves unset.
+        let s = secret(
+            &[
+                (alias::ENABLE, "true"),
+                (alias::LENGTH, "8"),
+                (GENERATE, "k"),
+            ],
+            &[],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(
+            (f.generator().length, f.generator().symbols.as_str()),
+            (8, "")
+        );
+        // Without enable, alias parameters are not read.
+        let s = secret(&[(alias::LENGTH, "8"), (GENERATE, "k")], &[]);
+        assert_eq!(fill(plan(&s, None)).generator().length, 32);
+    }
+
+    #[test]
+    fn hostile_values_are_invalid_with_what_to_fix() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (&[(GENERATE, "a"), (LENGTH, "0")], "from 1 to 1048576"),
+            (&[(GENERATE, "a"), (LENGTH, "-3")], "from 1 to 1048576"),
+            (&[(GENERATE, "a"), (LENGTH, "1048577")], "from 1 to 1048576"),
+            (
+                &[(GENERATE, "a"), (LENGTH, "99999999999999999999999999")],
+                "from 1 to 1048576",
+            ),
+            (&[(GENERATE, "a"), (LENGTH, "")], "from 1 to 1048576"),
+            (&[(GENERATE, "a"), (LENGTH, " 8")], "from 1 to 1048576"),
+            (
+                &[(GENERATE, "a"), (CHARSET, "klingon")],
+                "use one of alphanumeric",
+            ),
+            (&[(GENERATE, "a"), (CHARSET, "Hex")], "is not a charset"),
+            (&[(GENERATE, "a"), (SYMBOLS, "yes")], "true or false"),
+            (&[(GENERATE, "a b")], "not a valid Secret data key"),
+            (&[(GENERATE, "a/b")], "not a valid Secret data key"),
+            (&[(GENERATE, "..a")], "not a valid Secret data key"),
+            (&[(GENERATE, "")], "names no key"),
+            (&[(GENERATE, " , ,")], "names no key"),
+            (&[(alias::ENABLE, "true"), (alias::KEY, "")], "names no key"),
+            (
+                &[(alias::ENABLE, "true"), (alias::LENGTH, "x")],
+                "from 1 to",
+            ),
+            (
+                &[(alias::ENABLE, "true"), (alias::SPECIAL_CHAR, "maybe")],
+                "true or false",
+            ),
+            (&[(GENERATE, "a"), (ROTATE, "a\nb")], "control characters"),
+            (
+                &[(GENERATE, "a,b"), (LENGTH, "1048576")],
+                "exceed the 1 MiB",
+            ),
+        ];
+        for (annotations, expect) in cases {
+            let why = invalid(plan(&secret(annotations, &[]), None));
+            assert!(why.contains(expect), "{annotations:?}: {why}");
+        }
+        // A too long key, a long value: quoted shortened.
+        let long = "k".repeat(300);
+        let why = invalid(plan(&secret(&[(GENERATE, &long)], &[]), None));
+        assert!(why.contains("(300 characters)") && why.len() < 400, "{why}");
+        let huge = "9".repeat(100_000);
+        let why = invalid(plan(
+            &secret(&[(GENERATE, "a"), (LENGTH, &huge)], &[]),
+            None,
+        ));
+        assert!(why.len() < 300, "{why}");
+        // Every problem at once.
+        let why = invalid(plan(
+            &secret(&[(GENERATE, "a b"), (LENGTH, "0"), (CHARSET, "x")], &[]),
+            None,
+        ));
+        assert_eq!(why.matches("; ").count(), 2, "{why}");
+    }
+
+    #[test]
+    fn keys_are_listed_once_and_bounded() {
+        let f = fill(plan(&secret(&[(GENERATE, "a,a, a,b,")], &[]), None));
+        assert_eq!(f.generated_keys(), ["a", "b"]);
+        let many: Vec<String> = (0..=MAX_KEYS).map(|i| format!("k{i}")).collect();
+        let why = invalid(plan(&secret(&[(GENERATE, &many.join(","))], &[]), None));
+        assert!(why.contains("more than 64 keys"), "{why}");
+    }
+
+    #[test]
+    fn a_fill_that_would_overflow_the_secret_is_invalid_and_quotes_no_value() {
+        let big = "v".repeat(MAX_SECRET_BYTES - 10);
+        let s = secret(&[(GENERATE, "a")], &[("blob", &big)]);
+        let why = invalid(plan(&s, None));
+        assert!(why.contains("1 MiB") && !why.contains("vvv"), "{why}");
+    }
+
+    impl Plan {
+        /// The plan's shape without random values, to compare two plans.
+        fn is_fill_of(&self) -> Option<(Vec<String>, Option<String>)> {
+            match self {
+                Plan::Fill(f) => Some((
+                    f.keys().into_iter().map(String::from).collect(),
+                    f.rotated().map(String::from),
+                )),
+                _ => None,
+            }
+        }
+    }
+}
