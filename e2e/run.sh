@@ -27,7 +27,8 @@ if "$here/cluster.sh" status >/dev/null 2>&1; then
   echo "run.sh: using the running control plane" >&2; keep_cluster=1
 fi
 trap cleanup EXIT
-env_line=$(E2E_FRESH=$((1 - keep_cluster)) "$here/cluster.sh" up)   # fails the script if the control plane does not come up
+# The audit log is on for the suites (the annotation suite reads it).
+env_line=$(E2E_AUDIT=1 E2E_FRESH=$((1 - keep_cluster)) "$here/cluster.sh" up)   # fails the script if the control plane does not come up
 eval "$env_line"
 kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
 

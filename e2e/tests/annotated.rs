@@ -324,7 +324,7 @@ async fn audit_log_shows_no_request_on_unlabelled_secrets() -> Result<()> {
     let log = std::path::Path::new(&dir).join("logs/audit.log");
     if !log.exists() {
         bail!(
-            "{} is missing: the control plane was started without the audit log; restart it (e2e/cluster.sh down && e2e/cluster.sh up)",
+            "{} is missing: the control plane was started without the audit log; restart it with it (e2e/cluster.sh down && E2E_AUDIT=1 e2e/cluster.sh up)",
             log.display()
         );
     }

@@ -331,3 +331,67 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
     );
     Ok(())
 }
+
+/// config/webhook as the README says to use it (an overlay of the root with
+/// the Component) builds, and every namespaced object lands in the install's
+/// namespace: a Component's resources do not take the base's namespace, so
+/// a Service or Role without one would go to the kubectl context's.
+#[tokio::test]
+async fn the_kustomize_webhook_component_builds_in_the_install_namespace() -> Result<()> {
+    let root = repo_root().canonicalize()?;
+    let overlay = root.join("target/e2e-webhook-overlay");
+    std::fs::create_dir_all(&overlay)?;
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        format!(
+            "resources: [{root}]\ncomponents: [{root}/config/webhook]\n",
+            root = root.display()
+        ),
+    )?;
+    let built = docs(&run(
+        "kubectl",
+        &["kustomize", overlay.to_str().unwrap()],
+        None,
+    )?)?;
+    const CLUSTER_SCOPED: [&str; 5] = [
+        "CustomResourceDefinition",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "MutatingWebhookConfiguration",
+        "Namespace",
+    ];
+    for d in &built {
+        let kind = d["kind"].as_str().unwrap_or_default();
+        if !CLUSTER_SCOPED.contains(&kind) {
+            ensure!(
+                d["metadata"]["namespace"] == "randomsecret-system",
+                "{kind} {} is not in randomsecret-system",
+                d["metadata"]["name"]
+            );
+        }
+    }
+    for kind in [
+        "Service",
+        "Role",
+        "RoleBinding",
+        "MutatingWebhookConfiguration",
+    ] {
+        ensure!(
+            built.iter().any(|d| d["kind"] == kind
+                && d["metadata"]["name"].as_str().is_some_and(
+                    |n| n.ends_with("-webhook") || kind == "MutatingWebhookConfiguration"
+                )),
+            "no webhook {kind} in the build"
+        );
+    }
+    let hook = &built
+        .iter()
+        .find(|d| d["kind"] == "MutatingWebhookConfiguration")
+        .context("no MutatingWebhookConfiguration")?["webhooks"][0];
+    ensure!(
+        hook["failurePolicy"] == "Ignore" && hook["sideEffects"] == "None",
+        "{hook}"
+    );
+    std::fs::remove_dir_all(&overlay).ok();
+    Ok(())
+}

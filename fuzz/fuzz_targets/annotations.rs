@@ -5,15 +5,7 @@
 
 use k8s_openapi::api::core::v1::Secret;
 use libfuzzer_sys::fuzz_target;
-use randomsecret::annotated::rules::{Plan, ROTATED, plan};
-
-/// The value a key will have once stored (`stringData` wins over `data`).
-fn value<'a>(s: &'a Secret, k: &str) -> Option<&'a [u8]> {
-    if let Some(v) = s.string_data.as_ref().and_then(|d| d.get(k)) {
-        return Some(v.as_bytes());
-    }
-    s.data.as_ref()?.get(k).map(|v| v.0.as_slice())
-}
+use randomsecret::annotated::rules::{Plan, ROTATE, ROTATED, plan, value_of as value};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(secret) = serde_json::from_slice::<Secret>(data) else {
@@ -67,9 +59,18 @@ fuzz_target!(|data: &[u8]| {
         (Plan::Fill(a), Plan::Fill(b)) => assert_eq!(a.keys(), b.keys()),
         (a, b) => assert_eq!(a, b),
     }
-    // An UPDATE of itself copies what it has, and never rotates by itself.
+    // An UPDATE of itself copies nothing it already has.
     if let Plan::Fill(f) = plan(&secret, Some(&secret)) {
         assert!(f.copied_keys().count() == 0, "copied a key it already has");
-        let _ = f;
+    }
+    // An UPDATE to a manifest without the rotation token (kubectl replace,
+    // helm upgrade --force) never rotates.
+    let mut without = secret.clone();
+    if let Some(a) = without.metadata.annotations.as_mut() {
+        a.remove(ROTATE);
+        a.remove(ROTATED);
+    }
+    if let Plan::Fill(f) = plan(&without, Some(&secret)) {
+        assert!(!f.is_rotation(), "rotated without a token");
     }
 });

@@ -324,9 +324,14 @@ pub fn plan(new: &Secret, old: Option<&Secret>) -> Plan {
 
     let rotated_of = |s: &Secret| s.metadata.annotations.as_ref()?.get(ROTATED).cloned();
     let recorded_here = rotated_of(new);
-    // A replace that dropped the recorded token keeps the old one (no silent rotation).
-    let recorded = recorded_here.clone().or_else(|| old.and_then(rotated_of));
-    let rotation = recorded.as_ref().is_some_and(|r| *r != request.rotate);
+    // On UPDATE the stored object's record counts: a replace that dropped or
+    // changed it cannot start a rotation.
+    let recorded = old.and_then(rotated_of).or_else(|| recorded_here.clone());
+    // Only a token that is set and differs from the recorded one rotates: a
+    // manifest without it (kubectl replace, helm upgrade --force of the
+    // original manifest after a `kubectl annotate`) never does.
+    let rotation =
+        !request.rotate.is_empty() && recorded.as_ref().is_some_and(|r| *r != request.rotate);
 
     let mut generate = Vec::new();
     let mut copy = BTreeMap::new();
@@ -343,12 +348,13 @@ pub fn plan(new: &Secret, old: Option<&Secret>) -> Plan {
         }
     }
     let fills = !generate.is_empty() || !copy.is_empty();
-    // Every fill records the token; so does the first token a complete
-    // Secret carries (a later change of it is then a rotation).
-    let wanted = if fills || (recorded.is_none() && !request.rotate.is_empty()) {
-        Some(request.rotate.clone())
-    } else {
-        recorded
+    // The token to record: the new one on a rotation; else the one recorded;
+    // else (a first fill, or the first token a complete Secret carries) the
+    // one asked for, so that a later change of it is a rotation.
+    let wanted = match recorded {
+        Some(r) if !rotation => Some(r),
+        _ if fills || !request.rotate.is_empty() => Some(request.rotate.clone()),
+        _ => None,
     };
     let rotated = wanted.filter(|w| recorded_here.as_ref() != Some(w));
     if !fills && rotated.is_none() {
@@ -392,7 +398,7 @@ pub fn plan(new: &Secret, old: Option<&Secret>) -> Plan {
 }
 
 /// The value a key will have once stored: `stringData` wins over `data`.
-fn value_of<'a>(s: &'a Secret, k: &str) -> Option<&'a [u8]> {
+pub fn value_of<'a>(s: &'a Secret, k: &str) -> Option<&'a [u8]> {
     if let Some(v) = s.string_data.as_ref().and_then(|d| d.get(k)) {
         return Some(v.as_bytes());
     }
@@ -724,6 +730,43 @@ mod tests {
         assert_eq!(f.copied_keys().collect::<Vec<_>>(), ["a", "b"]);
         replaced = apply(&replaced, &f);
         assert_eq!(text(&replaced, "a"), text(&done, "a"));
+    }
+
+    #[test]
+    fn a_manifest_without_the_token_never_rotates() {
+        // Rotated imperatively (`kubectl annotate ... rotate=X`): stored with X recorded.
+        let stored = secret(
+            &[(GENERATE, "a,b"), (ROTATE, "X"), (ROTATED, "X")],
+            &[("a", "1"), ("b", "2")],
+        );
+        // `kubectl replace` / `helm upgrade --force` with the original
+        // manifest: no token, no record, one key preset.
+        let original = secret(&[(GENERATE, "a,b")], &[("a", "1")]);
+        let f = fill(plan(&original, Some(&stored)));
+        assert!(!f.is_rotation(), "{f:?}");
+        assert_eq!(f.copied_keys().collect::<Vec<_>>(), ["b"]);
+        assert_eq!(f.rotated(), Some("X"), "the record is kept");
+        let done = apply(&original, &f);
+        assert_eq!(
+            (text(&done, "a"), text(&done, "b")),
+            ("1".into(), "2".into())
+        );
+        assert_eq!(plan(&done, Some(&stored)), Plan::Complete);
+        // A record changed by hand in the new object does not count either.
+        let mut forged = stored.clone();
+        forged
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(ROTATED.into(), "Y".into());
+        let Plan::Fill(f) = plan(&forged, Some(&stored)) else {
+            panic!("the record is put back")
+        };
+        assert!(!f.is_rotation() && f.keys().is_empty());
+        assert_eq!(f.rotated(), Some("X"));
+        // Removing the token on a Secret without a record rotates nothing.
+        let bare = secret(&[(GENERATE, "a")], &[("a", "1")]);
+        assert_eq!(plan(&bare, Some(&bare)), Plan::Complete);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The leader's certificate work (self mode): keeps the certificate Secret
-//! as `lifecycle::decide` says, and the webhook configuration's caBundle
+//! as `lifecycle::decide` says (any replica creates it when missing), and the webhook configuration's caBundle
 //! equal to the stored bundle. Wakes on a change of either object, of
 //! leadership, or at the next time a decision may change.
 //!
@@ -58,7 +58,15 @@ impl Manager {
             } else {
                 // A new leader counts publication from its own observation.
                 published = None;
-                Duration::from_secs(2)
+                if matches!(*self.secret.borrow(), Seen::Absent) {
+                    // Any replica makes the first certificates (create-only,
+                    // race-safe): readiness waits for one, and during an
+                    // upgrade that turns the webhook on the leader may be an
+                    // old replica without it. Renewals stay the leader's.
+                    self.create_first().await
+                } else {
+                    Duration::from_secs(2)
+                }
             };
             tokio::select! {
                 _ = &mut shutdown => return,
@@ -113,6 +121,18 @@ impl Manager {
         }
         let until = d.recheck_at.map_or(3600, |t| t - now).clamp(1, 3600);
         Duration::from_secs(until as u64)
+    }
+
+    /// Creates the certificate Secret when none exists (what `decide` does
+    /// for an empty store); a 409 means another replica made it first.
+    async fn create_first(&self) -> Duration {
+        let stored = Stored::default();
+        let now = unix_now();
+        let d = decide(&observe(&stored), now, &self.policy, None);
+        if d.action == Action::Nothing {
+            return Duration::from_secs(2);
+        }
+        self.carry_out(&Seen::Absent, &stored, d.action, now).await
     }
 
     async fn patch_config(&self, c: &MutatingWebhookConfiguration, bundle: &[u8]) {

@@ -6,6 +6,7 @@
 //! handshake fails and the apiserver applies the failure policy).
 
 use super::certs;
+use super::manager::unix_now;
 use super::store::{TLS_CRT, TLS_KEY};
 use k8s_openapi::ByteString;
 use prometheus_client::metrics::gauge::Gauge;
@@ -26,12 +27,6 @@ struct Served {
     not_before: i64,
     not_after: i64,
     der: Vec<u8>,
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// What the TLS server hands out; shared by the loader and the server.
