@@ -299,7 +299,26 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
     );
     let cert = find(&d, "Certificate", "-webhook")?;
     ensure!(cert["spec"]["secretName"] == "rs-hook-randomsecret-webhook-tls");
-    find(&d, "Issuer", "-webhook")?;
+    // The chart's own CA: the serving certificate's Issuer signs with a CA
+    // certificate (so renewals keep the injected bundle), which a
+    // self-signed Issuer makes.
+    let issuer = find(&d, "Issuer", "-webhook")?;
+    ensure!(
+        cert["spec"]["issuerRef"]["name"] == issuer["metadata"]["name"],
+        "{}",
+        cert["spec"]["issuerRef"]
+    );
+    let ca = find(&d, "Certificate", "-webhook-ca")?;
+    ensure!(
+        ca["spec"]["isCA"] == true
+            && issuer["spec"]["ca"]["secretName"] == ca["spec"]["secretName"],
+        "{issuer} / {ca}"
+    );
+    let root = find(&d, "Issuer", "-webhook-selfsigned")?;
+    ensure!(
+        root["spec"]["selfSigned"].is_object()
+            && ca["spec"]["issuerRef"]["name"] == root["metadata"]["name"]
+    );
     ensure!(
         find(&d, "ClusterRole", "-webhook").is_err(),
         "cert-manager mode needs no access to the configuration"

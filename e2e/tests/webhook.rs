@@ -124,6 +124,19 @@ fn annotated(name: &str, generate: &str, extra: &[(&str, &str)], data: Value) ->
     }))?)
 }
 
+/// The apiserver's count of webhook calls that failed and were let through
+/// (`failurePolicy: Ignore`).
+async fn fail_opens(client: &Client) -> Result<f64> {
+    let req = http::Request::get("/metrics").body(Vec::new())?;
+    Ok(client
+        .request_text(req)
+        .await?
+        .lines()
+        .filter(|l| l.starts_with("apiserver_admission_webhook_fail_open_count{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
 fn keys_of(s: &Secret) -> Vec<String> {
     s.data.iter().flatten().map(|(k, _)| k.clone()).collect()
 }
@@ -305,6 +318,40 @@ async fn the_webhook_fills_keys_in_the_create_response() -> Result<()> {
         "replace rotated the value"
     );
 
+    // An explicit rotation (kubectl annotate), then a replace with the
+    // original manifest (no token, no record, as helm upgrade --force sends
+    // it): the rotated values stay.
+    kubectl_io(
+        &[
+            "annotate",
+            "-n",
+            &ns.name,
+            "secret",
+            "first",
+            "randomsecret.io/rotate=r1",
+        ],
+        "",
+    )?;
+    let rotated = secrets.get("first").await?;
+    let rotated_password = rotated.data.as_ref().unwrap()["password"].clone();
+    ensure!(
+        rotated_password != password,
+        "the annotation did not rotate"
+    );
+    record(&rotated, &["password", "token"])?;
+    let mut original = s.clone();
+    original.metadata.resource_version = None;
+    kubectl_io(
+        &["replace", "-n", &ns.name, "-f", "-"],
+        &serde_json::to_string(&original)?,
+    )?;
+    let replaced = secrets.get("first").await?;
+    ensure!(
+        replaced.data.as_ref().unwrap()["password"] == rotated_password
+            && replaced.data.as_ref().unwrap()["token"] == rotated.data.as_ref().unwrap()["token"],
+        "a replace with the original manifest rotated the values"
+    );
+
     // Bad annotation values: data unchanged and a Warning from kubectl.
     let bad: [Bad; 4] = [
         ("zero", "k", &[("randomsecret.io/length", "0")]),
@@ -371,6 +418,7 @@ async fn an_unavailable_webhook_never_blocks_a_secret_write() -> Result<()> {
     let secrets: Api<Secret> = ns.api();
     let timeout = 2;
     // Port closed.
+    let fail_opens_before = fail_opens(&client).await?;
     configure(&client, 18163, "Ignore", &ns.name, timeout).await?;
     tokio::time::sleep(Duration::from_secs(2)).await; // the apiserver sees the configuration
     let started = Instant::now();
@@ -386,11 +434,20 @@ async fn an_unavailable_webhook_never_blocks_a_secret_write() -> Result<()> {
         started.elapsed()
     );
 
+    // The apiserver did call it, and let the write through (fail open).
+    ensure!(
+        fail_opens(&client).await? > fail_opens_before,
+        "the apiserver never failed open: was the webhook called?"
+    );
+
     // A listener that accepts and never answers.
     let listener = std::net::TcpListener::bind("127.0.0.1:18164")?;
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
     std::thread::spawn(move || {
         let mut held = Vec::new();
         for conn in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             held.push(conn);
         }
     });
@@ -407,6 +464,10 @@ async fn an_unavailable_webhook_never_blocks_a_secret_write() -> Result<()> {
     ensure!(
         took < Duration::from_secs(timeout as u64 + 1),
         "took {took:?}"
+    );
+    ensure!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "the apiserver never connected to the silent listener"
     );
     remove_config(&client).await;
 

@@ -302,29 +302,36 @@ impl Report {
 
     /// The webhook phase: latency as the apiserver measured it, and the
     /// webhook's own time per review.
+    /// `within`: the share of calls the apiserver timed at 5 ms or less
+    /// (p99 < 5 ms exactly when it is 99 % or more).
     pub fn webhook(
         &mut self,
         count: usize,
         rate: f64,
         filled: usize,
+        within: f64,
         apiserver: (f64, f64),
         ours: (f64, f64),
     ) {
         self.json.insert(
             "webhook".into(),
-            json!({"creates": count, "rate_per_s": rate, "filled": filled,
+            json!({"creates": count, "rate_per_s": rate, "filled": filled, "share_within_5ms": within,
                    "apiserver_p50_ms": apiserver.0, "apiserver_p99_ms": apiserver.1,
                    "webhook_p50_ms": ours.0, "webhook_p99_ms": ours.1}),
         );
         self.row(
-            format!("Webhook latency (apiserver, {count} creates at {rate}/s): p50 / p99"),
+            format!("Webhook latency (apiserver, {count} creates at {rate}/s): within 5 ms; p50 / p99"),
             format!(
-                "{:.2} ms / **{:.2} ms** (in the webhook: {:.3} / {:.3} ms; {filled} filled)",
-                apiserver.0, apiserver.1, ours.0, ours.1
+                "**{:.1} %**; {:.2} ms / {:.2} ms (interpolated within the apiserver's buckets; in the webhook: {:.3} / {:.3} ms; {filled} filled)",
+                within * 100.0,
+                apiserver.0,
+                apiserver.1,
+                ours.0,
+                ours.1
             ),
             format!(
                 "p99 < {MAX_WEBHOOK_P99_MS} ms: {}",
-                verdict(apiserver.1 < MAX_WEBHOOK_P99_MS)
+                verdict(within >= 0.99)
             ),
         );
     }

@@ -88,6 +88,14 @@ pub fn quantile(before: &Buckets, after: &Buckets, q: f64) -> Option<f64> {
     None
 }
 
+/// The share (0..=1) of the delta's observations at or under `le` seconds
+/// (a bucket bound): exact, where a quantile inside a bucket is interpolated.
+pub fn share_within(before: &Buckets, after: &Buckets, le: f64) -> Option<f64> {
+    let delta = |k: u64| Some(after.get(&k)? - before.get(&k).copied().unwrap_or(0.0));
+    let total = delta(u64::MAX).filter(|t| *t > 0.0)?;
+    Some(delta(key(le))? / total)
+}
+
 async fn apiserver_metrics(client: &Client) -> Result<String> {
     let req = http::Request::get("/metrics").body(Vec::new())?;
     Ok(client.request_text(req).await?)
@@ -193,10 +201,14 @@ pub async fn phase(
             .map(|s| s * 1000.0)
             .context("no webhook calls measured")
     };
+    // The apiserver's first bucket is 5 ms: its quantiles below that are
+    // interpolated, the share within it is exact.
+    let within = share_within(&before, &after, 0.005).context("no 5 ms bucket")?;
     report.webhook(
         count,
         rate,
         filled,
+        within,
         (ms(&before, &after, 0.5)?, ms(&before, &after, 0.99)?),
         (
             ms(&ours_before, &ours_after, 0.5)?,
@@ -221,5 +233,7 @@ mod tests {
         assert!(
             (quantile(&before, &after, 0.99).unwrap() - (0.005 + 0.02 * 9.0 / 10.0)).abs() < 1e-9
         );
+        assert_eq!(share_within(&before, &after, 0.005), Some(0.9));
+        assert_eq!(share_within(&after, &after, 0.005), None, "no calls");
     }
 }
