@@ -200,11 +200,9 @@ pub fn labelled(labels: Option<&BTreeMap<String, String>>) -> bool {
 /// enabled). Checks nothing else: [`parse`] does.
 pub fn asks(annotations: Option<&BTreeMap<String, String>>) -> bool {
     annotations.is_some_and(|a| {
-        a.contains_key(GENERATE) || a.get(ALIAS_ENABLE).map(String::as_str) == Some("true")
+        a.contains_key(GENERATE) || a.get(alias::ENABLE).map(String::as_str) == Some("true")
     })
 }
-
-const ALIAS_ENABLE: &str = alias::ENABLE;
 
 /// Whether a Secret's metadata opts it in: the label and the annotation.
 pub fn opted_in(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
