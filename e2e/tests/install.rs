@@ -358,14 +358,18 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
 #[tokio::test]
 async fn the_kustomize_webhook_component_builds_in_the_install_namespace() -> Result<()> {
     let root = repo_root().canonicalize()?;
-    let overlay = root.join("target/e2e-webhook-overlay");
+    // Outside the repository (kustomize refuses an overlay inside the root
+    // it includes), and by relative paths only (it refuses absolute ones).
+    let overlay = std::env::temp_dir().canonicalize()?.join(format!(
+        "randomsecret-webhook-overlay-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&overlay)?;
+    let up = "../".repeat(overlay.components().count() - 1);
+    let root_rel = format!("{up}{}", root.strip_prefix("/")?.display());
     std::fs::write(
         overlay.join("kustomization.yaml"),
-        format!(
-            "resources: [{root}]\ncomponents: [{root}/config/webhook]\n",
-            root = root.display()
-        ),
+        format!("resources: [{root_rel}]\ncomponents: [{root_rel}/config/webhook]\n"),
     )?;
     let built = docs(&run(
         "kubectl",
