@@ -208,31 +208,10 @@ pub struct WebhookArgs {
 
 /// A duration such as `720h`, `90m`, `1h30m` or `20s`.
 pub fn duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?} is not a duration such as 720h, 90m or 20s");
-    let (mut total, mut digits) = (0u64, String::new());
-    for c in text.chars() {
-        match c {
-            '0'..='9' => digits.push(c),
-            'h' | 'm' | 's' if !digits.is_empty() => {
-                let n: u64 = digits.parse().map_err(|_| bad())?;
-                let unit = match c {
-                    'h' => 3600,
-                    'm' => 60,
-                    _ => 1,
-                };
-                total = n
-                    .checked_mul(unit)
-                    .and_then(|x| total.checked_add(x))
-                    .ok_or_else(bad)?;
-                digits.clear();
-            }
-            _ => return Err(bad()),
-        }
-    }
-    if !digits.is_empty() || total == 0 {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs(total))
+    crate::version::seconds_of(text)
+        .filter(|t| *t > 0)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is not a duration such as 720h, 90m or 20s"))
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ mod spec;
 pub use name::{Version, base_name, hash_alphabet_contains, hash_canonical};
 pub use period::{
     MAX_PERIOD_HOURS, MAX_PERIOD_TEXT, MIN_PERIOD_SECONDS, parse_period, period_range_rule,
-    period_range_text,
+    period_range_text, seconds_of,
 };
 pub use spec::{
     FORBIDDEN_SYMBOLS, Generated, MAX_ROTATION, MAX_SECRET_BYTES, SYMBOLS_INVISIBLE, SpecError,

@@ -33,31 +33,33 @@ pub fn parse_period(text: &str) -> Result<u64, SpecError> {
     if text.len() > MAX_PERIOD_TEXT {
         return Err(bad());
     }
+    seconds_of(text)
+        .filter(|t| (MIN_PERIOD_SECONDS..=MAX_PERIOD_SECONDS).contains(t))
+        .ok_or_else(bad)
+}
+
+/// The seconds of a duration written as `([0-9]+(h|m|s))+` (`720h`,
+/// `1h30m`, `20s`); None for any other text, or beyond a u64.
+pub fn seconds_of(text: &str) -> Option<u64> {
     let (mut total, mut digits) = (0u64, String::new());
     for c in text.chars() {
         match c {
             '0'..='9' => digits.push(c),
             'h' | 'm' | 's' if !digits.is_empty() => {
-                // Too many digits for a u64 is far beyond the maximum too.
-                let n: u64 = digits.parse().map_err(|_| bad())?;
+                // Too many digits for a u64 is beyond any bound too.
+                let n: u64 = digits.parse().ok()?;
                 let unit = match c {
                     'h' => 3600,
                     'm' => 60,
                     _ => 1,
                 };
-                total = n
-                    .checked_mul(unit)
-                    .and_then(|x| total.checked_add(x))
-                    .ok_or_else(bad)?;
+                total = n.checked_mul(unit).and_then(|x| total.checked_add(x))?;
                 digits.clear();
             }
-            _ => return Err(bad()),
+            _ => return None,
         }
     }
-    if !digits.is_empty() || !(MIN_PERIOD_SECONDS..=MAX_PERIOD_SECONDS).contains(&total) {
-        return Err(bad());
-    }
-    Ok(total)
+    (digits.is_empty() && !text.is_empty()).then_some(total)
 }
 
 /// The CRD's CEL rule for the range of `rotateEvery`: the same result as
