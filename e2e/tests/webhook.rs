@@ -226,6 +226,38 @@ fn fingerprint_of_pem(pem: &[u8]) -> Result<String> {
         .to_string())
 }
 
+/// Creates an annotated Secret every 200 ms for `period`; fails unless every
+/// create succeeded with its key in the response.
+async fn creates_every_200ms(secrets: &Api<Secret>, prefix: &str, period: Duration) -> Result<()> {
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let until = Instant::now() + period;
+    let (mut made, mut failed) = (0, Vec::new());
+    while Instant::now() < until {
+        tick.tick().await;
+        let name = format!("{prefix}{made}");
+        match secrets
+            .create(
+                &PostParams::default(),
+                &annotated(&name, "k", &[], json!({}))?,
+            )
+            .await
+        {
+            Ok(s) if keys_of(&s) == ["k"] => record(&s, &["k"])?,
+            Ok(s) => failed.push(format!("{name}: no key in the response: {:?}", keys_of(&s))),
+            Err(e) => failed.push(format!("{name}: {e}")),
+        }
+        made += 1;
+    }
+    ensure!(
+        failed.is_empty(),
+        "{} of {made} requests failed: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(5)]
+    );
+    Ok(())
+}
+
 /// A Secret with bad annotations: name, generate, other annotations.
 type Bad<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
 
@@ -511,32 +543,7 @@ async fn certificates_renew_and_roll_over_without_a_failed_request() -> Result<(
 
     // A Secret every 200 ms for 32 s: serving certificates renew every 6 s,
     // the CA rolls over after about 20 s.
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let until = Instant::now() + Duration::from_secs(32);
-    let (mut made, mut failed) = (0, Vec::new());
-    while Instant::now() < until {
-        tick.tick().await;
-        let name = format!("s{made}");
-        match secrets
-            .create(
-                &PostParams::default(),
-                &annotated(&name, "k", &[], json!({}))?,
-            )
-            .await
-        {
-            Ok(s) if keys_of(&s) == ["k"] => record(&s, &["k"])?,
-            Ok(s) => failed.push(format!("{name}: no key in the response: {:?}", keys_of(&s))),
-            Err(e) => failed.push(format!("{name}: {e}")),
-        }
-        made += 1;
-    }
-    ensure!(
-        failed.is_empty(),
-        "{} of {made} requests failed: {:?}",
-        failed.len(),
-        &failed[..failed.len().min(5)]
-    );
+    creates_every_200ms(&secrets, "s", Duration::from_secs(32)).await?;
     let changes = |action: &str| {
         sum_metric(
             &c,
@@ -752,5 +759,67 @@ async fn an_external_certificate_is_read_and_swapped_in_place() -> Result<()> {
     remove_config(&client).await;
     c.terminate()?;
     api.delete(CERTS, &DeleteParams::default()).await?;
+    ns.delete().await
+}
+
+/// With leader election: every replica serves, only the leader renews (the
+/// standby writes no certificate), and when the leader is SIGKILLed the
+/// standby takes the certificates over. The configuration calls the standby
+/// with `failurePolicy: Fail`, and a create every 200 ms through renewals
+/// before and after the failover never fails.
+#[tokio::test]
+#[ignore = "runs its own controllers: e2e/run.sh runs it after stopping the shared one"]
+async fn with_leader_election_the_standby_serves_and_takes_over() -> Result<()> {
+    let client = client().await?;
+    delete_cert_secret(&client).await?;
+    let ns = TestNamespace::new(&client, "webhook-leader").await?;
+    let secrets: Api<Secret> = ns.api();
+    // Validity well above the lease: a takeover comes before the served
+    // certificate runs out (as with the defaults: 720h against 15 s).
+    let extra = [
+        "--leader-elect",
+        "--leader-election-namespace=randomsecret-system",
+        // The chart's Lease for release "e2e" (e2e/run.sh): its Role names it.
+        "--leader-election-id=e2e-randomsecret",
+        "--lease-duration-seconds=6",
+        "--renew-deadline-seconds=4",
+        "--retry-period-seconds=1",
+        "--webhook-cert-validity=30s",
+        "--webhook-cert-renew-before=15s",
+    ];
+    let mut replicas = vec![
+        (start("webhook-leader-a", 18150, 18152, &extra)?, 18152),
+        (start("webhook-leader-b", 18153, 18155, &extra)?, 18155),
+    ];
+    let leader = single_leader(&[&replicas[0].0, &replicas[1].0], Duration::from_secs(30)).await?;
+    let (standby, standby_port) = (&replicas[1 - leader].0, replicas[1 - leader].1);
+    configure(&client, standby_port, "Fail", &ns.name, 5).await?;
+    wait_served(&secrets).await?;
+    let reissues = |c: &ControllerProcess| {
+        sum_metric(
+            c,
+            "randomsecret_webhook_certificate_changes_total{action=\"reissue\"}",
+        )
+    };
+
+    // The leader renews (every 15 s), the standby serves what it made.
+    creates_every_200ms(&secrets, "a", Duration::from_secs(17)).await?;
+    ensure!(
+        reissues(&replicas[leader].0) >= 1.0,
+        "the leader renewed nothing"
+    );
+    ensure!(
+        reissues(standby) == 0.0,
+        "the standby renewed a certificate"
+    );
+
+    // The leader dies; the standby leads after the lease and renews on.
+    drop(replicas.remove(leader));
+    let survivor = &replicas[0].0;
+    creates_every_200ms(&secrets, "b", Duration::from_secs(25)).await?;
+    ensure!(survivor.is_leader(), "the standby did not take over");
+    ensure!(reissues(survivor) >= 1.0, "the new leader renewed nothing");
+    remove_config(&client).await;
+    replicas.pop().map(|(c, _)| c.terminate()).transpose()?;
     ns.delete().await
 }
