@@ -190,7 +190,7 @@ async fn the_controller_service_account_is_refused_outside_its_rules() -> Result
 async fn the_chart_renders_the_webhook() -> Result<()> {
     let chart = repo_root().join("charts/randomsecret");
     let chart = chart.to_str().unwrap();
-    let render = |extra: &[&str]| -> Result<Vec<Value>> {
+    let template = |extra: &[&str]| -> Result<String> {
         let mut args = vec![
             "template",
             "rs-hook",
@@ -201,8 +201,9 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
             "webhook.enabled=true",
         ];
         args.extend_from_slice(extra);
-        docs(&run("helm", &args, None)?)
+        run("helm", &args, None)
     };
+    let render = |extra: &[&str]| -> Result<Vec<Value>> { docs(&template(extra)?) };
     let find = |d: &[Value], kind: &str, suffix: &str| -> Result<Value> {
         d.iter()
             .find(|d| {
@@ -271,23 +272,10 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
     }
     find(&d, "Service", "-webhook")?;
     run("kubectl", &["create", "namespace", "rs-install-hook"], None).ok();
-    let yaml = run(
-        "helm",
-        &[
-            "template",
-            "rs-hook",
-            chart,
-            "--namespace",
-            "rs-install-hook",
-            "--set",
-            "webhook.enabled=true",
-        ],
-        None,
-    )?;
     run(
         "kubectl",
         &["apply", "--server-side", "--dry-run=server", "-f", "-"],
-        Some(&yaml),
+        Some(&template(&[])?),
     )?;
 
     // cert-manager: a Certificate and the CA injection; the controller only reads its Secret.
