@@ -12,6 +12,11 @@ pub struct Memory {
     pub rss_kib: u64,
     /// Resident at its highest since the process started (VmHWM).
     pub peak_kib: u64,
+    /// Of `rss_kib`: anonymous memory (heap, stacks), and pages of mapped
+    /// files (the binary's code and the shared libraries, which the kernel can
+    /// drop and read again).
+    pub anon_kib: u64,
+    pub file_kib: u64,
 }
 
 pub fn memory(pid: u32) -> Result<Memory> {
@@ -20,6 +25,8 @@ pub fn memory(pid: u32) -> Result<Memory> {
     Ok(Memory {
         rss_kib: field(&text, "VmRSS:"),
         peak_kib: field(&text, "VmHWM:"),
+        anon_kib: field(&text, "RssAnon:"),
+        file_kib: field(&text, "RssFile:"),
     })
 }
 
@@ -212,6 +219,8 @@ impl Sampler {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Steady {
     pub rss_kib: u64,
+    /// The split of RSS at the end of the window.
+    pub last: Memory,
     pub cpu: f64,
     pub handles: Handles,
 }
@@ -227,6 +236,7 @@ pub fn steady(pid: u32, api_port: u16, window: Duration) -> Result<Steady> {
     anyhow::ensure!(!samples.rss_kib.is_empty(), "process {pid} is gone");
     Ok(Steady {
         rss_kib: samples.median_rss_kib(),
+        last: memory(pid)?,
         cpu,
         handles: samples.max,
     })

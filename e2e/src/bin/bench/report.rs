@@ -215,6 +215,7 @@ impl Report {
         self.json.insert(
             "memory".into(),
             json!({"n": n, "steady_rss_mib": mib(steady.rss_kib), "peak_rss_mib": mib(peak),
+                   "steady_anon_mib": mib(steady.last.anon_kib), "steady_file_mib": mib(steady.last.file_kib),
                    "idle_cpu_percent": steady.cpu * 100.0, "steady_handles": steady.handles.json(),
                    "steady_rss_with_bulk_mib": mib(with_bulk.rss_kib), "peak_rss_with_bulk_mib": mib(peak_bulk),
                    "with_bulk_handles": with_bulk.handles.json(),
@@ -223,9 +224,11 @@ impl Report {
         self.row(
             format!("Steady RSS, {n} RandomSecrets / Secrets / ReplicaSets"),
             format!(
-                "**{:.1} MiB** (peak {:.1} MiB)",
+                "**{:.1} MiB** (peak {:.1} MiB; anonymous {:.1}, mapped files {:.1})",
                 mib(steady.rss_kib),
-                mib(peak)
+                mib(peak),
+                mib(steady.last.anon_kib),
+                mib(steady.last.file_kib)
             ),
             format!(
                 "≤ {MAX_STEADY_MIB} MiB: {}",
