@@ -183,6 +183,12 @@ async fn status_tree_through_two_rotations_and_a_rollback() -> Result<()> {
     })
     .await?;
     ensure!(view["items"][0]["current"] == v2n.as_str());
+    ensure!(
+        view["items"][0]["versions"]
+            .as_array()
+            .is_some_and(|vs| vs.iter().all(|v| v["recorded"] == true)),
+        "every version is the object the status records: {view:#}"
+    );
     // Every namespace: the same RandomSecret is among them.
     let all = status_json(&["-A"])?;
     ensure!(
@@ -233,6 +239,29 @@ async fn status_tree_through_two_rotations_and_a_rollback() -> Result<()> {
             );
         }
     }
+
+    // A look-alike with our labels (labels are no proof): shown, flagged as
+    // not in the status, and it holds nothing up.
+    let planted: Secret = serde_json::from_value(json!({"metadata": {"name": "db-5555555555",
+        "labels": {"randomsecret.io/name": "db", "randomsecret.io/hash": "5555555555",
+                   "app.kubernetes.io/managed-by": "randomsecret"}}, "stringData": {"password": "planted"}}))?;
+    secrets.create(&PostParams::default(), &planted).await?;
+    let view = status_json(&["-n", n, "db"])?;
+    let shown = view["items"][0]["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["name"] == "db-5555555555"))
+        .with_context(|| format!("the look-alike is listed: {view:#}"))?;
+    ensure!(shown["recorded"] == false, "{shown}");
+    let tree = run(
+        bin.to_str().context("binary path")?,
+        &["status", "-n", n, "db"],
+        None,
+    )?;
+    ensure!(
+        tree.lines()
+            .any(|l| l.contains("db-5555555555") && l.contains("not in the status")),
+        "{tree}"
+    );
 
     // A RandomSecret that is not Ready shows why.
     let spec = json!({"keys": {"password": {"length": 8}}});

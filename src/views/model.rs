@@ -65,6 +65,11 @@ pub struct VersionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept: Option<Kept>,
     pub secret: SecretPresence,
+    /// The status lists this very Secret (by uid): the controller created
+    /// or verified it. A labelled Secret the status does not list was made
+    /// a moment ago, or is a look-alike the controller leaves alone (labels
+    /// are no proof; only the controller can check its proof of creation).
+    pub recorded: bool,
     pub holders: Vec<HolderView>,
 }
 
@@ -243,10 +248,13 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
                 }
                 VersionState::Released => None,
             };
-            let deleting = secrets
-                .iter()
-                .any(|m| m.name.as_deref() == Some(&p.name) && m.deletion_timestamp.is_some());
+            let meta = secrets.iter().find(|m| m.name.as_deref() == Some(&p.name));
+            let deleting = meta.is_some_and(|m| m.deletion_timestamp.is_some());
+            let recorded = status.iter().flat_map(|s| &s.versions).any(|v| {
+                v.name == p.name && (v.uid.is_none() || v.uid == meta.and_then(|m| m.uid.clone()))
+            });
             VersionView {
+                recorded,
                 secret: if deleting {
                     SecretPresence::Deleting
                 } else {
@@ -272,6 +280,7 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
                 state: v.state,
                 kept: None,
                 secret: SecretPresence::Missing,
+                recorded: true,
                 holders: holder_views(&holders_of(&v.name)),
             });
         }
@@ -285,6 +294,7 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
                 state: VersionState::Released,
                 kept: None,
                 secret: SecretPresence::Deleted,
+                recorded: true,
                 holders: holder_views(&holders_of(n)),
             });
         }
@@ -393,6 +403,7 @@ pub(crate) mod fixtures {
     pub const V2: &str = "db-c8h2d5q9bx";
     pub const V3: &str = "db-7b9fk2m4tg";
     pub const V0: &str = "db-9fk2m4tg7b";
+    pub const PLANTED: &str = "db-5555555555";
 
     /// db: current V2 (rolled back to), V3 referenced by the newest
     /// ReplicaSet, V1 only by an old revision, V0 within history; a second
@@ -404,7 +415,11 @@ pub(crate) mod fixtures {
                     "db",
                     json!({"keys": {"password": {"length": 16}}, "rotation": "2", "history": 1}),
                     json!({"observedGeneration": 4, "secretName": V2,
-                        "versions": [{"name": V2, "hash": &V2[3..], "state": "current"}],
+                        "versions": [
+                            {"name": V2, "hash": &V2[3..], "state": "current", "uid": format!("{V2}-uid")},
+                            {"name": V3, "hash": &V3[3..], "state": "retained", "uid": format!("{V3}-uid")},
+                            {"name": V1, "hash": &V1[3..], "state": "retained", "uid": format!("{V1}-uid")},
+                            {"name": V0, "hash": &V0[3..], "state": "retained", "uid": format!("{V0}-uid")}],
                         "released": ["db-t2t2t2t2t2"],
                         "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "",
                                          "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
@@ -428,6 +443,8 @@ pub(crate) mod fixtures {
                 // Within the same second as V2: the annotation orders them.
                 secret(V3, "db", "2026-01-01T00:02:00.900000000Z"),
                 secret("other-5555555555", "other", "2026-01-01T00:00:00.1Z"),
+                // Our labels, but not in the status: someone else's look-alike.
+                secret(PLANTED, "db", "2025-12-31T23:58:00.100000000Z"),
             ],
             holders: vec![
                 held(HolderKind::ReplicaSet, "web-2", 1, &[V2], None),
@@ -467,6 +484,13 @@ mod tests {
             .iter()
             .map(|v| (v.name.as_str(), v.state, v.kept, v.secret))
             .collect();
+        let unrecorded: Vec<&str> = db
+            .versions
+            .iter()
+            .filter(|v| !v.recorded)
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(unrecorded, [PLANTED]);
         assert_eq!(
             rows,
             [
@@ -492,6 +516,12 @@ mod tests {
                     V0,
                     VersionState::Retained,
                     Some(Kept::History { position: 1, of: 1 }),
+                    SecretPresence::Present
+                ),
+                (
+                    PLANTED,
+                    VersionState::Released,
+                    None,
                     SecretPresence::Present
                 ),
                 (

@@ -89,7 +89,13 @@ fn why(v: &VersionView) -> String {
         SecretPresence::Missing => "Secret missing",
         SecretPresence::Deleted => "deleted",
     };
-    [kept.as_str(), secret]
+    let unrecorded = match v.secret {
+        SecretPresence::Present | SecretPresence::Deleting if !v.recorded => {
+            "not in the status: new, or a look-alike the controller leaves alone"
+        }
+        _ => "",
+    };
+    [kept.as_str(), secret, unrecorded]
         .iter()
         .filter(|s| !s.is_empty())
         .copied()
@@ -237,6 +243,7 @@ RandomSecret demo/db  Ready  4 live versions, history 1, age 5m
 │   ├── ControllerRevision/cache-6d5f
 │   └── Pod/web-1-x
 ├── db-9fk2m4tg7b  retained      5m  kept: within history (1 of 1)
+├── db-5555555555  released      7m  not in the status: new, or a look-alike the controller leaves alone
 └── db-t2t2t2t2t2  released  deleted
 
 RandomSecret demo/taken  Not ready: SecretNameTaken  0 live versions, history 0, age 5m
