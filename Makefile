@@ -11,12 +11,16 @@ all: build
 build:
 	$(CARGO) build --release --bin randomsecret
 
-## static: a statically linked release binary (what the Dockerfile ships), checked to run
+## static: a statically linked release binary (what the Dockerfile ships), checked to run,
+## and kubectl-randomsecret beside it (a link: the kubectl plugin)
 static:
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --bin randomsecret --target x86_64-unknown-linux-gnu --target-dir target/static
 	@f=target/static/x86_64-unknown-linux-gnu/release/randomsecret; \
 	  if ldd $$f 2>&1 | grep -qv "not a dynamic executable\|statically linked"; then ldd $$f; echo "$$f is not static" >&2; exit 1; fi; \
 	  $$f --version && $$f crd | grep -q "kind: CustomResourceDefinition" && echo "make static: $$f is static and runs"
+	@# The kubectl plugin: the same binary as kubectl-randomsecret (kubectl randomsecret status).
+	@d=target/static/x86_64-unknown-linux-gnu/release; ln -sf randomsecret $$d/kubectl-randomsecret; \
+	  $$d/kubectl-randomsecret --help | grep -q "Usage: kubectl randomsecret" && echo "make static: $$d/kubectl-randomsecret is the kubectl plugin"
 
 ## crd: regenerate the committed CRD from the Rust types (a unit test checks it)
 crd:

@@ -163,6 +163,13 @@ pub struct Generator {
     #[schemars(length(min = 1, max = 128))]
     #[x_kube(validation = Rule::new(crate::version::symbols_rule().as_str()).message(crate::version::SYMBOLS_INVISIBLE))]
     pub symbol_characters: Option<String>,
+    /// Overlap for zero-downtime rotation of session or signing keys: each
+    /// new version also holds the previous version's value of this key under
+    /// `<key>.previous` (absent from the first version, and when the previous
+    /// version's Secret is gone: never an older value). Part of the version
+    /// name only through this flag (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<bool>,
 }
 
 /// The base alphabet of a generated value.

@@ -27,7 +27,22 @@ pub enum Command {
         /// YAML file to read ("-" or absent: standard input).
         #[arg(short = 'f', long = "filename")]
         file: Option<PathBuf>,
+        /// Also show the canonical form each name is the hash of, line by
+        /// line with the spec field it comes from (static values hidden).
+        #[arg(long)]
+        explain: bool,
     },
+    /// Compare the RandomSecrets of two manifests: each one's versioned name
+    /// in both, and which spec fields changed it.
+    Diff {
+        /// The manifests before ("-": standard input).
+        old: PathBuf,
+        /// The manifests after ("-": standard input).
+        new: PathBuf,
+    },
+    /// Rotate a RandomSecret: set spec.rotation to a new token (a merge
+    /// patch), or print the change to commit with --print.
+    Rotate(RotateArgs),
     /// Rewrite workload references to RandomSecret base names into versioned names
     /// (a YAML stream in and out; also a Helm --post-renderer).
     Resolve {
@@ -38,6 +53,68 @@ pub enum Command {
     /// The same as `resolve`, as a KRM function (ResourceList in and out) for
     /// `kustomize build --enable-alpha-plugins --enable-exec`.
     Kustomize,
+    /// Show each RandomSecret's versions as a tree: which is current, what
+    /// holds each one (ReplicaSets, ControllerRevisions, Pods) and why a
+    /// superseded one is still kept. Reads Secrets' metadata only, never a value.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RotateArgs {
+    /// The RandomSecret.
+    pub name: String,
+    /// Namespace (default: the kubeconfig context's).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// The new token (default: the current time, e.g. 20261201T070821Z).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Print the change (YAML, also a merge patch) instead of sending it:
+    /// commit it to the RandomSecret's manifest. Needs no cluster.
+    #[arg(long)]
+    pub print: bool,
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+}
+
+/// Output format of `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusOutput {
+    /// A tree per RandomSecret (coloured on a terminal).
+    Tree,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The RandomSecret to show (default: every one in the namespace).
+    pub name: Option<String>,
+    /// Namespace (default: the kubeconfig context's).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long, conflicts_with_all = ["namespace", "name"])]
+    pub all_namespaces: bool,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "tree")]
+    pub output: StatusOutput,
+    /// Keep reading, and print the view again each time it changes.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// How often --watch reads (e.g. 2s, 1m).
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    pub interval: Duration,
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -62,6 +62,7 @@ mod tests {
             length,
             charset,
             symbols: symbols.to_string(),
+            previous: false,
         }
     }
 

@@ -17,6 +17,9 @@
 //!   certificates.
 //! - [`gitops`], [`manifests`]: YAML streams for the CLI (`name`, `resolve`,
 //!   the KRM function). [`cli`]: the command line.
+//! - [`rotate`]: `randomsecret rotate`, a new rotation token.
+//! - [`views`]: `randomsecret status`, the versions of each RandomSecret and
+//!   what holds them.
 
 pub mod annotated;
 pub mod api;
@@ -28,7 +31,9 @@ pub use gitops::manifests;
 pub mod proof;
 pub mod reconciler;
 pub mod references;
+pub mod rotate;
 pub mod runtime;
 pub mod tracking;
 pub mod version;
+pub mod views;
 pub mod webhook;

@@ -1,6 +1,10 @@
-use clap::Parser;
-use randomsecret::cli::{Cli, Command, ControllerArgs, LogFormat};
+use clap::{CommandFactory, FromArgMatches};
+use randomsecret::cli::{
+    Cli, Command, ControllerArgs, LogFormat, RotateArgs, StatusArgs, StatusOutput,
+};
+use randomsecret::views::{fetch, render};
 use randomsecret::{api, gitops, manifests, runtime};
+use std::io::Write;
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
@@ -72,8 +76,111 @@ fn read_input(file: Option<&std::path::Path>) -> Result<String, String> {
     })
 }
 
+/// kubectl runs a plugin as `kubectl-<name>` from PATH: installed under that
+/// name (a symlink or a copy), the binary is `kubectl randomsecret`.
+fn parse_cli() -> Cli {
+    let invoked = std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+    let mut command = Cli::command();
+    if invoked.is_some_and(|n| n.starts_with("kubectl-randomsecret")) {
+        command = command.bin_name("kubectl randomsecret");
+    }
+    let matches = command.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// `randomsecret status`: read, render, and with --watch again on each change.
+async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    let client = fetch::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    let scope = fetch::Scope {
+        namespace: if args.all_namespaces {
+            None
+        } else {
+            Some(
+                args.namespace
+                    .clone()
+                    .unwrap_or_else(|| client.default_namespace().to_string()),
+            )
+        },
+        name: args.name.clone(),
+    };
+    let terminal = std::io::stdout().is_terminal();
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let draw = |list: &randomsecret::views::StatusList| -> std::io::Result<()> {
+        let text = match args.output {
+            StatusOutput::Tree => render::tree(list, k8s_openapi::jiff::Timestamp::now(), colour),
+            StatusOutput::Json => render::json(list),
+            StatusOutput::Yaml => render::yaml(list),
+        };
+        let mut out = std::io::stdout().lock();
+        if args.watch {
+            if terminal {
+                // Redraw in place: cursor home, clear the screen.
+                out.write_all(b"\x1b[H\x1b[2J")?;
+            } else if args.output == StatusOutput::Yaml {
+                out.write_all(b"---\n")?;
+            }
+        }
+        out.write_all(text.as_bytes())?;
+        out.flush()
+    };
+    if args.watch {
+        fetch::watch(&client, &scope, args.interval, draw).await
+    } else {
+        match draw(&fetch::status(&client, &scope).await?) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => Ok(r?),
+        }
+    }
+}
+
+/// `randomsecret rotate`: print the change, or send it.
+fn rotate(args: RotateArgs) -> Result<(), String> {
+    use randomsecret::rotate;
+    let token = args
+        .to
+        .clone()
+        .unwrap_or_else(|| rotate::token(k8s_openapi::jiff::Timestamp::now()));
+    if args.print {
+        print!("{}", rotate::print(&token));
+        eprintln!(
+            "randomsecret rotate: commit this to RandomSecret {}'s manifest (or: kubectl patch randomsecret {} --type merge --patch-file FILE)",
+            args.name, args.name
+        );
+        return Ok(());
+    }
+    let run = async {
+        let client = fetch::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+        let ns = args
+            .namespace
+            .clone()
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        let (old, name) = rotate::rotate(&client, &ns, &args.name, &token).await?;
+        let old = old.map_or("unset".to_string(), |o| format!("{o:?}"));
+        match name {
+            Some(n) => println!(
+                "randomsecret/{} rotated: rotation {old} -> {token:?}; new version {n}",
+                args.name
+            ),
+            None => println!(
+                "randomsecret/{} rotated: rotation {old} -> {token:?}",
+                args.name
+            ),
+        }
+        anyhow::Ok(())
+    };
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(run)
+        .map_err(|e| format!("{e:#}"))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let result: Result<(), String> = match cli.command {
         Command::Controller(args) => {
             init_logging(&args);
@@ -84,15 +191,37 @@ fn main() -> ExitCode {
             rt.block_on(runtime::run(*args))
                 .map_err(|e| format!("{e:#}"))
         }
+        Command::Status(args) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+            .block_on(status(args))
+            .map_err(|e| format!("{e:#}")),
         Command::Crd => {
             print!("{}", api::crd_yaml());
             Ok(())
         }
-        Command::Name { file } => read_input(file.as_deref()).and_then(|input| {
+        Command::Name { file, explain } => read_input(file.as_deref()).and_then(|input| {
             let names = manifests::versioned_names(&input).map_err(|e| e.to_string())?;
-            names.iter().for_each(|n| println!("{n}"));
+            if explain {
+                print!(
+                    "{}",
+                    gitops::explain::explain_stream(&input).map_err(|e| e.to_string())?
+                );
+            } else {
+                names.iter().for_each(|n| println!("{n}"));
+            }
             Ok(())
         }),
+        Command::Diff { old, new } => read_input(Some(&old)).and_then(|old| {
+            let new = read_input(Some(&new))?;
+            print!(
+                "{}",
+                gitops::explain::diff(&old, &new).map_err(|e| e.to_string())?
+            );
+            Ok(())
+        }),
+        Command::Rotate(args) => rotate(args),
         Command::Resolve { file } => read_input(file.as_deref()).and_then(|input| {
             let (out, _) = gitops::resolve_stream(&input).map_err(|e| e.to_string())?;
             print!("{out}");

@@ -254,6 +254,9 @@ fn generated_spec(g: &mut Gen, i: usize) -> (String, Value) {
         if g.next().is_multiple_of(2) {
             generator["symbolCharacters"] = json!(g.pick(&symbols));
         }
+        if g.next().is_multiple_of(4) {
+            generator["previous"] = json!(true); // overlap keys: the flag is in the name
+        }
         keys.insert(format!("key-{k}.{}", g.pick(&["a", "B", "c_d"])), generator);
     }
     let mut spec = json!({"keys": keys, "rotation": format!("r{}<&>", g.next() % 5)});

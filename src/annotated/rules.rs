@@ -297,6 +297,7 @@ pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
             } else {
                 String::new()
             },
+            previous: false,
         },
         rotate: rotate.to_string(),
     }))
@@ -584,7 +585,8 @@ mod tests {
             &Generated {
                 length: 32,
                 charset: Charset::Alphanumeric,
-                symbols: String::new()
+                symbols: String::new(),
+                previous: false,
             }
         );
         let f = fill(plan(
@@ -792,7 +794,8 @@ mod tests {
             &Generated {
                 length: 32,
                 charset: Charset::Alphanumeric,
-                symbols: DEFAULT_SYMBOLS.into()
+                symbols: DEFAULT_SYMBOLS.into(),
+                previous: false,
             }
         );
         // No key annotation: "password"; empty values mean the default.

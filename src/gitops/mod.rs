@@ -2,11 +2,14 @@
 //! YAML stream (`randomsecret name`), and references to base names rewritten
 //! into versioned names, before anything reaches the cluster.
 //!
+//! - [`explain`]: `randomsecret name --explain` and `randomsecret diff`, the
+//!   canonical form behind a name and which fields changed it.
 //! - [`manifests`]: finding the RandomSecrets in a stream and computing their names.
 //! - [`resolve`](mod@resolve): `randomsecret resolve`, a YAML stream in and out (also a Helm post-renderer).
 //! - [`krm`]: `randomsecret kustomize`, the same as a KRM function (ResourceList in and out).
 //! - [`yaml`]: reading and writing YAML; no other module touches a YAML library.
 
+pub mod explain;
 pub mod krm;
 pub mod manifests;
 pub mod resolve;

@@ -74,8 +74,14 @@ pub enum Ensured {
 
 /// The Secret for a new version (values freshly generated), owned by the
 /// RandomSecret and by whatever already references the name.
-pub fn build_secret(rs: &Subject, v: &Version, ctx: &Context) -> Result<Secret, ReconcileError> {
-    let mut data = BTreeMap::new();
+/// `previous`: overlap keys' entries (`reconciler::overlap`).
+pub fn build_secret(
+    rs: &Subject,
+    v: &Version,
+    previous: BTreeMap<String, ByteString>,
+    ctx: &Context,
+) -> Result<Secret, ReconcileError> {
+    let mut data = previous;
     for (key, g) in &v.spec.generated {
         let value = generate::value(g).map_err(|e| ReconcileError::Random(e.to_string()))?;
         data.insert(key.clone(), ByteString(value.into_bytes()));
@@ -189,7 +195,9 @@ pub async fn version(
             };
             let doing = || format!("creating Secret {}", v.secret_name);
             ctx.may_write()?;
-            match api.create(&pp, &build_secret(rs, v, ctx)?).await {
+            let previous = super::overlap::previous_data(rs, v, &api).await?;
+            let previous = super::overlap::entries(&v.spec, previous.as_ref());
+            match api.create(&pp, &build_secret(rs, v, previous, ctx)?).await {
                 Ok(created) => {
                     // Only the metadata is kept; the values are never cached.
                     ctx.caches.secrets.write_through(&created.metadata, true);

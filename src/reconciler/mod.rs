@@ -13,6 +13,7 @@
 
 pub mod ensure;
 pub mod error;
+pub mod overlap;
 pub mod policy;
 pub mod proven;
 pub mod report;

@@ -1134,6 +1134,68 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
     assert!(h.caches.secrets.get(&key().sibling(&old.name())).is_none());
 }
 
+/// Overlap keys (`previous: true`): a rotation reads the version the status
+/// records as current (one GET) and puts its value under `<key>.previous`;
+/// the same name holding another object (a uid the status did not record)
+/// gives no previous value, never a value of unknown origin.
+#[tokio::test]
+async fn a_rotation_with_overlap_keys_carries_the_recorded_previous_value() {
+    for recorded in [true, false] {
+        let h = Harness::new();
+        let base = Rs {
+            spec: json!({"keys": {"password": {"length": 16, "previous": true}, "pin": {"length": 4}}}),
+            ..Rs::test()
+        };
+        let old = VersionSecret::of(&base)
+            .with_uid(OLD_SECRET_UID)
+            .created_at("2026-01-01T00:00:00")
+            .cached_in(&h);
+        let rs = base
+            .clone()
+            .with_rotation("2")
+            .with_status(ready_status(&old, &[]))
+            .cached_in(&h);
+        let v = rs.version();
+        let (old_name, rs2) = (old.name(), rs.clone());
+        let mut whole = old.whole();
+        whole["data"] = json!({"password": "b2xkLXBhc3N3b3Jk", "pin": "MTIzNA=="});
+        if !recorded {
+            whole["metadata"]["uid"] = json!(REPLICASET_UID);
+        }
+        let run = h
+            .reconcile(|mut api| async move {
+                let get = api.get_secret(&old_name).await;
+                get.respond(200, &whole);
+                let post = api.create_secret().await;
+                assert_eq!(post.body["metadata"]["name"], v.secret_name.as_str());
+                let data = post.body["data"].as_object().expect("data").clone();
+                let keys: Vec<&str> = data.keys().map(String::as_str).collect();
+                if recorded {
+                    assert_eq!(keys, ["password", "password.previous", "pin"]);
+                    assert_eq!(data["password.previous"], "b2xkLXBhc3N3b3Jk");
+                } else {
+                    assert_eq!(keys, ["password", "pin"], "another object: no previous value");
+                }
+                assert_ne!(data["password"], "b2xkLXBhc3N3b3Jk", "a new value");
+                let body = post.body.clone();
+                post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+                let delete = api.delete_secret(&old_name).await;
+                let gone = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                    "details": {"name": old_name, "kind": "secrets", "uid": OLD_SECRET_UID}});
+                delete.respond(200, &gone);
+                let patch = api.apply_status().await;
+                let status = patch.body["status"].clone();
+                assert_eq!(status["secretName"], v.secret_name.as_str());
+                assert!(!patch.body.to_string().contains("b2xkLXBhc3N3b3Jk"), "no value in the status");
+                patch.respond(200, &rs2.applied(&status));
+                api
+            })
+            .await;
+        assert_eq!(run.next, Next::AwaitChange);
+        assert_eq!(run.metrics.versions_created.get(), 1);
+    }
+}
+
 /// The same rotation while a watch is interrupted (the apiserver restarted,
 /// say): the reference index may miss a ReplicaSet created during the gap,
 /// so the old version is kept, owned by the RandomSecret as if within

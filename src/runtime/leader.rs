@@ -60,6 +60,7 @@ pub fn config(args: &ControllerArgs) -> anyhow::Result<LeaseConfig> {
         length: 6,
         charset: crate::api::Charset::Lower,
         symbols: String::new(),
+        previous: false,
     })
     .unwrap_or_default();
     Ok(LeaseConfig {

@@ -22,6 +22,7 @@ pub use period::{
     period_range_text, seconds_of,
 };
 pub use spec::{
-    FORBIDDEN_SYMBOLS, Generated, MAX_ROTATION, MAX_SECRET_BYTES, SYMBOLS_INVISIBLE, SpecError,
-    VersionSpec, data_key_rule, rotation_rule, symbols_rule, valid_data_key,
+    FORBIDDEN_SYMBOLS, Generated, MAX_ROTATION, MAX_SECRET_BYTES, PREVIOUS_SUFFIX,
+    SYMBOLS_INVISIBLE, SpecError, VersionSpec, data_key_rule, previous_key, rotation_rule,
+    symbols_rule, valid_data_key,
 };

@@ -31,6 +31,10 @@ impl VersionSpec {
             s(&mut out, k);
             out.push_str(&format!(":{}:{}:", g.length, g.charset.as_str()));
             s(&mut out, &g.symbols);
+            // Only when on, so every name from before overlap existed stays.
+            if g.previous {
+                out.push_str(":previous");
+            }
             out.push('\n');
         }
         for (k, v) in &self.statics {

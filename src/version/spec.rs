@@ -18,6 +18,17 @@ pub struct Generated {
     pub charset: Charset,
     /// The symbol characters added to the alphabet, as written; empty when symbols are off.
     pub symbols: String,
+    /// Overlap: the new version also holds the previous version's value
+    /// under [`previous_key`].
+    pub previous: bool,
+}
+
+/// Suffix of the data key that holds a key's previous value (overlap).
+pub const PREVIOUS_SUFFIX: &str = ".previous";
+
+/// The data key holding the previous version's value of `key` (overlap).
+pub fn previous_key(key: &str) -> String {
+    format!("{key}{PREVIOUS_SUFFIX}")
 }
 
 /// What defines a version: everything that changes the Secret's data or type.
@@ -255,6 +266,7 @@ fn generated(
         length: length as usize,
         charset,
         symbols,
+        previous: false,
     })
 }
 
@@ -281,14 +293,15 @@ impl VersionSpec {
             generated_map.insert(key.to_string(), g);
         }
         for (key, g) in spec.keys.iter().flatten() {
-            let g = generated(
+            let mut generated = generated(
                 key,
                 g.length,
                 g.charset.unwrap_or_default(),
                 g.symbols,
                 g.symbol_characters.as_deref(),
             )?;
-            generated_map.insert(key.clone(), g);
+            generated.previous = g.previous.unwrap_or(false);
+            generated_map.insert(key.clone(), generated);
         }
         let statics = spec.r#static.clone().unwrap_or_default();
         for k in statics.keys() {
@@ -297,6 +310,16 @@ impl VersionSpec {
             }
             if generated_map.contains_key(k) {
                 return Err(SpecError::KeyConflict(k.clone()));
+            }
+        }
+        // Overlap's `<key>.previous` is a data key of its own: valid, and no one else's.
+        for (k, _) in generated_map.iter().filter(|(_, g)| g.previous) {
+            let p = previous_key(k);
+            if !valid_data_key(&p) {
+                return Err(SpecError::InvalidKey(p));
+            }
+            if generated_map.contains_key(&p) || statics.contains_key(&p) {
+                return Err(SpecError::KeyConflict(p));
             }
         }
         if generated_map.len() > MAX_KEYS || statics.len() > MAX_KEYS {
@@ -353,7 +376,8 @@ impl VersionSpec {
             .values()
             .map(|g| {
                 let widest = g.symbols.chars().map(char::len_utf8).max().unwrap_or(1);
-                g.length * widest
+                // With overlap, the previous value too (of the same size when the spec kept it).
+                g.length * widest * if g.previous { 2 } else { 1 }
             })
             .sum();
         gen_bytes + self.statics.values().map(String::len).sum::<usize>()
@@ -416,7 +440,8 @@ mod tests {
             Generated {
                 length: 32,
                 charset: Charset::Alphanumeric,
-                symbols: String::new()
+                symbols: String::new(),
+                previous: false,
             }
         );
     }
@@ -516,6 +541,7 @@ mod tests {
             charset: Some(Charset::Base64url),
             symbols: None,
             symbol_characters: None,
+            previous: Some(true),
         };
         let back: Generator = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
         assert_eq!(g, back);

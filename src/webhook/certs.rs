@@ -129,6 +129,7 @@ pub fn issue_ca(not_before: i64, not_after: i64) -> Result<Pair, CertError> {
         length: 8,
         charset: crate::api::Charset::Lower,
         symbols: String::new(),
+        previous: false,
     })
     .map_err(|e| CertError::Parse(e.to_string()))?;
     p.distinguished_name = rcgen::DistinguishedName::new();

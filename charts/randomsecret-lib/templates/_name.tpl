@@ -31,7 +31,8 @@ taken as Helm parsed them (YAML 1.1), exactly as the RandomSecret is rendered.
 {{-   if hasKey $g "symbols" }}{{ $on = $g.symbols }}{{ end -}}
 {{-   $symbols := "" -}}
 {{-   if $on }}{{ $symbols = default $defaultSymbols $g.symbolCharacters }}{{ end -}}
-{{-   $_ := set $gen $key (dict "length" $g.length "charset" (default "alphanumeric" $g.charset) "symbols" $symbols) -}}
+{{-   $previous := and (hasKey $g "previous") $g.previous -}}
+{{-   $_ := set $gen $key (dict "length" $g.length "charset" (default "alphanumeric" $g.charset) "symbols" $symbols "previous" $previous) -}}
 {{- end -}}
 randomsecret.io/v1
 type:{{ include "randomsecret.canonicalString" (default "Opaque" $spec.type) }}
@@ -40,7 +41,7 @@ rotation:{{ include "randomsecret.canonicalString" (toString (default "" $spec.r
 {{-   $g := get $gen $key -}}
 {{-   $length := $g.length -}}
 {{-   if ne (float64 $length) (float64 (int64 $length)) }}{{ fail (printf "randomsecret-lib: keys.%s.length must be a whole number, got %v" $key $length) }}{{ end -}}
-generate:{{ include "randomsecret.canonicalString" $key }}:{{ int64 $length }}:{{ $g.charset }}:{{ include "randomsecret.canonicalString" $g.symbols }}
+generate:{{ include "randomsecret.canonicalString" $key }}:{{ int64 $length }}:{{ $g.charset }}:{{ include "randomsecret.canonicalString" $g.symbols }}{{ if $g.previous }}:previous{{ end }}
 {{ end -}}
 {{- $static := $spec.static | default dict -}}
 {{- range $key := keys $static | sortAlpha -}}

@@ -9,6 +9,7 @@
 //! release binary and the peer); see the README's Benchmarks section.
 
 mod apimetrics;
+mod charts;
 mod peer;
 mod procstat;
 mod report;
@@ -82,6 +83,12 @@ pub struct Args {
     /// Where results.json goes.
     #[arg(long, default_value = "target/bench")]
     out: std::path::PathBuf,
+    /// Where the SVG charts go (committed next to the README's table).
+    #[arg(long, default_value = "docs/bench")]
+    charts: std::path::PathBuf,
+    /// Only draw the charts (into --charts) from an existing results.json; runs nothing.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    render_charts: Option<std::path::PathBuf>,
     /// First of the local ports for the controllers' metrics and health endpoints.
     #[arg(long, default_value_t = 19080)]
     port: u16,
@@ -117,6 +124,16 @@ const LIMIT: Duration = Duration::from_secs(1800);
 #[tokio::main]
 async fn main() -> Result<()> {
     let mut args = Args::parse();
+    if let Some(file) = &args.render_charts {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let results: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", file.display()))?;
+        for path in charts::render(&results, &args.charts)? {
+            println!("{}", path.display());
+        }
+        return Ok(());
+    }
     // Ascending: the largest set is the one kept for the scale phase, which comes last.
     args.sizes.sort_unstable();
     args.sizes.dedup();
@@ -145,16 +162,16 @@ async fn main() -> Result<()> {
 
     for &n in &args.sizes {
         eprintln!("bench: N={n}: floor");
-        let (floor, rotation_floor) = if args.no_floor {
-            (None, None)
+        let (floor, floor_done, rotation_floor) = if args.no_floor {
+            (None, Vec::new(), None)
         } else {
-            let (took, rotated) = floor(&client, &args, n, n == largest).await?;
-            (Some(took), rotated)
+            let (took, done, rotated) = floor(&client, &args, n, n == largest).await?;
+            (Some(took), done, rotated)
         };
         eprintln!("bench: N={n}: floor {floor:?}; randomsecret");
         let mut ctl = start_controller(&args, "bench", &[])?;
         let ours = converge(&client, &args, n, &ctl).await?;
-        report.convergence(n, floor, &ours);
+        report.convergence(n, floor, &floor_done, &ours);
         if n == largest {
             memory(&client, &args, n, &mut ctl, &mut report).await?;
             rotation(&client, &args, n, rotation_floor, &mut report).await?;
@@ -193,7 +210,7 @@ async fn main() -> Result<()> {
     if let Some(target) = big {
         scale(&client, &args, largest, target, &mut report).await?;
     }
-    report.finish(&args.out)
+    report.finish(&args.out, &args.charts)
 }
 
 fn prefix(what: &str, n: usize) -> String {
@@ -236,21 +253,33 @@ fn start_controller(args: &Args, log: &str, extra: &[&str]) -> Result<Controller
 
 /// The floor: a tight client doing the controller's writes itself.
 /// With `rotations`, also the floor of the rotation phase on the same set.
+/// Returns how long it took, and when each object was done (for the charts).
 async fn floor(
     client: &Client,
     args: &Args,
     n: usize,
     rotations: bool,
-) -> Result<(Duration, Option<Vec<Duration>>)> {
+) -> Result<(Duration, Vec<Duration>, Option<Vec<Duration>>)> {
     let pre = prefix("floor", n);
     workload::create_namespaces(client, &pre, args.namespaces).await?;
     let run = format!("floor-{n}");
     let start = Instant::now();
+    let done = Arc::new(Mutex::new(Vec::with_capacity(n)));
     run_concurrently(n, args.concurrency, |i| {
-        workload::floor_object(client, &pre, args.namespaces, &run, i)
+        let (done, object) = (
+            done.clone(),
+            workload::floor_object(client, &pre, args.namespaces, &run, i),
+        );
+        async move {
+            object.await?;
+            done.lock().expect("floor times").push(start.elapsed());
+            Ok(())
+        }
     })
     .await?;
     let took = start.elapsed();
+    let mut done = std::mem::take(&mut *done.lock().expect("floor times"));
+    done.sort();
     let rotated = if rotations {
         Some(rotation_floor(client, args, n).await?)
     } else {
@@ -258,11 +287,13 @@ async fn floor(
     };
     // Gone before the controller starts, or it would take them over.
     workload::delete_namespaces(client, &pre, args.namespaces).await?;
-    Ok((took, rotated))
+    Ok((took, done, rotated))
 }
 
 pub struct Converged {
     pub took: Duration,
+    /// When each RandomSecret became Ready, since the first create, in order.
+    pub ready: Vec<Duration>,
     pub requests: apimetrics::Counts,
     pub reconciles: f64,
     pub rss_kib: u64,
@@ -324,8 +355,13 @@ async fn converge(
     );
     let start = Instant::now();
     create_randomsecrets(client, args, &pre, &run, 0..n).await?;
-    let done = watch.wait(LIMIT).await?;
+    let each = watch.wait_each(LIMIT).await?;
+    let done = *each.last().context("no RandomSecret became Ready")?;
     let took = done - start;
+    let ready: Vec<Duration> = each
+        .iter()
+        .map(|t| t.saturating_duration_since(start))
+        .collect();
     settle(ctl).await?;
     let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     // The benchmark's own requests.
@@ -334,6 +370,7 @@ async fn converge(
     let mem = procstat::memory(ctl.child.id())?;
     Ok(Converged {
         took,
+        ready,
         requests,
         reconciles: reconciles(ctl)? - reconciles_before,
         rss_kib: mem.rss_kib,

@@ -22,6 +22,8 @@ pub struct Peer {
 
 pub struct PeerResult {
     pub took: Duration,
+    /// When each object became ready, since the first create, in order.
+    pub ready: Vec<Duration>,
     pub rss_kib: u64,
     pub peak_kib: u64,
     pub requests: apimetrics::Counts,
@@ -182,7 +184,12 @@ impl Peer {
             }
         })
         .await?;
-        let took = watch.wait(crate::LIMIT).await? - start;
+        let each = watch.wait_each(crate::LIMIT).await?;
+        let took = *each.last().context("no object became ready")? - start;
+        let ready: Vec<Duration> = each
+            .iter()
+            .map(|t| t.saturating_duration_since(start))
+            .collect();
         tokio::time::sleep(Duration::from_secs(2)).await;
         let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
         apimetrics::subtract(&mut requests, "POST", "externalsecrets", n as f64);
@@ -193,6 +200,7 @@ impl Peer {
         workload::delete_namespaces(client, &pre, args.namespaces).await?;
         Ok(PeerResult {
             took,
+            ready,
             rss_kib: rss,
             peak_kib: peak,
             requests,

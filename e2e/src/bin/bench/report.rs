@@ -24,6 +24,13 @@ pub struct Report {
     ours: Vec<(usize, f64)>,
 }
 
+/// Durations in seconds, sorted (for the charts' curves).
+fn seconds(d: &[Duration]) -> Vec<f64> {
+    let mut s: Vec<f64> = d.iter().map(Duration::as_secs_f64).collect();
+    s.sort_by(f64::total_cmp);
+    s
+}
+
 fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
@@ -120,7 +127,14 @@ impl Report {
         self.push("notes", json!(text));
     }
 
-    pub fn convergence(&mut self, n: usize, floor: Option<Duration>, ours: &Converged) {
+    /// `floor_done`: when each object of the floor was done (sorted; empty without a floor).
+    pub fn convergence(
+        &mut self,
+        n: usize,
+        floor: Option<Duration>,
+        floor_done: &[Duration],
+        ours: &Converged,
+    ) {
         let floor_s = floor.map_or(f64::NAN, |f| f.as_secs_f64());
         let ratio = ours.took.as_secs_f64() / floor_s;
         // Per version: the controller's requests (its watches are counted apart).
@@ -134,7 +148,8 @@ impl Report {
                    "requests_per_version": per_version, "reconciles_per_version": ours.reconciles / n as f64,
                    "lists_after_start": lists, "requests": by_verb(&ours.requests),
                    "rss_mib": mib(ours.rss_kib), "peak_rss_mib": mib(ours.peak_kib),
-                   "handles_after": ours.handles.json(), "handles_max_during": ours.handles_max.json()}),
+                   "handles_after": ours.handles.json(), "handles_max_during": ours.handles_max.json(),
+                   "curve": crate::charts::curve(&seconds(&ours.ready)), "floor_curve": crate::charts::curve(&seconds(floor_done))}),
         );
         self.row(
             format!("Convergence N={n}: randomsecret / floor"),
@@ -281,13 +296,21 @@ impl Report {
             )
         };
         let (p50, p99, max) = stats(ours);
+        let distribution = |l: &[Duration]| {
+            crate::charts::distribution(
+                &l.iter()
+                    .map(|d| d.as_secs_f64() * 1000.0)
+                    .collect::<Vec<_>>(),
+            )
+        };
         let floor_json = floor.map(|f| {
             let (p50, p99, max) = stats(f);
-            json!({"p50_ms": p50, "p99_ms": p99, "max_ms": max})
+            json!({"p50_ms": p50, "p99_ms": p99, "max_ms": max, "distribution": distribution(f)})
         });
         self.json.insert(
             "rotation".into(),
-            json!({"rotations": count, "rate_per_s": rate, "p50_ms": p50, "p99_ms": p99, "max_ms": max, "floor": floor_json}),
+            json!({"rotations": count, "rate_per_s": rate, "p50_ms": p50, "p99_ms": p99, "max_ms": max, "floor": floor_json,
+                   "distribution": distribution(ours)}),
         );
         let floor_text = floor.map_or(String::new(), |f| {
             let (fp50, fp99, _) = stats(f);
@@ -502,6 +525,7 @@ impl Report {
         self.push(
             "peer",
             json!({"n": n, "peer": name, "took_s": secs(r.took), "randomsecret_s": ours,
+                   "curve": crate::charts::curve(&seconds(&r.ready)),
                    "rss_mib": mib(r.rss_kib), "peak_rss_mib": mib(r.peak_kib), "requests": by_verb(&r.requests)}),
         );
         self.row(
@@ -517,7 +541,7 @@ impl Report {
         );
     }
 
-    pub fn finish(mut self, out: &std::path::Path) -> Result<()> {
+    pub fn finish(mut self, out: &std::path::Path, charts: &std::path::Path) -> Result<()> {
         std::fs::create_dir_all(out)?;
         self.json.insert(
             "finished".into(),
@@ -530,9 +554,12 @@ impl Report {
         self.json.insert("table".into(), json!(table));
         std::fs::write(
             out.join("results.json"),
-            serde_json::to_string_pretty(&Value::Object(self.json))?,
+            serde_json::to_string_pretty(&Value::Object(self.json.clone()))?,
         )?;
         std::fs::write(out.join("table.md"), &table)?;
+        for chart in crate::charts::render(&Value::Object(self.json.clone()), charts)? {
+            eprintln!("bench: drew {}", chart.display());
+        }
         println!("\n{table}");
         eprintln!("bench: wrote {}", out.join("results.json").display());
         Ok(())

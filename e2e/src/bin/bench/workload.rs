@@ -240,7 +240,8 @@ pub fn randomsecret_ready(rs: &RandomSecret) -> bool {
 /// A watch (started before the writes) that resolves when `n` distinct
 /// objects have been seen ready.
 pub struct ReadyWatch {
-    done: tokio::sync::oneshot::Receiver<Instant>,
+    /// When each object was first seen ready, in that order.
+    done: tokio::sync::oneshot::Receiver<Vec<Instant>>,
 }
 
 impl ReadyWatch {
@@ -260,6 +261,7 @@ impl ReadyWatch {
             let mut init_tx = Some(init_tx);
             let mut done_tx = Some(done_tx);
             let mut seen = HashSet::new();
+            let mut times = Vec::with_capacity(n);
             let mut stream = watcher::watcher(api, config).boxed();
             while let Some(ev) = stream.next().await {
                 match ev {
@@ -269,10 +271,12 @@ impl ReadyWatch {
                         }
                     }
                     Ok(Event::Apply(o) | Event::InitApply(o)) if ready(&o) => {
-                        seen.insert((o.namespace(), o.name_any()));
+                        if seen.insert((o.namespace(), o.name_any())) {
+                            times.push(Instant::now());
+                        }
                         if seen.len() >= n {
                             if let Some(t) = done_tx.take() {
-                                let _ = t.send(Instant::now());
+                                let _ = t.send(std::mem::take(&mut times));
                             }
                             return;
                         }
@@ -290,6 +294,15 @@ impl ReadyWatch {
 
     /// When the last of the `n` objects was seen ready.
     pub async fn wait(self, timeout: Duration) -> Result<Instant> {
+        self.wait_each(timeout)
+            .await?
+            .last()
+            .copied()
+            .context("no object became ready")
+    }
+
+    /// When each of the `n` objects was first seen ready, in that order (for the charts).
+    pub async fn wait_each(self, timeout: Duration) -> Result<Vec<Instant>> {
         tokio::time::timeout(timeout, self.done)
             .await
             .context("timed out waiting for the objects to become ready")?

@@ -1,0 +1,211 @@
+//! The Grafana dashboard cannot rot: every metric it queries is exported by
+//! the controller, scraped from `/metrics` of a live controller (the webhook
+//! on, so its metrics are registered too).
+
+use anyhow::{Context, Result, ensure};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::PostParams;
+use randomsecret::api::RandomSecret;
+use randomsecret_e2e::*;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// The metric names a PromQL text refers to (`randomsecret_...`).
+fn queried(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("randomsecret_") {
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        out.insert(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// Every sample name a `/metrics` text can hold: each family's name (from
+/// `# TYPE`), with the suffixes of its type.
+fn exported(metrics: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in metrics.lines() {
+        let mut w = line.split_whitespace();
+        if (w.next(), w.next()) != (Some("#"), Some("TYPE")) {
+            continue;
+        }
+        let (Some(name), Some(kind)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let suffixes: &[&str] = match kind {
+            "counter" => &["_total", "_created"],
+            "histogram" => &["_bucket", "_sum", "_count", "_created"],
+            "summary" => &["_sum", "_count", "_created"],
+            _ => &[""],
+        };
+        out.extend(suffixes.iter().map(|s| format!("{name}{s}")));
+    }
+    out
+}
+
+fn scrape(url: &str) -> Result<String> {
+    run("curl", &["-fsS", "--max-time", "5", url], None)
+}
+
+#[tokio::test]
+async fn every_metric_the_dashboard_queries_is_exported() -> Result<()> {
+    let root = repo_root();
+    let dashboard =
+        std::fs::read_to_string(root.join("config/grafana/randomsecret-dashboard.json"))?;
+    ensure!(
+        dashboard
+            == std::fs::read_to_string(
+                root.join("charts/randomsecret/dashboards/randomsecret.json")
+            )?,
+        "the chart's dashboard and config/grafana's differ: copy one over the other"
+    );
+    let json: serde_json::Value = serde_json::from_str(&dashboard)?;
+    let exprs: Vec<String> = json["panels"]
+        .as_array()
+        .context("panels")?
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(String::from))
+        .chain(
+            json["templating"]["list"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v["definition"].as_str().map(String::from)),
+        )
+        .collect();
+    let wanted: BTreeSet<String> = exprs.iter().flat_map(|e| queried(e)).collect();
+    ensure!(wanted.len() >= 12, "the dashboard queries {wanted:?}");
+
+    // A controller of this test's own, with the webhook on, in a namespace of its own.
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "dashboard").await?;
+    let log = std::env::var("E2E_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| root.join("target/e2e"))
+        .join("controller-dashboard.log");
+    let file = std::fs::File::create(&log)?;
+    let mut child = std::process::Command::new(randomsecret_bin())
+        .args([
+            "controller",
+            "--namespace",
+            &ns.name,
+            "--metrics-bind-address=127.0.0.1:38210",
+            "--health-probe-bind-address=127.0.0.1:38211",
+            "--webhook-bind-address=127.0.0.1:38212",
+            "--webhook-cert-namespace",
+            &ns.name,
+            "--webhook-configuration",
+            &format!("{}-none", ns.name),
+            "--proof-key-namespace",
+            &ns.name,
+        ])
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .spawn()?;
+    // A family with labels is exported once it has a series: give each one
+    // (a real admission review to the webhook, a Secret left unchanged, a
+    // RandomSecret whose name is taken) before scraping.
+    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "kind": {"group": "", "version": "v1", "kind": "Secret"},
+            "resource": {"group": "", "version": "v1", "resource": "secrets"}, "namespace": &ns.name,
+            "operation": "CREATE", "userInfo": {"username": "e2e"},
+            "object": {"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "filled", "namespace": &ns.name,
+                    "labels": {"randomsecret.io/managed": "true"}, "annotations": {"randomsecret.io/generate": "k"}}}}});
+    let secrets: Api<Secret> = ns.api();
+    let refused: Secret = serde_json::from_value(json!({"metadata": {"name": "refused",
+        "labels": {"randomsecret.io/managed": "true"},
+        "annotations": {"randomsecret.io/generate": "k", "randomsecret.io/length": "many"}}}))?;
+    secrets.create(&PostParams::default(), &refused).await?;
+    let spec = json!({"keys": {"k": {"length": 8}}});
+    let taken =
+        randomsecret::version::Version::of(&serde_json::from_value(spec.clone())?, "taken")?
+            .secret_name;
+    let foreign: Secret =
+        serde_json::from_value(json!({"metadata": {"name": taken}, "stringData": {"a": "b"}}))?;
+    secrets.create(&PostParams::default(), &foreign).await?;
+    let randomsecrets: Api<RandomSecret> = ns.api();
+    randomsecrets
+        .create(&PostParams::default(), &random_secret("taken", spec)?)
+        .await?;
+
+    let families = [
+        "randomsecret_webhook_requests",
+        "randomsecret_annotated_fills",
+        "randomsecret_annotated_refused",
+        "randomsecret_reconcile_errors",
+        "randomsecret_webhook_certificate_changes",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut metrics = String::new();
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait()? {
+            anyhow::bail!("the controller exited ({status}); see {}", log.display());
+        }
+        // The webhook serves once its certificate is loaded.
+        let _ = run(
+            "curl",
+            &[
+                "-ksS",
+                "--max-time",
+                "5",
+                "-H",
+                "Content-Type: application/json",
+                "--data-binary",
+                "@-",
+                "https://127.0.0.1:38212/mutate",
+            ],
+            Some(&review.to_string()),
+        );
+        if let Ok(m) = scrape("http://127.0.0.1:38210/metrics") {
+            let done = families.iter().all(|f| m.contains(&format!("# TYPE {f} ")));
+            metrics = m;
+            if done {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let have = exported(&metrics);
+    let missing: Vec<&String> = wanted.iter().filter(|m| !have.contains(*m)).collect();
+    ensure!(
+        missing.is_empty(),
+        "the dashboard queries metrics the controller does not export: {missing:?}\n/metrics:\n{metrics}"
+    );
+    ns.delete().await
+}
+
+#[test]
+fn the_parsers_find_names_and_suffixes() {
+    assert_eq!(
+        queried(
+            "histogram_quantile(0.9, sum by (le) (rate(randomsecret_x_bucket{a=\"b\"}[5m]))) / randomsecret_y"
+        ),
+        BTreeSet::from([
+            "randomsecret_x_bucket".to_string(),
+            "randomsecret_y".to_string()
+        ])
+    );
+    let have = exported(
+        "# HELP randomsecret_c x\n# TYPE randomsecret_c counter\nrandomsecret_c_total 1\n# TYPE randomsecret_h histogram\n# TYPE randomsecret_g gauge\n",
+    );
+    for m in [
+        "randomsecret_c_total",
+        "randomsecret_h_bucket",
+        "randomsecret_h_count",
+        "randomsecret_g",
+    ] {
+        assert!(have.contains(m), "{m}");
+    }
+    assert!(!have.contains("randomsecret_c") && !have.contains("randomsecret_g_total"));
+}

@@ -1,0 +1,552 @@
+//! `randomsecret status` against the live cluster: the tree of versions and
+//! what holds each, through two rotations and a rollback; `-o json`; read-only
+//! credentials; `kubectl randomsecret` through kubectl's plugin lookup; `--watch`.
+
+use anyhow::{Context, Result, ensure};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, ResourceExt};
+use randomsecret::api::RandomSecret;
+use randomsecret_e2e::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::time::{Duration, Instant};
+
+/// `randomsecret status ARGS -o json`, parsed.
+fn status_json(args: &[&str]) -> Result<Value> {
+    let bin = randomsecret_bin();
+    let mut all = vec!["status", "-o", "json"];
+    all.extend_from_slice(args);
+    let out = run(bin.to_str().context("binary path")?, &all, None)?;
+    serde_json::from_str(&out).with_context(|| format!("status -o json is not JSON: {out}"))
+}
+
+/// Each version of the first item: name -> (state, kept reason, holders as `Kind/name:pods`).
+fn versions(view: &Value) -> BTreeMap<String, (String, String, Vec<String>)> {
+    view["items"][0]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| {
+            let holders = v["holders"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|h| {
+                    format!(
+                        "{}/{}:{}",
+                        h["kind"].as_str().unwrap_or_default(),
+                        h["name"].as_str().unwrap_or_default(),
+                        h["pods"].as_array().map_or(0, Vec::len)
+                    )
+                })
+                .collect();
+            (
+                v["name"].as_str().unwrap_or_default().to_string(),
+                (
+                    v["state"].as_str().unwrap_or_default().to_string(),
+                    v["kept"]["reason"].as_str().unwrap_or("-").to_string(),
+                    holders,
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Polls `status -o json` until `want` holds (the cluster settles: old pods
+/// terminate, the controller records the rollback).
+async fn wait_status(args: &[&str], what: &str, want: impl Fn(&Value) -> bool) -> Result<Value> {
+    let start = Instant::now();
+    loop {
+        let view = status_json(args)?;
+        if want(&view) {
+            return Ok(view);
+        }
+        if start.elapsed() > WAIT {
+            anyhow::bail!("status never showed {what}; last:\n{view:#}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The ReplicaSet of `web` whose template reads `secret`.
+async fn replica_set_on(rss: &Api<ReplicaSet>, secret: &str) -> Result<String> {
+    rss.list(&ListParams::default().labels("app=web"))
+        .await?
+        .items
+        .into_iter()
+        .find(|rs| {
+            serde_json::to_string(&rs.spec)
+                .unwrap_or_default()
+                .contains(secret)
+        })
+        .map(|rs| rs.name_any())
+        .with_context(|| format!("no ReplicaSet of web reads {secret}"))
+}
+
+#[tokio::test]
+async fn status_tree_through_two_rotations_and_a_rollback() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "views").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let deploys: Api<Deployment> = ns.api();
+    let rss: Api<ReplicaSet> = ns.api();
+    let n = ns.name.as_str();
+
+    let v1 = first_version(
+        &api,
+        &secrets,
+        "db",
+        json!({"keys": {"password": {"length": 24}}, "rotation": "1"}),
+    )
+    .await?;
+    let v1n = v1.name_any();
+    let mut web = deployment("web", &v1n)?;
+    web.spec.as_mut().context("spec")?.revision_history_limit = Some(2);
+    deploys.create(&PostParams::default(), &web).await?;
+    wait_for(&deploys, "web", "rolled out on v1", rollout_complete).await?;
+
+    // Two rotations, each rolled out.
+    let v2n = rotate(&api, "db", "2").await?;
+    current_secret(&secrets, &api.get("db").await?).await?;
+    point_at(&deploys, "web", &v2n, "2").await?;
+    wait_for(&deploys, "web", "rolled out on v2", rollout_complete).await?;
+    let v3n = rotate(&api, "db", "3").await?;
+    current_secret(&secrets, &api.get("db").await?).await?;
+    point_at(&deploys, "web", &v3n, "3").await?;
+    wait_for(&deploys, "web", "rolled out on v3", rollout_complete).await?;
+
+    // The rollback: `git revert` of the rotation, and `kubectl rollout undo`.
+    let back = rotate(&api, "db", "2").await?;
+    ensure!(
+        back == v2n,
+        "reverting the rotation names v2 again, got {back}"
+    );
+    kubectl(&["rollout", "undo", "-n", n, "deployment/web"])?;
+    let on_v2 = v2n.clone();
+    wait_for(
+        &deploys,
+        "web",
+        "rolled back to v2",
+        move |d: Option<&Deployment>| {
+            rollout_complete(d)
+                && d.is_some_and(|d| {
+                    serde_json::to_string(&d.spec)
+                        .unwrap_or_default()
+                        .contains(&on_v2)
+                })
+        },
+    )
+    .await?;
+    // A bare pod (a Job's, say) that still reads v1.
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "job"}, "spec": pod_template("job", &v1n)["spec"].clone()}))?;
+    Api::<Pod>::namespaced(client.clone(), n)
+        .create(&PostParams::default(), &pod)
+        .await?;
+    let (rs1, rs2, rs3) = (
+        replica_set_on(&rss, &v1n).await?,
+        replica_set_on(&rss, &v2n).await?,
+        replica_set_on(&rss, &v3n).await?,
+    );
+
+    let expected: BTreeMap<String, (String, String, Vec<String>)> = [
+        (
+            &v2n,
+            ("current", "current", vec![format!("ReplicaSet/{rs2}:2")]),
+        ),
+        (
+            &v3n,
+            (
+                "retained",
+                "referenced",
+                vec![format!("ReplicaSet/{rs3}:0")],
+            ),
+        ),
+        (
+            &v1n,
+            (
+                "retained",
+                "referenced",
+                vec!["Pod/job:0".to_string(), format!("ReplicaSet/{rs1}:0")],
+            ),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, (s, r, h))| (k.clone(), (s.to_string(), r.to_string(), h)))
+    .collect();
+    let view = wait_status(&["-n", n, "db"], "the holders of each version", |v| {
+        versions(v) == expected
+    })
+    .await?;
+    ensure!(view["items"][0]["current"] == v2n.as_str());
+    ensure!(
+        view["items"][0]["versions"]
+            .as_array()
+            .is_some_and(|vs| vs.iter().all(|v| v["recorded"] == true)),
+        "every version is the object the status records: {view:#}"
+    );
+    // Every namespace: the same RandomSecret is among them.
+    let all = status_json(&["-A"])?;
+    ensure!(
+        all["items"].as_array().is_some_and(|items| items
+            .iter()
+            .any(|i| i["namespace"] == n && i["name"] == "db" && i["current"] == v2n.as_str())),
+        "-A lists db"
+    );
+
+    // The tree, as a user reads it (plain: stdout is a pipe).
+    let bin = randomsecret_bin();
+    let tree = run(
+        bin.to_str().context("binary path")?,
+        &["status", "-n", n],
+        None,
+    )?;
+    eprintln!("{tree}");
+    ensure!(!tree.contains('\x1b'), "no colour when piped:\n{tree}");
+    let line_of = |name: &str| tree.lines().position(|l| l.contains(name));
+    let (l2, l3, l1) = (line_of(&v2n), line_of(&v3n), line_of(&v1n));
+    ensure!(
+        l2 < l3 && l3 < l1 && l2.is_some(),
+        "current first, then newest first:\n{tree}"
+    );
+    ensure!(
+        tree.contains(&format!("RandomSecret {n}/db  Ready  3 live versions")),
+        "{tree}"
+    );
+    ensure!(
+        tree.contains(&format!("└── ReplicaSet/{rs2} (2 pods)")),
+        "{tree}"
+    );
+    ensure!(
+        tree.lines()
+            .any(|l| l.contains(&v3n) && l.contains("retained") && l.contains("kept: referenced")),
+        "{tree}"
+    );
+
+    // No value in anything the command prints.
+    for s in [&v1n, &v2n, &v3n] {
+        let secret = secrets.get(s).await?;
+        record_values(secret.data.iter().flatten().map(|(_, v)| v.0.as_slice()))?;
+        for (_, v) in secret.data.iter().flatten() {
+            let v = String::from_utf8_lossy(&v.0);
+            ensure!(
+                !tree.contains(v.as_ref()) && !view.to_string().contains(v.as_ref()),
+                "a value in the output"
+            );
+        }
+    }
+
+    // A look-alike with our labels (labels are no proof): shown, flagged as
+    // not in the status, and it holds nothing up.
+    let planted: Secret = serde_json::from_value(json!({"metadata": {"name": "db-5555555555",
+        "labels": {"randomsecret.io/name": "db", "randomsecret.io/hash": "5555555555",
+                   "app.kubernetes.io/managed-by": "randomsecret"}}, "stringData": {"password": "planted"}}))?;
+    secrets.create(&PostParams::default(), &planted).await?;
+    let view = status_json(&["-n", n, "db"])?;
+    let shown = view["items"][0]["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["name"] == "db-5555555555"))
+        .with_context(|| format!("the look-alike is listed: {view:#}"))?;
+    ensure!(shown["recorded"] == false, "{shown}");
+    let tree = run(
+        bin.to_str().context("binary path")?,
+        &["status", "-n", n, "db"],
+        None,
+    )?;
+    ensure!(
+        tree.lines()
+            .any(|l| l.contains("db-5555555555") && l.contains("not in the status")),
+        "{tree}"
+    );
+
+    // A RandomSecret that is not Ready shows why.
+    let spec = json!({"keys": {"password": {"length": 8}}});
+    let taken =
+        randomsecret::version::Version::of(&serde_json::from_value(spec.clone())?, "taken")?
+            .secret_name;
+    let foreign: Secret =
+        serde_json::from_value(json!({"metadata": {"name": taken}, "stringData": {"a": "b"}}))?;
+    secrets.create(&PostParams::default(), &foreign).await?;
+    api.create(&PostParams::default(), &random_secret("taken", spec)?)
+        .await?;
+    wait_for(
+        &api,
+        "taken",
+        "SecretNameConflict",
+        not_ready_because("SecretNameConflict"),
+    )
+    .await?;
+    let tree = run(
+        bin.to_str().context("binary path")?,
+        &["status", "-n", n, "taken"],
+        None,
+    )?;
+    ensure!(
+        tree.contains("Not ready: SecretNameConflict")
+            && tree.contains("Ready=False SecretNameConflict: "),
+        "{tree}"
+    );
+
+    ns.delete().await
+}
+
+/// A kubeconfig for `sa` in `ns`, with a token of its own.
+fn service_account_kubeconfig(ns: &str, sa: &str) -> Result<std::path::PathBuf> {
+    let token = kubectl(&["-n", ns, "create", "token", sa, "--duration=1h"])?;
+    let server = kubectl(&[
+        "config",
+        "view",
+        "--raw",
+        "--minify",
+        "-o",
+        "jsonpath={.clusters[0].cluster.server}",
+    ])?;
+    let ca = kubectl(&[
+        "config",
+        "view",
+        "--raw",
+        "--minify",
+        "-o",
+        "jsonpath={.clusters[0].cluster.certificate-authority-data}",
+    ])?;
+    let dir = std::env::var("E2E_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("target/e2e"));
+    let path = dir.join(format!("{ns}-{sa}.kubeconfig"));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{server}\", certificate-authority-data: \"{ca}\"}}\n\
+             users:\n- name: u\n  user: {{token: \"{}\"}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u, namespace: {ns}}}\ncurrent-context: c\n",
+            token.trim()
+        ),
+    )?;
+    Ok(path)
+}
+
+#[tokio::test]
+async fn status_needs_only_read_access_and_works_as_a_kubectl_plugin() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "views-rbac").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let deploys: Api<Deployment> = ns.api();
+    let n = ns.name.as_str();
+    let v1 = first_version(
+        &api,
+        &secrets,
+        "db",
+        json!({"keys": {"token": {"length": 20}}, "rotation": "a"}),
+    )
+    .await?;
+    let v1n = v1.name_any();
+    deploys
+        .create(&PostParams::default(), &deployment("web", &v1n)?)
+        .await?;
+    wait_for(&deploys, "web", "rolled out", rollout_complete).await?;
+    let v2n = rotate(&api, "db", "b").await?;
+    current_secret(&secrets, &api.get("db").await?).await?;
+
+    // A ServiceAccount that may only read RandomSecrets, Secrets and ReplicaSets.
+    let rbac = format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: viewer, namespace: {n}}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: viewer, namespace: {n}}}\nrules:\n\
+         - {{apiGroups: [randomsecret.io], resources: [randomsecrets], verbs: [get, list, watch]}}\n\
+         - {{apiGroups: [\"\"], resources: [secrets], verbs: [get, list, watch]}}\n\
+         - {{apiGroups: [apps], resources: [replicasets], verbs: [get, list, watch]}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: viewer, namespace: {n}}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: viewer}}\n\
+         subjects: [{{kind: ServiceAccount, name: viewer, namespace: {n}}}]\n"
+    );
+    run("kubectl", &["apply", "-f", "-"], Some(&rbac))?;
+    let kubeconfig = service_account_kubeconfig(n, "viewer")?;
+    let kc = kubeconfig.to_str().context("path")?;
+    ensure!(
+        kubectl(&["--kubeconfig", kc, "get", "pods"]).is_err(),
+        "the viewer must not be able to list pods"
+    );
+    // Its namespace comes from the kubeconfig context; no -n.
+    let view = wait_status(
+        &["--kubeconfig", kc, "db"],
+        "v1 held by its ReplicaSet",
+        |v| {
+            let vs = versions(v);
+            vs.get(&v1n).is_some_and(|(s, r, h)| {
+                s == "retained"
+                    && r == "referenced"
+                    && h.len() == 1
+                    && h[0].starts_with("ReplicaSet/web-")
+            }) && vs.get(&v2n).is_some_and(|(s, _, _)| s == "current")
+        },
+    )
+    .await?;
+    let notes = view["notes"].to_string();
+    ensure!(
+        notes.contains("ControllerRevisions are not shown") && notes.contains("Pods are not shown"),
+        "what the credentials could not list is said: {notes}"
+    );
+
+    // kubectl's plugin lookup: `kubectl-randomsecret` on PATH.
+    let dir = kubeconfig.with_extension("plugin");
+    std::fs::create_dir_all(&dir)?;
+    let link = dir.join("kubectl-randomsecret");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(std::fs::canonicalize(randomsecret_bin())?, &link)?;
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let kubectl_with_plugin = |args: &[&str]| -> Result<String> {
+        let out = std::process::Command::new("kubectl")
+            .args(args)
+            .env("PATH", &path)
+            .output()?;
+        ensure!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8(out.stdout)?)
+    };
+    let plugins = kubectl_with_plugin(&["plugin", "list", "--name-only"])?;
+    ensure!(
+        plugins.contains("kubectl-randomsecret"),
+        "kubectl plugin list: {plugins}"
+    );
+    let out = kubectl_with_plugin(&["randomsecret", "status", "-n", n, "db", "-o", "json"])?;
+    let via_kubectl: Value = serde_json::from_str(&out)?;
+    ensure!(
+        via_kubectl["items"][0]["current"] == v2n.as_str(),
+        "{via_kubectl:#}"
+    );
+    let help = kubectl_with_plugin(&["randomsecret", "--help"])?;
+    ensure!(help.contains("Usage: kubectl randomsecret"), "{help}");
+
+    // --watch prints the view again when it changes.
+    let mut child = std::process::Command::new(randomsecret_bin())
+        .args([
+            "status",
+            "-n",
+            n,
+            "db",
+            "-o",
+            "json",
+            "--watch",
+            "--interval",
+            "1s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        // Pretty JSON documents, one after another: a document ends with `}` alone on a line.
+        let mut doc = String::new();
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            doc.push_str(&line);
+            doc.push('\n');
+            if line == "}" {
+                if let Ok(v) = serde_json::from_str(&doc) {
+                    let _ = tx.send(v);
+                }
+                doc.clear();
+            }
+        }
+    });
+    let first = rx.recv_timeout(WAIT)?;
+    ensure!(first["items"][0]["current"] == v2n.as_str());
+    let v3n = rotate(&api, "db", "c").await?;
+    current_secret(&secrets, &api.get("db").await?).await?;
+    let mut seen = false;
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        let next = rx.recv_timeout(WAIT)?;
+        if next["items"][0]["current"] == v3n.as_str() {
+            seen = true;
+            break;
+        }
+    }
+    child.kill()?;
+    child.wait()?;
+    ensure!(seen, "--watch printed the rotation to {v3n}");
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn rotate_sets_a_new_token_or_prints_the_change() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "views-rotate").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let n = ns.name.as_str();
+    let v1 = first_version(
+        &api,
+        &secrets,
+        "db",
+        json!({"keys": {"k": {"length": 12}}, "rotation": "1"}),
+    )
+    .await?;
+    let bin = randomsecret_bin();
+    let bin = bin.to_str().context("binary path")?;
+
+    // Sent: the printed new version becomes current, with new values.
+    let out = run(bin, &["rotate", "-n", n, "db"], None)?;
+    let new_name = out
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    ensure!(
+        out.contains("rotation \"1\" -> ") && new_name.starts_with("db-"),
+        "{out}"
+    );
+    let rs = wait_for(&api, "db", "Ready after rotate", is_ready).await?;
+    ensure!(rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(new_name.as_str()));
+    let v2 = current_secret(&secrets, &rs).await?;
+    ensure!(v2.data != v1.data, "new values");
+    // The same token again is refused, saying what to do.
+    let token = rs.spec.rotation.clone().context("rotation")?;
+    let err = run(bin, &["rotate", "-n", n, "db", "--to", &token], None)
+        .unwrap_err()
+        .to_string();
+    ensure!(err.contains("is already") && err.contains("--to"), "{err}");
+
+    // Printed: nothing changes in the cluster; the YAML is the merge patch.
+    let printed = run(bin, &["rotate", "db", "--print", "--to", "7"], None)?;
+    ensure!(
+        api.get("db").await?.spec.rotation.as_deref() == Some(token.as_str()),
+        "--print sends nothing"
+    );
+    let dir = std::env::var("E2E_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("target/e2e"));
+    let file = dir.join(format!("{n}-rotate.yaml"));
+    std::fs::write(&file, &printed)?;
+    kubectl(&[
+        "patch",
+        "-n",
+        n,
+        "randomsecret",
+        "db",
+        "--type",
+        "merge",
+        "--patch-file",
+        file.to_str().context("path")?,
+    ])?;
+    let rs = wait_for(&api, "db", "Ready after the printed patch", is_ready).await?;
+    ensure!(
+        rs.spec.rotation.as_deref() == Some("7"),
+        "the printed patch sets rotation to the string \"7\""
+    );
+    current_secret(&secrets, &rs).await?;
+    ns.delete().await
+}

@@ -1,0 +1,308 @@
+//! `randomsecret name --explain` and `randomsecret diff`: the canonical form
+//! behind a versioned name, line by line with the field each line comes
+//! from, and which fields changed the name between two manifests.
+//!
+//! Static values are part of the name but are never printed (they may be
+//! credentials): a static line shows its key and length only.
+
+use super::manifests::{self, ManifestError};
+use crate::version::{Version, VersionSpec};
+use std::fmt::Write;
+
+/// One line of the canonical form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    /// The spec field it comes from: `type`, `rotation`, `keys.<k>`, `static.<k>`.
+    pub field: String,
+    /// The line as hashed.
+    pub canonical: String,
+    /// The line as printed (a static value hidden).
+    pub shown: String,
+    /// The field's value as a user reads it (a static value hidden).
+    pub value: String,
+}
+
+fn s(v: &str) -> String {
+    format!("{}:{v}", v.len())
+}
+
+/// The lines of [`VersionSpec::canonical`] (after its first, the format's
+/// version), each with its field. Joined, they are the canonical form (a test checks it).
+pub fn lines(v: &VersionSpec) -> Vec<Line> {
+    let mut out = vec![
+        Line {
+            field: "type".into(),
+            canonical: format!("type:{}", s(&v.secret_type)),
+            shown: format!("type:{}", s(&v.secret_type)),
+            value: format!("{:?}", v.secret_type),
+        },
+        Line {
+            field: "rotation".into(),
+            canonical: format!("rotation:{}", s(&v.rotation)),
+            shown: format!("rotation:{}", s(&v.rotation)),
+            value: format!("{:?}", v.rotation),
+        },
+    ];
+    for (k, g) in &v.generated {
+        let line = format!(
+            "generate:{}:{}:{}:{}{}",
+            s(k),
+            g.length,
+            g.charset.as_str(),
+            s(&g.symbols),
+            if g.previous { ":previous" } else { "" }
+        );
+        let symbols = if g.symbols.is_empty() {
+            "no symbols".to_string()
+        } else {
+            format!("symbols {:?}", g.symbols)
+        };
+        out.push(Line {
+            field: format!("keys.{k}"),
+            canonical: line.clone(),
+            shown: line,
+            value: format!(
+                "length {}, charset {}, {symbols}{}",
+                g.length,
+                g.charset.as_str(),
+                if g.previous { ", previous" } else { "" }
+            ),
+        });
+    }
+    for (k, val) in &v.statics {
+        out.push(Line {
+            field: format!("static.{k}"),
+            canonical: format!("static:{}:{}", s(k), s(val)),
+            shown: format!("static:{}:{}:(value not shown)", s(k), val.len()),
+            value: format!("{} bytes (value not shown)", val.len()),
+        });
+    }
+    if let Some(e) = v.epoch {
+        let line = format!("epoch:{e}");
+        out.push(Line {
+            field: "rotateEvery".into(),
+            canonical: line.clone(),
+            shown: line,
+            value: e.to_string(),
+        });
+    }
+    out
+}
+
+/// `name --explain` for one version.
+pub fn explain(object: &str, v: &Version) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", v.secret_name);
+    let _ = writeln!(
+        out,
+        "  RandomSecret {object}: base name {:?} (spec.secretName, else metadata.name), hash {}",
+        v.base, v.hash
+    );
+    let _ = writeln!(
+        out,
+        "  hash: the first 10 hex digits of SHA-256 of this canonical form, with 0 1 3 a e written g h k m t:"
+    );
+    let _ = writeln!(out, "    randomsecret.io/v1");
+    for l in lines(&v.spec) {
+        let _ = writeln!(out, "    {:<40} # {}", l.shown, l.field);
+    }
+    let _ = writeln!(
+        out,
+        "  not in the hash: secretLabels, secretAnnotations, history, and anything outside the spec"
+    );
+    out
+}
+
+/// A RandomSecret of a stream with its name.
+struct Named {
+    namespace: Option<String>,
+    name: String,
+    version: Version,
+}
+
+fn named(input: &str) -> Result<Vec<Named>, ManifestError> {
+    let docs = manifests::documents(input)?;
+    let mut out = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if !manifests::is_random_secret(i + 1, doc)? {
+            continue;
+        }
+        out.push(Named {
+            namespace: manifests::namespace(doc),
+            name: doc
+                .pointer("/metadata/name")
+                .and_then(|n| n.as_str())
+                .unwrap_or_default()
+                .to_string(),
+            version: manifests::version_of(i + 1, doc)?,
+        });
+    }
+    Ok(out)
+}
+
+/// `name --explain`: every RandomSecret of the stream, explained.
+pub fn explain_stream(input: &str) -> Result<String, ManifestError> {
+    Ok(named(input)?
+        .iter()
+        .map(|n| explain(&n.name, &n.version))
+        .collect::<Vec<_>>()
+        .join("\n"))
+}
+
+/// Which fields differ between two versions, as `field: old -> new` lines.
+pub fn changes(old: &Version, new: &Version) -> Vec<String> {
+    let (a, b) = (lines(&old.spec), lines(&new.spec));
+    let mut out = Vec::new();
+    if old.base != new.base {
+        out.push(format!("base name: {:?} -> {:?}", old.base, new.base));
+    }
+    for l in &a {
+        match b.iter().find(|m| m.field == l.field) {
+            None => out.push(format!("{}: removed (was {})", l.field, l.value)),
+            Some(m) if m.canonical != l.canonical => {
+                if l.field.starts_with("static.") {
+                    out.push(format!("{}: value changed (values not shown)", l.field));
+                } else {
+                    out.push(format!("{}: {} -> {}", l.field, l.value, m.value));
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    for m in b.iter().filter(|m| !a.iter().any(|l| l.field == m.field)) {
+        out.push(format!("{}: added ({})", m.field, m.value));
+    }
+    out
+}
+
+/// `diff OLD NEW`: for each RandomSecret (by namespace and name), its name
+/// in both, and the fields that changed it.
+pub fn diff(old: &str, new: &str) -> Result<String, ManifestError> {
+    let (old, new) = (named(old)?, named(new)?);
+    let key = |n: &Named| (n.namespace.clone(), n.name.clone());
+    let title = |n: &Named| match &n.namespace {
+        Some(ns) => format!("RandomSecret {ns}/{}", n.name),
+        None => format!("RandomSecret {}", n.name),
+    };
+    let mut out = String::new();
+    for o in &old {
+        match new.iter().find(|n| key(n) == key(o)) {
+            None => {
+                let _ = writeln!(
+                    out,
+                    "{}: only in the old manifests ({})",
+                    title(o),
+                    o.version.secret_name
+                );
+            }
+            Some(n) if n.version.secret_name == o.version.secret_name => {
+                let _ = writeln!(out, "{}: {} (unchanged)", title(o), o.version.secret_name);
+            }
+            Some(n) => {
+                let _ = writeln!(
+                    out,
+                    "{}: {} -> {}",
+                    title(o),
+                    o.version.secret_name,
+                    n.version.secret_name
+                );
+                for c in changes(&o.version, &n.version) {
+                    let _ = writeln!(out, "  {c}");
+                }
+            }
+        }
+    }
+    for n in new.iter().filter(|n| !old.iter().any(|o| key(o) == key(n))) {
+        let _ = writeln!(
+            out,
+            "{}: only in the new manifests ({})",
+            title(n),
+            n.version.secret_name
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OLD: &str = r#"
+apiVersion: randomsecret.io/v1
+kind: RandomSecret
+metadata: {name: db}
+spec:
+  rotation: "1"
+  keys: {password: {length: 32}, pin: {length: 4, charset: numeric}}
+  static: {user: admin}
+---
+apiVersion: randomsecret.io/v1
+kind: RandomSecret
+metadata: {name: api, namespace: prod}
+spec: {keys: {token: {length: 40}}}
+"#;
+
+    #[test]
+    fn lines_are_the_canonical_form() {
+        for doc in named(OLD).unwrap() {
+            let joined: String = lines(&doc.version.spec)
+                .iter()
+                .map(|l| format!("{}\n", l.canonical))
+                .collect();
+            assert_eq!(
+                format!("randomsecret.io/v1\n{joined}"),
+                doc.version.spec.canonical()
+            );
+        }
+    }
+
+    #[test]
+    fn explain_shows_the_form_without_static_values() {
+        let text = explain_stream(OLD).unwrap();
+        let names = manifests::versioned_names(OLD).unwrap();
+        assert!(text.starts_with(&format!("{}\n", names[0])), "{text}");
+        assert!(text.contains(&format!("\n{}\n", names[1])), "{text}");
+        assert!(text.contains("rotation:1:1"), "{text}");
+        assert!(text.contains("generate:3:pin:4:numeric:0:"), "{text}");
+        assert!(text.contains("static:4:user:5:(value not shown)"), "{text}");
+        assert!(!text.contains("admin"), "{text}");
+    }
+
+    #[test]
+    fn diff_names_the_fields_that_changed_the_name() {
+        let new = OLD
+            .replace("rotation: \"1\"", "rotation: \"2\"")
+            .replace("length: 4, charset: numeric", "length: 6, charset: numeric")
+            .replace("user: admin", "user: root, host: db")
+            .replace(
+                "name: api, namespace: prod",
+                "name: api, namespace: prod, labels: {a: b}",
+            );
+        let (o, n) = (
+            manifests::versioned_names(OLD).unwrap(),
+            manifests::versioned_names(&new).unwrap(),
+        );
+        let text = diff(OLD, &new).unwrap();
+        let expected = format!(
+            "RandomSecret db: {} -> {}\n  rotation: \"1\" -> \"2\"\n  keys.pin: length 4, charset numeric, no symbols -> length 6, charset numeric, no symbols\n  static.user: value changed (values not shown)\n  static.host: added (2 bytes (value not shown))\nRandomSecret prod/api: {} (unchanged)\n",
+            o[0], n[0], o[1]
+        );
+        assert_eq!(text, expected, "\n{text}");
+        assert!(!text.contains("root") && !text.contains("admin"));
+    }
+
+    #[test]
+    fn diff_reports_added_and_removed_randomsecrets() {
+        let only_api = OLD.split("---").nth(1).unwrap();
+        let text = diff(OLD, only_api).unwrap();
+        assert!(
+            text.starts_with("RandomSecret db: only in the old manifests (db-"),
+            "{text}"
+        );
+        let text = diff(only_api, OLD).unwrap();
+        assert!(
+            text.contains("RandomSecret db: only in the new manifests (db-"),
+            "{text}"
+        );
+    }
+}
