@@ -11,11 +11,11 @@ use std::time::Duration;
 use tower::retry::RetryLayer;
 use tower::{BoxError, ServiceBuilder};
 
-/// Idle connections kept for reuse, and how long one may stay idle. kube's
-/// default client keeps every connection a burst of reconciles opened, for
-/// good (its idle timeout needs a timer it does not set): about 25 after a
-/// burst at `--concurrency 16`, each holding TLS and read buffers.
-const POOL_MAX_IDLE: usize = 8;
+/// How long an idle connection is kept for reuse. kube's default client
+/// keeps every connection a burst of reconciles opened, for good (its idle
+/// timeout needs a timer it does not set): some 25 after a burst at
+/// `--concurrency 16`, each holding TLS and read buffers. The pool itself
+/// is not bounded: closing connections during a burst costs handshakes.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Builds the client from `--kubeconfig`, else `KUBECONFIG`/~/.kube/config, else in-cluster.
@@ -39,7 +39,8 @@ pub async fn client(args: &ControllerArgs) -> anyhow::Result<Client> {
 }
 
 /// The service stack of kube's `Client::try_from(config)` (timeouts, retry
-/// of throttled requests, auth, headers), over a bounded connection pool.
+/// of throttled requests, auth, headers), over a pool that closes idle
+/// connections.
 fn pooled(config: Config) -> anyhow::Result<Client> {
     let mut connector = hyper_timeout::TimeoutConnector::new(config.rustls_https_connector()?);
     connector.set_connect_timeout(config.connect_timeout);
@@ -48,7 +49,6 @@ fn pooled(config: Config) -> anyhow::Result<Client> {
     let http = HttpClient::builder(TokioExecutor::new())
         .pool_timer(TokioTimer::new())
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .pool_max_idle_per_host(POOL_MAX_IDLE)
         .build(connector);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
