@@ -213,6 +213,9 @@ fn main() -> ExitCode {
             }
             Ok(())
         }),
+        Command::Diff { old, new } if old.as_os_str() == "-" && new.as_os_str() == "-" => {
+            Err("diff: only one of OLD and NEW can be - (standard input)".into())
+        }
         Command::Diff { old, new } => read_input(Some(&old)).and_then(|old| {
             let new = read_input(Some(&new))?;
             print!(

@@ -64,7 +64,7 @@ pub fn docs(yaml: &str) -> Result<Vec<Value>> {
 }
 
 /// Where controller logs go: `E2E_DIR`, else `target/e2e`.
-pub(crate) fn log_dir() -> std::path::PathBuf {
+pub fn log_dir() -> std::path::PathBuf {
     std::env::var("E2E_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| repo_root().join("target/e2e"))

@@ -351,13 +351,14 @@ async fn status_needs_only_read_access_and_works_as_a_kubectl_plugin() -> Result
     let v2n = rotate(&api, "db", "b").await?;
     current_secret(&secrets, &api.get("db").await?).await?;
 
-    // A ServiceAccount that may only read RandomSecrets, Secrets and ReplicaSets.
+    // A ServiceAccount with only what `status` needs: get and list on
+    // RandomSecrets, list (a metadata-only list) on Secrets and ReplicaSets.
     let rbac = format!(
         "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: viewer, namespace: {n}}}\n---\n\
          apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: viewer, namespace: {n}}}\nrules:\n\
-         - {{apiGroups: [randomsecret.io], resources: [randomsecrets], verbs: [get, list, watch]}}\n\
-         - {{apiGroups: [\"\"], resources: [secrets], verbs: [get, list, watch]}}\n\
-         - {{apiGroups: [apps], resources: [replicasets], verbs: [get, list, watch]}}\n---\n\
+         - {{apiGroups: [randomsecret.io], resources: [randomsecrets], verbs: [get, list]}}\n\
+         - {{apiGroups: [\"\"], resources: [secrets], verbs: [list]}}\n\
+         - {{apiGroups: [apps], resources: [replicasets], verbs: [list]}}\n---\n\
          apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: viewer, namespace: {n}}}\n\
          roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: viewer}}\n\
          subjects: [{{kind: ServiceAccount, name: viewer, namespace: {n}}}]\n"
@@ -428,21 +429,23 @@ async fn status_needs_only_read_access_and_works_as_a_kubectl_plugin() -> Result
     ensure!(help.contains("Usage: kubectl randomsecret"), "{help}");
 
     // --watch prints the view again when it changes.
-    let mut child = std::process::Command::new(randomsecret_bin())
-        .args([
-            "status",
-            "-n",
-            n,
-            "db",
-            "-o",
-            "json",
-            "--watch",
-            "--interval",
-            "1s",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()?;
-    let stdout = child.stdout.take().context("stdout")?;
+    let mut child = Killed(
+        std::process::Command::new(randomsecret_bin())
+            .args([
+                "status",
+                "-n",
+                n,
+                "db",
+                "-o",
+                "json",
+                "--watch",
+                "--interval",
+                "1s",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()?,
+    );
+    let stdout = child.0.stdout.take().context("stdout")?;
     let (tx, rx) = std::sync::mpsc::channel::<Value>();
     std::thread::spawn(move || {
         // Pretty JSON documents, one after another: a document ends with `}` alone on a line.
@@ -467,15 +470,16 @@ async fn status_needs_only_read_access_and_works_as_a_kubectl_plugin() -> Result
     current_secret(&secrets, &api.get("db").await?).await?;
     let mut seen = false;
     let deadline = Instant::now() + WAIT;
-    while Instant::now() < deadline {
-        let next = rx.recv_timeout(WAIT)?;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        let Ok(next) = rx.recv_timeout(left) else {
+            break;
+        };
         if next["items"][0]["current"] == v3n.as_str() {
             seen = true;
             break;
         }
     }
-    child.kill()?;
-    child.wait()?;
+    drop(child);
     ensure!(seen, "--watch printed the rotation to {v3n}");
     ns.delete().await
 }
@@ -549,4 +553,14 @@ async fn rotate_sets_a_new_token_or_prints_the_change() -> Result<()> {
     );
     current_secret(&secrets, &rs).await?;
     ns.delete().await
+}
+
+/// A child process killed however the test ends.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

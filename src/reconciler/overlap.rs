@@ -65,10 +65,10 @@ pub async fn previous_data(
         )))?;
     Ok(read
         .filter(|s| {
-            s.metadata
-                .uid
-                .as_deref()
-                .is_some_and(|uid| rs.status.recorded(name, uid))
+            let m = &s.metadata;
+            m.uid.as_deref().is_some_and(|uid| rs.status.recorded(name, uid))
+                // A status from before uids were recorded (an upgrade).
+                || rs.status.recorded_before_uids(name, m.creation_timestamp.as_ref())
         })
         .and_then(|s| s.data))
 }

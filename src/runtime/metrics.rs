@@ -134,3 +134,19 @@ impl Metrics {
             .inc();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The dashboard ships twice (config/grafana and the chart); the e2e
+    /// suite checks that every metric it queries is exported.
+    #[test]
+    fn the_chart_and_config_ship_the_same_dashboard() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+        assert_eq!(
+            read("config/grafana/randomsecret-dashboard.json"),
+            read("charts/randomsecret/dashboards/randomsecret.json"),
+            "the chart's dashboard and config/grafana's differ: copy one over the other"
+        );
+    }
+}
