@@ -83,7 +83,7 @@ fi
 values=$(grep -c . "$E2E_VALUES_FILE" || true)
 # Blank lines would match everything: only whole values are patterns.
 grep -v '^$' "$E2E_VALUES_FILE" >"$E2E_DIR/value-patterns.txt" || true
-if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-chaos-*.log 2>/dev/null; then
+if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-dashboard.log "$E2E_DIR"/controller-chaos-*.log 2>/dev/null; then
   echo "run.sh: FAILED: a generated Secret value appears in the controller's log or metrics" >&2; status=1
 elif (( values == 0 && $# == 0 )); then
   echo "run.sh: FAILED: the suites recorded no generated values to check the log against" >&2; status=1
