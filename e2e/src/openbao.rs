@@ -51,6 +51,8 @@ impl OpenBao {
                 &format!("-dev-root-token-id={root_token}"),
                 &format!("-dev-tls-cert-dir={}", dir.display()),
             ])
+            // Its own HOME: a dev server writes ~/.vault-token, and two at once race on it.
+            .env("HOME", &dir)
             .stdout(Stdio::from(log.try_clone()?))
             .stderr(Stdio::from(log))
             .spawn()
@@ -89,6 +91,7 @@ impl OpenBao {
             .env("BAO_ADDR", &self.address)
             .env("BAO_CACERT", &self.ca_file)
             .env("BAO_TOKEN", &self.root_token)
+            .env("HOME", log_dir().join(format!("openbao-{}", self.port)))
             .output()?;
         if !out.status.success() {
             bail!("bao {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -168,6 +171,15 @@ impl OpenBao {
             Err(e) if e.to_string().contains("No value found") => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// The dev server's unseal key (from its log).
+    pub fn unseal_key(&self) -> Result<String> {
+        let log = std::fs::read_to_string(log_dir().join(format!("openbao-{}.log", self.port)))?;
+        log.lines()
+            .find_map(|l| l.trim().strip_prefix("Unseal Key: "))
+            .map(|k| k.trim().to_string())
+            .context("no unseal key in the dev server's log")
     }
 
     /// Stops the server with a signal (SIGSTOP, SIGCONT, ...), by its pid.

@@ -183,6 +183,17 @@ async fn push_create_rotate_resync_revert_and_delete() -> Result<()> {
             .any(|f| f == "randomsecret.io/push"),
         "the push's finalizer is set"
     );
+    let cvc = Api::<ClusterVaultConnection>::all(client.clone())
+        .get(&conn)
+        .await?;
+    ensure!(
+        cvc.status
+            .iter()
+            .flat_map(|s| &s.conditions)
+            .any(|c| c.type_ == "Ready" && c.status == "True" && c.reason == "Authenticated"),
+        "the connection is Ready after a login: {:?}",
+        cvc.status
+    );
     let path = format!("secret/{}/{}/db", openbao::PREFIX, ns.name);
     let s1 = current_secret(&secrets, &rs).await?;
     let (kv1, data1) = kv(&bao, &path)?;
@@ -325,6 +336,7 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
 
     for (name, spec) in [
         ("keep", push(&conn, "Retain")),
+        ("forget", push(&conn, "Delete")),
         ("orphan", push(&conn, "Delete")),
         ("foreign", push(&conn, "Delete")),
         ("lost", push("no-such-connection", "Delete")),
@@ -337,6 +349,7 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     let mut versions = std::collections::BTreeMap::new();
     for (name, status, reason) in [
         ("keep", "True", "Synced"),
+        ("forget", "True", "Synced"),
         ("orphan", "True", "Synced"),
         ("foreign", "False", "PathNotManaged"),
         ("lost", "False", "ConnectionNotFound"),
@@ -419,10 +432,10 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     wait_deleted(&api, "lost").await?;
 
     // Push removed from the spec: forgotten (finalizer gone), never deleted.
-    patch_spec(&api, "denied", json!({"push": null})).await?;
+    patch_spec(&api, "forget", json!({"push": null})).await?;
     let rs = wait_for(
         &api,
-        "denied",
+        "forget",
         "no finalizer",
         |rs: Option<&RandomSecret>| {
             rs.is_some_and(|rs| {
@@ -441,6 +454,58 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     for c in [&conn, &denied, &elsewhere] {
         delete_connection(&client, c).await?;
     }
+    ns.delete().await?;
+    Ok(())
+}
+
+/// A sealed server (`bao operator seal`) and a stopped one (SIGSTOP): the
+/// push says Sealed / Unreachable while Ready stays True and other
+/// RandomSecrets keep converging, and recovers when the server is back.
+#[tokio::test]
+async fn push_recovers_from_sealed_and_stopped_server() -> Result<()> {
+    let client = client().await?;
+    let bao = OpenBao::start(28204)?;
+    let ns = TestNamespace::new(&client, "vault-outage").await?;
+    let conn = format!("{}-c", ns.name);
+    connection(&client, &ns, &bao, &conn, json!({})).await?;
+    let api: Api<RandomSecret> = ns.api();
+    let spec = json!({"keys": {"k": {"length": 16}}, "rotation": "1",
+        "push": {"vault": {"connectionRef": {"name": conn}, "deletionPolicy": "Delete"}}});
+    let rs = create_ready(&api, "app", spec).await?;
+    wait_for(&api, "app", "VaultSynced", synced_with(secret_name(&rs)?)).await?;
+    let path = format!("secret/{}/{}/app", openbao::PREFIX, ns.name);
+
+    for (outage, reason) in [("seal", "Sealed"), ("SIGSTOP", "Unreachable")] {
+        match outage {
+            "seal" => drop(bao.cli(&["operator", "seal"])?),
+            _ => bao.signal("STOP")?,
+        }
+        let rotation = format!("{outage}-1");
+        let v = rotate(&api, "app", &rotation).await?;
+        let rs = wait_for(&api, "app", reason, vault_synced("False", reason)).await?;
+        ensure!(
+            is_ready(Some(&rs)),
+            "{outage}: Ready stays True: {:?}",
+            rs.status
+        );
+        // Others keep converging meanwhile.
+        let other = format!("other-{}", outage.to_lowercase());
+        create_ready(&api, &other, json!({"keys": {"k": {"length": 16}}})).await?;
+        match outage {
+            "seal" => drop(bao.cli(&["operator", "unseal", &bao.unseal_key()?])?),
+            _ => bao.signal("CONT")?,
+        }
+        let rs = wait_for(&api, "app", "VaultSynced again", synced_with(v.clone())).await?;
+        let secrets: Api<Secret> = ns.api();
+        let s = current_secret(&secrets, &rs).await?;
+        ensure!(
+            kv(&bao, &path)?.1 == json!({"k": value(&s, "k")?}),
+            "{outage}: the push caught up"
+        );
+    }
+    api.delete("app", &DeleteParams::default()).await?;
+    wait_deleted(&api, "app").await?;
+    delete_connection(&client, &conn).await?;
     ns.delete().await?;
     Ok(())
 }

@@ -108,6 +108,9 @@ pub struct Context {
     /// The controller's ServiceAccount (Kubernetes auth); None: not known.
     pub identity: Option<vault::connection::Identity>,
     pub out_of_sync: Mutex<HashSet<Key>>,
+    /// The Ready condition last written per connection (status, reason), so
+    /// a connection's status is written when it changes, not on every push.
+    pub connections: Mutex<std::collections::HashMap<String, (bool, &'static str)>>,
 }
 
 impl Context {
@@ -282,7 +285,8 @@ async fn cleanup(
     if let Some(target) = target
         && vault::plan::delete_on_cleanup(target.deletion_policy.unwrap_or_default(), orphan, skip)
     {
-        if let Err(e) = vault::cleanup(ctx, rs, target).await {
+        let removed = vault::cleanup(ctx, rs, target).await;
+        if let Err(e) = &removed {
             let reason = e.reason();
             ctx.metrics.push_error(reason);
             ctx.mark(key, false);
@@ -311,7 +315,11 @@ async fn cleanup(
             // watch brings here, so a waiting deletion looks again soon.
             return Ok(Next::RequeueAfter(CLEANUP_RECHECK));
         }
-        info!(randomsecret = %key, "push: deleted the Vault path (deletionPolicy Delete)");
+        if matches!(removed, Ok(true)) {
+            info!(randomsecret = %key, "push: deleted the Vault path (deletionPolicy Delete)");
+        } else {
+            info!(randomsecret = %key, "push: no path of ours to delete (none, or someone else's)");
+        }
     } else if target.is_some() {
         info!(randomsecret = %key, orphan, skip, "push: kept the Vault path on deletion");
     }

@@ -155,6 +155,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             }
         }),
         out_of_sync: Default::default(),
+        connections: Default::default(),
     });
     let ctx = Arc::new(Context {
         client,

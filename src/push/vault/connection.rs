@@ -327,3 +327,81 @@ async fn service_account_token(
         .filter(|t| !t.is_empty())
         .ok_or_else(|| PushError::Kube("the TokenRequest answer has no token".into()))
 }
+
+/// What a push found out about a connection, for its Ready condition: a
+/// failure to reach or log in is not Ready; any answer after the login (a
+/// path's permission, a path of someone else) is; an apiserver error says
+/// nothing (None).
+pub fn readiness(result: &Result<(), &PushError>) -> Option<(bool, &'static str, String)> {
+    match result {
+        Ok(()) => Some((
+            true,
+            "Authenticated",
+            "reachable; the login succeeded".into(),
+        )),
+        Err(
+            e @ (PushError::Vault(
+                VaultError::Unreachable { .. }
+                | VaultError::Status { .. }
+                | VaultError::Invalid { .. }
+                | VaultError::Sealed { .. }
+                | VaultError::AuthFailed { .. }
+                | VaultError::BadCa(_),
+            )
+            | PushError::Timeout(_)
+            | PushError::InvalidConnection(_)),
+        ) => Some((false, e.reason(), e.to_string())),
+        Err(PushError::Kube(_)) => None,
+        Err(_) => Some((
+            true,
+            "Authenticated",
+            "reachable; the login succeeded".into(),
+        )),
+    }
+}
+
+/// Writes the connection's Ready condition (server-side apply, the push's
+/// field manager) when it differs from what this process last wrote.
+pub async fn report(ctx: &crate::push::Context, conn: &Connection, result: Result<(), &PushError>) {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+    use kube::api::{Patch, PatchParams};
+    let Some((ok, reason, message)) = readiness(&result) else {
+        return;
+    };
+    let id = conn.id();
+    if ctx.connections.lock().expect("connections lock").get(&id) == Some(&(ok, reason)) {
+        return;
+    }
+    let cond = Condition {
+        type_: "Ready".into(),
+        status: if ok { "True" } else { "False" }.into(),
+        reason: reason.into(),
+        message,
+        observed_generation: None,
+        last_transition_time: Time(k8s_openapi::jiff::Timestamp::now()),
+    };
+    let kind = format!("{:?}", conn.kind);
+    let patch = serde_json::json!({"apiVersion": "randomsecret.io/v1", "kind": kind, "status": {"conditions": [cond]}});
+    let params = PatchParams::apply(crate::push::MANAGER).force();
+    let written = match &conn.namespace {
+        Some(ns) => Api::<VaultConnection>::namespaced(ctx.client.clone(), ns)
+            .patch_status(&conn.name, &params, &Patch::Apply(patch))
+            .await
+            .map(drop),
+        None => Api::<ClusterVaultConnection>::all(ctx.client.clone())
+            .patch_status(&conn.name, &params, &Patch::Apply(patch))
+            .await
+            .map(drop),
+    };
+    match written {
+        Ok(()) => {
+            ctx.connections
+                .lock()
+                .expect("connections lock")
+                .insert(id, (ok, reason));
+        }
+        Err(e) => {
+            tracing::debug!(connection = %id, error = %e, "writing the connection's status failed")
+        }
+    }
+}

@@ -72,14 +72,23 @@ async fn open(
             src.name
         ))
     })?;
-    let vault = connection::client(&ctx.client, &conn).await?;
-    let token = bounded(
-        &conn,
-        ctx.tokens
-            .get(&ctx.client, ctx.identity.as_ref(), &conn, &vault),
-    )
-    .await?;
-    Ok((conn, vault, token, path))
+    let login = async {
+        let vault = connection::client(&ctx.client, &conn).await?;
+        let token = bounded(
+            &conn,
+            ctx.tokens
+                .get(&ctx.client, ctx.identity.as_ref(), &conn, &vault),
+        )
+        .await?;
+        Ok((vault, token))
+    };
+    match login.await {
+        Ok((vault, token)) => Ok((conn, vault, token, path)),
+        Err(e) => {
+            connection::report(ctx, &conn, Err(&e)).await;
+            Err(e)
+        }
+    }
 }
 
 /// Forgets the token when the server refused it (revoked or expired early).
@@ -153,9 +162,9 @@ pub async fn sync(
         }
         Ok((kv_version, written, drift))
     };
-    let (kv_version, written, drift) = bounded(&conn, work)
-        .await
-        .map_err(|e| refused(ctx, &conn, e))?;
+    let result = bounded(&conn, work).await;
+    connection::report(ctx, &conn, result.as_ref().map(drop)).await;
+    let (kv_version, written, drift) = result.map_err(|e| refused(ctx, &conn, e))?;
     let full_path = format!("{}/{path}", conn.kv_mount());
     let previous = rs
         .status
@@ -171,12 +180,12 @@ pub async fn sync(
 }
 
 /// Removes the path (metadata and every version) if it is ours; a path of
-/// someone else, or none, is left as it is.
+/// someone else, or none, is left as it is. Returns whether it was removed.
 pub async fn cleanup(
     ctx: &Context,
     rs: &RandomSecret,
     target: &VaultPush,
-) -> Result<(), PushError> {
+) -> Result<bool, PushError> {
     let src = source(rs);
     let (conn, vault, token, path) = open(ctx, rs, target).await?;
     let work = async {
@@ -188,8 +197,9 @@ pub async fn cleanup(
             Some(meta) if plan::is_ours(&meta, &src) => vault
                 .delete_all(&token, &path)
                 .await
-                .map_err(PushError::Vault),
-            _ => Ok(()),
+                .map_err(PushError::Vault)
+                .map(|()| true),
+            _ => Ok(false),
         }
     };
     bounded(&conn, work)
