@@ -509,3 +509,71 @@ async fn push_recovers_from_sealed_and_stopped_server() -> Result<()> {
     ns.delete().await?;
     Ok(())
 }
+
+/// A namespaced VaultConnection: a token from a Secret of its namespace (the
+/// token is recorded, so the log check proves it never reaches the log), the
+/// CA from a Secret; Kubernetes auth (the controller's identity) is refused
+/// by the CRD for a namespaced connection.
+#[tokio::test]
+async fn namespaced_connection_with_a_token_secret() -> Result<()> {
+    let client = client().await?;
+    let bao = OpenBao::start(28206)?;
+    let ns = TestNamespace::new(&client, "vault-token").await?;
+    let out = bao.cli(&[
+        "token",
+        "create",
+        "-format=json",
+        &format!("-policy={}", openbao::ROLE),
+    ])?;
+    let token = serde_json::from_str::<Value>(&out)?["auth"]["client_token"]
+        .as_str()
+        .context("client_token")?
+        .to_string();
+    record_values([token.as_bytes()])?;
+    let secret: Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vault"},
+        "stringData": {"token": token, "ca.crt": bao.ca_pem},
+    }))?;
+    ns.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let vc = |auth: Value| -> Result<randomsecret::push::api::VaultConnection> {
+        Ok(serde_json::from_value(json!({
+            "apiVersion": "randomsecret.io/v1", "kind": "VaultConnection",
+            "metadata": {"name": "team-vault"},
+            "spec": {"address": bao.address, "auth": auth,
+                     "ca": {"secretRef": {"name": "vault", "key": "ca.crt"}}},
+        }))?)
+    };
+    let vcs: Api<randomsecret::push::api::VaultConnection> = ns.api();
+    let refused = vcs
+        .create(
+            &PostParams::default(),
+            &vc(json!({"kubernetes": {"role": openbao::ROLE}}))?,
+        )
+        .await;
+    ensure!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("ClusterVaultConnection")),
+        "a VaultConnection with Kubernetes auth must be refused: {refused:?}"
+    );
+    vcs.create(
+        &PostParams::default(),
+        &vc(json!({"tokenSecretRef": {"name": "vault", "key": "token"}}))?,
+    )
+    .await?;
+    let api: Api<RandomSecret> = ns.api();
+    let spec = json!({"keys": {"k": {"length": 16}}, "push": {"vault": {
+        "connectionRef": {"kind": "VaultConnection", "name": "team-vault"}, "path": "apps/{name}"}}});
+    let rs = create_ready(&api, "svc", spec).await?;
+    let rs = wait_for(&api, "svc", "VaultSynced", synced_with(secret_name(&rs)?)).await?;
+    let s = current_secret(&ns.api(), &rs).await?;
+    let path = format!("secret/{}/{}/apps/svc", openbao::PREFIX, ns.name);
+    ensure!(kv(&bao, &path)?.1 == json!({"k": value(&s, "k")?}));
+    api.delete("svc", &DeleteParams::default()).await?;
+    wait_deleted(&api, "svc").await?;
+    ensure!(bao.kv_metadata(&path)?.is_some(), "Retain is the default");
+    ns.delete().await?;
+    Ok(())
+}
