@@ -256,11 +256,38 @@ async fn push_create_rotate_resync_revert_and_delete() -> Result<()> {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     ensure!(kv(&bao, &path)?.0 == 2, "a resync wrote a KV version");
+
+    // A value changed by hand in Vault (KV 3) is written back (KV 4) at the
+    // next comparison, with a Warning Event.
+    bao.cli(&["kv", "put", &path, "DB_password=changed-by-hand-in-vault"])?;
     patch_spec(
         &api,
         "db",
         json!({"push": {"vault": {"deletionPolicy": "Delete"}}}),
     )
+    .await?;
+    wait_for(
+        &api,
+        "db",
+        "VaultSynced after the drift",
+        vault_synced("True", "Synced"),
+    )
+    .await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while kv(&bao, &path)?.0 < 4 {
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the hand-changed value was not written back"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    ensure!(
+        kv(&bao, &path)? == (4, data2.clone()),
+        "the version's values are back as KV 4"
+    );
+    wait_event(&client, &ns.name, "a VaultValueRestored Warning", |e| {
+        e.reason.as_deref() == Some("VaultValueRestored") && e.type_.as_deref() == Some("Warning")
+    })
     .await?;
 
     // Revert to rotation 1: the old version (retained) is current again and
@@ -274,12 +301,12 @@ async fn push_create_rotate_resync_revert_and_delete() -> Result<()> {
         synced_with(v1.clone()),
     )
     .await?;
-    let (kv3, data3) = kv(&bao, &path)?;
-    ensure!(kv3 == 3, "revert: KV version 3, got {kv3}");
-    ensure!(data3 == data1, "revert writes the old values again");
+    let (kv5, data5) = kv(&bao, &path)?;
+    ensure!(kv5 == 5, "revert: KV version 5, got {kv5}");
+    ensure!(data5 == data1, "revert writes the old values again");
     ensure!(
-        kv_version_of(&rs, &v1) == Some(3),
-        "status maps {v1} to KV 3 now: {:?}",
+        kv_version_of(&rs, &v1) == Some(5),
+        "status maps {v1} to KV 5 now: {:?}",
         rs.status
     );
 
