@@ -11,7 +11,14 @@ use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
 #[derive(Default)]
-pub struct Index(Mutex<HashMap<Key, u64>>);
+pub struct Index(Mutex<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    map: HashMap<Key, u64>,
+    /// Keys seen since the current (re)list began: what it did not list is gone.
+    relisting: Option<std::collections::HashSet<Key>>,
+}
 
 /// What a push depends on, hashed; None: no push work.
 fn fingerprint(obj: &RandomSecretObject) -> Option<u64> {
@@ -40,10 +47,14 @@ fn fingerprint(obj: &RandomSecretObject) -> Option<u64> {
 impl Index {
     /// Applies one watch event of the RandomSecrets; returns the keys to push.
     pub fn handle(&self, ev: &Event<RandomSecretObject>) -> Vec<Key> {
-        let mut map = self.0.lock().expect("push index lock");
+        let mut inner = self.0.lock().expect("push index lock");
+        let Inner { map, relisting } = &mut *inner;
         match ev {
             Event::InitApply(obj) | Event::Apply(obj) => {
                 let key = Key::of(&obj.metadata);
+                if let (Event::InitApply(_), Some(seen)) = (ev, relisting.as_mut()) {
+                    seen.insert(key.clone());
+                }
                 match fingerprint(obj) {
                     None => {
                         map.remove(&key);
@@ -62,7 +73,16 @@ impl Index {
                 map.remove(&Key::of(&obj.metadata));
                 Vec::new()
             }
-            Event::Init | Event::InitDone => Vec::new(),
+            Event::Init => {
+                *relisting = Some(Default::default());
+                Vec::new()
+            }
+            Event::InitDone => {
+                if let Some(seen) = relisting.take() {
+                    map.retain(|k, _| seen.contains(k));
+                }
+                Vec::new()
+            }
         }
     }
 
@@ -71,6 +91,7 @@ impl Index {
         self.0
             .lock()
             .expect("push index lock")
+            .map
             .keys()
             .cloned()
             .collect()
@@ -137,7 +158,17 @@ mod tests {
             1
         );
         // Neither: forgotten.
-        assert!(idx.handle(&Event::Apply(obj(plain, v1, &[]))).is_empty());
+        assert!(
+            idx.handle(&Event::Apply(obj(plain, v1.clone(), &[])))
+                .is_empty()
+        );
         assert!(idx.keys().is_empty());
+        // A relist that no longer lists an object forgets it.
+        let f = json!({"keys": {"k": {"length": 4}}, "push": {"vault": {"connectionRef": {"name": "c"}}}});
+        idx.handle(&Event::Apply(obj(f, v1, &[FINALIZER])));
+        assert_eq!(idx.keys().len(), 1);
+        idx.handle(&Event::Init);
+        idx.handle(&Event::InitDone);
+        assert!(idx.keys().is_empty(), "gone during a watch gap");
     }
 }

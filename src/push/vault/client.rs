@@ -369,3 +369,85 @@ fn describe(e: &reqwest::Error) -> String {
     }
     detail
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::http::StatusCode;
+    use axum::routing::{get, post};
+
+    /// A server that answers each call the way a real one fails, bodies
+    /// holding a value that must never reach an error.
+    async fn server(sealed: bool) -> String {
+        const BODY: &str = r#"{"errors":["value-that-must-not-leak"]}"#;
+        let app = Router::new()
+            .route(
+                "/v1/sys/health",
+                get(move || async move {
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!(r#"{{"sealed":{sealed}}}"#),
+                    )
+                }),
+            )
+            .route(
+                "/v1/secret/metadata/{*p}",
+                get(|| async { (StatusCode::SERVICE_UNAVAILABLE, BODY) }),
+            )
+            .route(
+                "/v1/secret/data/{*p}",
+                post(|| async { (StatusCode::BAD_REQUEST, BODY) }).get(|| async {
+                    r#"{"data":{"data":{"a":"1","n":2},"metadata":{"version":7}}}"#
+                }),
+            )
+            .route(
+                "/v1/auth/kubernetes/login",
+                post(|| async { (StatusCode::FORBIDDEN, BODY) }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn failures_are_classified_without_their_bodies() {
+        let c = Client::new(&server(true).await, "secret", None, Duration::from_secs(2)).unwrap();
+        let sealed = c.metadata("t", "p").await.unwrap_err();
+        assert_eq!(sealed.reason(), "Sealed");
+        let cas = c.write("t", "p", 3, &BTreeMap::new()).await.unwrap_err();
+        assert_eq!(cas.reason(), "Conflict");
+        let login = c
+            .login_kubernetes("kubernetes", "r", "jwt")
+            .await
+            .unwrap_err();
+        assert_eq!(login.reason(), "AuthFailed");
+        for e in [sealed, cas, login] {
+            assert!(!e.to_string().contains("must-not-leak"), "{e}");
+        }
+        let current = c.current("t", "q").await.unwrap().unwrap();
+        assert_eq!(current.version, 7);
+        assert_eq!(
+            current.data.unwrap(),
+            BTreeMap::from([("a".into(), "1".into()), ("n".into(), "2".into())])
+        );
+        // 503 from a server that is not sealed: unreachable, not Sealed.
+        let c = Client::new(&server(false).await, "secret", None, Duration::from_secs(2)).unwrap();
+        assert_eq!(
+            c.metadata("t", "p").await.unwrap_err().reason(),
+            "Unreachable"
+        );
+    }
+
+    #[test]
+    fn a_ca_that_is_not_pem_is_refused() {
+        let e = Client::new(
+            "https://x",
+            "secret",
+            Some(b"not pem"),
+            Duration::from_secs(1),
+        );
+        assert!(matches!(e, Err(VaultError::BadCa(_))));
+    }
+}
