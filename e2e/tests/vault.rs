@@ -604,3 +604,56 @@ async fn namespaced_connection_with_a_token_secret() -> Result<()> {
     ns.delete().await?;
     Ok(())
 }
+
+/// A controller restart writes nothing: the new process compares every
+/// pushed path once and finds it up to date. Needs a controller of its own
+/// (run.sh runs it after the shared one stopped).
+#[tokio::test]
+#[ignore]
+async fn push_writes_nothing_after_a_controller_restart() -> Result<()> {
+    let client = client().await?;
+    let bao = OpenBao::start(28208)?;
+    let ns = TestNamespace::new(&client, "vault-restart").await?;
+    let conn = format!("{}-r", ns.name);
+    connection(&client, &ns, &bao, &conn, json!({})).await?;
+    let args = [
+        "--service-account-namespace",
+        openbao::CONTROLLER_SA.0,
+        "--service-account-name",
+        openbao::CONTROLLER_SA.1,
+    ];
+    let controller = ControllerProcess::start("vault", 28210, &args)?;
+    let api: Api<RandomSecret> = ns.api();
+    let spec = json!({"keys": {"k": {"length": 16}},
+        "push": {"vault": {"connectionRef": {"name": conn}, "deletionPolicy": "Delete"}}});
+    let rs = create_ready(&api, "app", spec).await?;
+    let rs = wait_for(&api, "app", "VaultSynced", synced_with(secret_name(&rs)?)).await?;
+    current_secret(&ns.api(), &rs).await?;
+    let path = format!("secret/{}/{}/app", openbao::PREFIX, ns.name);
+    ensure!(kv(&bao, &path)?.0 == 1);
+    controller.terminate()?;
+
+    let controller = ControllerProcess::start("vault", 28210, &args)?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let unchanged = "randomsecret_pushes_total{result=\"unchanged\"}";
+    while controller.metric(unchanged)?.unwrap_or(0.0) < 1.0 {
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the restarted controller compared nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let written = controller.metric("randomsecret_pushes_total{result=\"written\"}")?;
+    ensure!(
+        written.unwrap_or(0.0) == 0.0,
+        "a restart wrote: {written:?}"
+    );
+    ensure!(kv(&bao, &path)?.0 == 1, "a restart wrote a KV version");
+    api.delete("app", &DeleteParams::default()).await?;
+    wait_deleted(&api, "app").await?;
+    ensure!(bao.kv_metadata(&path)?.is_none());
+    controller.terminate()?;
+    delete_connection(&client, &conn).await?;
+    ns.delete().await?;
+    Ok(())
+}
