@@ -2,7 +2,6 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-CRD := config/crd/randomsecret.io_randomsecrets.yaml
 
 .PHONY: all build static crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench chaos fuzz clean-e2e
 
@@ -22,10 +21,10 @@ static:
 	@d=target/static/x86_64-unknown-linux-gnu/release; ln -sf randomsecret $$d/kubectl-randomsecret; \
 	  $$d/kubectl-randomsecret --help | grep -q "Usage: kubectl randomsecret" && echo "make static: $$d/kubectl-randomsecret is the kubectl plugin"
 
-## crd: regenerate the committed CRD from the Rust types (a unit test checks it)
+## crd: regenerate the committed CRDs from the Rust types (a unit test checks them)
 crd:
-	$(CARGO) run -q --bin randomsecret -- crd > $(CRD)
-	cp $(CRD) charts/randomsecret/crds/
+	$(CARGO) run -q --bin randomsecret -- crd --dir config/crd
+	$(CARGO) run -q --bin randomsecret -- crd --dir charts/randomsecret/crds
 
 ## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane
 test: fmt-check clippy unit static e2e

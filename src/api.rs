@@ -139,6 +139,11 @@ pub struct RandomSecretSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub history: Option<i32>,
+
+    /// Where each current version is also written (a Vault or OpenBao KV v2
+    /// path). Not part of the version hash: adding or changing it keeps the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<crate::push::api::PushSpec>,
 }
 
 /// How one value is generated.
@@ -273,9 +278,15 @@ pub struct RandomSecretStatus {
     /// How many versions are live (the length of versions).
     #[serde(default)]
     pub live_versions: i32,
-    /// Ready (always present), Reconciling and Stalled, in the metav1.Condition shape.
+    /// Ready (always present), Reconciling and Stalled, in the metav1.Condition
+    /// shape; VaultSynced while spec.push.vault is set. A map keyed by type:
+    /// the version and the push write their own conditions (server-side apply).
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// What the pushes (spec.push) wrote, and where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<crate::push::api::PushStatus>,
 }
 
 /// One version (one Secret) of a RandomSecret.
@@ -314,12 +325,16 @@ pub enum VersionState {
     Released,
 }
 
-/// The CRD, generated from the types above.
+/// The CRDs, generated from the types above and in `crate::push::api`, with
+/// the file each is committed as (in `config/crd/` and the chart's `crds/`).
 ///
 /// `nullable` is removed everywhere: the apiserver then prunes an explicit
 /// `null` like an absent field, so `key: null` and no `key` store (and hash) alike.
-pub fn crd()
--> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+pub fn crds() -> Vec<(
+    &'static str,
+    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+)> {
+    use crate::push::api::{ClusterVaultConnection, VaultConnection};
     use kube::CustomResourceExt;
     fn strip(v: &mut serde_json::Value) {
         match v {
@@ -331,17 +346,46 @@ pub fn crd()
             _ => {}
         }
     }
-    let mut v = serde_json::to_value(RandomSecret::crd()).expect("the CRD serializes");
-    strip(&mut v);
-    serde_json::from_value(v).expect("the CRD deserializes")
+    let clean = |crd| {
+        let mut v = serde_json::to_value(crd).expect("the CRD serializes");
+        strip(&mut v);
+        serde_json::from_value(v).expect("the CRD deserializes")
+    };
+    vec![
+        (
+            "randomsecret.io_randomsecrets.yaml",
+            clean(RandomSecret::crd()),
+        ),
+        (
+            "randomsecret.io_clustervaultconnections.yaml",
+            clean(ClusterVaultConnection::crd()),
+        ),
+        (
+            "randomsecret.io_vaultconnections.yaml",
+            clean(VaultConnection::crd()),
+        ),
+    ]
 }
 
-/// The CRD as YAML (what `randomsecret crd` prints and `config/crd/` holds).
-pub fn crd_yaml() -> String {
+/// The RandomSecret CRD.
+pub fn crd()
+-> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    crds().swap_remove(0).1
+}
+
+/// One CRD as YAML (what `config/crd/` holds).
+pub fn crd_file_yaml(
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) -> String {
     format!(
         "---\n{}",
-        crate::gitops::yaml::write(&crd()).expect("the CRD serializes")
+        crate::gitops::yaml::write(crd).expect("the CRD serializes")
     )
+}
+
+/// Every CRD as one YAML stream (what `randomsecret crd` prints).
+pub fn crd_yaml() -> String {
+    crds().iter().map(|(_, c)| crd_file_yaml(c)).collect()
 }
 
 #[cfg(test)]
@@ -350,17 +394,17 @@ mod tests {
     /// regenerate it with `make crd`.
     #[test]
     fn committed_crds_match_the_types() {
-        for file in [
-            "config/crd/randomsecret.io_randomsecrets.yaml",
-            "charts/randomsecret/crds/randomsecret.io_randomsecrets.yaml",
-        ] {
-            let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
-            let committed =
-                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
-            assert!(
-                committed == super::crd_yaml(),
-                "{file} is out of date: run `make crd`"
-            );
+        for (name, crd) in super::crds() {
+            for dir in ["config/crd", "charts/randomsecret/crds"] {
+                let file = format!("{dir}/{name}");
+                let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+                let committed =
+                    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+                assert!(
+                    committed == super::crd_file_yaml(&crd),
+                    "{file} is out of date: run `make crd`"
+                );
+            }
         }
     }
 }

@@ -20,8 +20,13 @@ pub struct Cli {
 pub enum Command {
     /// Run the controller (all namespaces unless --namespace is given).
     Controller(Box<ControllerArgs>),
-    /// Print the RandomSecret CRD YAML generated from the Rust types.
-    Crd,
+    /// Print the CRDs (RandomSecret, ClusterVaultConnection, VaultConnection)
+    /// generated from the Rust types, as one YAML stream.
+    Crd {
+        /// Write one file per CRD into this folder instead (`make crd`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Print the versioned Secret name of each RandomSecret in a YAML stream, one per line.
     Name {
         /// YAML file to read ("-" or absent: standard input).
@@ -198,6 +203,14 @@ pub struct ControllerArgs {
     /// Namespace of --proof-key-secret (default: $POD_NAMESPACE, else --namespace, else "default").
     #[arg(long, env = "RANDOMSECRET_PROOF_KEY_NAMESPACE")]
     pub proof_key_namespace: Option<String>,
+    /// The controller's own ServiceAccount, for the Kubernetes auth of a
+    /// ClusterVaultConnection (a token is requested for it with the
+    /// TokenRequest API). The chart sets it.
+    #[arg(long, env = "RANDOMSECRET_SERVICE_ACCOUNT_NAME")]
+    pub service_account_name: Option<String>,
+    /// Namespace of --service-account-name (default: $POD_NAMESPACE, else "default").
+    #[arg(long, env = "RANDOMSECRET_SERVICE_ACCOUNT_NAMESPACE")]
+    pub service_account_namespace: Option<String>,
     /// The mutating webhook of annotation mode (off unless --webhook-bind-address is set).
     #[command(flatten)]
     pub webhook: WebhookArgs,

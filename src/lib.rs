@@ -11,6 +11,8 @@
 //!   (retention plan, desired status) beside the IO that carries them out.
 //! - [`runtime`]: the process: client, watches, runner, leader election,
 //!   shutdown, admin servers, metrics, Events.
+//! - [`push`]: pushing versions elsewhere (Vault / OpenBao KV v2), apart
+//!   from the reconcile, with its own runner, condition and field manager.
 //! - [`annotated`]: annotation mode, random keys in ordinary Secrets (the
 //!   rules shared by the controller path and the webhook).
 //! - [`webhook`]: the optional mutating webhook of annotation mode and its
@@ -29,6 +31,7 @@ pub mod generate;
 pub mod gitops;
 pub use gitops::manifests;
 pub mod proof;
+pub mod push;
 pub mod reconciler;
 pub mod references;
 pub mod rotate;

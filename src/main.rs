@@ -197,10 +197,14 @@ fn main() -> ExitCode {
             .expect("tokio runtime")
             .block_on(status(args))
             .map_err(|e| format!("{e:#}")),
-        Command::Crd => {
+        Command::Crd { dir: None } => {
             print!("{}", api::crd_yaml());
             Ok(())
         }
+        Command::Crd { dir: Some(dir) } => api::crds().iter().try_for_each(|(name, crd)| {
+            std::fs::write(dir.join(name), api::crd_file_yaml(crd))
+                .map_err(|e| format!("{}: {e}", dir.join(name).display()))
+        }),
         Command::Name { file, explain } => read_input(file.as_deref()).and_then(|input| {
             let names = manifests::versioned_names(&input).map_err(|e| e.to_string())?;
             if explain {

@@ -8,12 +8,14 @@
 //! - [`controller`]: controller processes of a test's own; leader checks.
 //! - [`tools`]: the binary under test, kubectl and other tools.
 //! - [`invariants`]: the fault suite's invariants.
+//! - [`openbao`]: an OpenBao dev server of a test's own, for the Vault push.
 //!
 //! Everything is re-exported at the top, so suites `use randomsecret_e2e::*`.
 
 pub mod cluster;
 pub mod controller;
 pub mod invariants;
+pub mod openbao;
 pub mod randomsecrets;
 pub mod tools;
 pub mod values;
@@ -21,6 +23,7 @@ pub mod workloads;
 
 pub use cluster::*;
 pub use controller::*;
+pub use openbao::OpenBao;
 pub use randomsecrets::*;
 pub use tools::*;
 pub use values::*;

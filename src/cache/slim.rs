@@ -21,6 +21,8 @@ pub fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error
         creation_timestamp: Option<Time>,
         deletion_timestamp: Option<Time>,
         owner_references: Option<Vec<OwnerReference>>,
+        // Rare and short (the push's finalizer on RandomSecrets).
+        finalizers: Option<Vec<String>>,
     }
     let s = Slim::deserialize(d)?;
     Ok(ObjectMeta {
@@ -32,6 +34,7 @@ pub fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error
         creation_timestamp: s.creation_timestamp,
         deletion_timestamp: s.deletion_timestamp,
         owner_references: s.owner_references,
+        finalizers: s.finalizers,
         ..Default::default()
     })
 }

@@ -213,6 +213,8 @@ pub fn desired(
         versions: versions.live,
         released: versions.released,
         conditions,
+        // Written by the push under its own field manager (crate::push).
+        push: None,
     }
 }
 
@@ -249,9 +251,12 @@ fn hash_json(value: &impl serde::Serialize) -> u64 {
     h.finish()
 }
 
+/// This writer's conditions (not the push's VaultSynced), without their
+/// transition times: another writer's fields are no reason to write.
 fn without_transition_times(conditions: &[Condition]) -> Vec<Condition> {
     conditions
         .iter()
+        .filter(|c| CONDITIONS.contains(&c.type_.as_str()))
         .cloned()
         .map(|mut c| {
             c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
@@ -265,6 +270,7 @@ fn without_transition_times(conditions: &[Condition]) -> Vec<Condition> {
 pub fn fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
     let s = status.map(|s| RandomSecretStatus {
         conditions: without_transition_times(&s.conditions),
+        push: None,
         ..s.clone()
     });
     hash_json(&s)
@@ -459,6 +465,40 @@ mod tests {
         assert_eq!(
             Previous::of(Some(&s)).ready_reason.as_deref(),
             Some("ApiError")
+        );
+    }
+
+    /// The push's condition and status are another writer's: they never make
+    /// this writer's status look changed (which would write on every reconcile).
+    #[test]
+    fn the_push_fields_do_not_change_the_fingerprints() {
+        let ours = desired(
+            &Previous::of(None),
+            Some(2),
+            &ready("a-1"),
+            Versions::default(),
+            &t(5),
+        );
+        let mut both = ours.clone();
+        both.conditions
+            .push(condition("VaultSynced", true, "Synced", "x", Some(2)));
+        both.push = Some(crate::push::api::PushStatus::default());
+        assert_eq!(fingerprint(Some(&both)), fingerprint(Some(&ours)));
+        assert_eq!(
+            conditions_fingerprint(Some(&both)),
+            conditions_fingerprint(Some(&ours))
+        );
+        assert!(
+            desired(
+                &Previous::of(Some(&both)),
+                Some(2),
+                &ready("a-1"),
+                Versions::default(),
+                &t(6)
+            )
+            .conditions
+            .iter()
+            .all(|c| c.type_ != "VaultSynced")
         );
     }
 }

@@ -38,6 +38,14 @@ pub struct Metrics {
     pub annotated_fills: Family<PathLabel, Counter>,
     /// Annotation mode: opted-in Secrets left unchanged, by reason.
     pub annotated_refused: Family<ReasonLabel, Counter>,
+    /// Push: attempts by result (written, unchanged, error).
+    pub pushes: Family<ResultLabel, Counter>,
+    /// Push: failures by reason (the VaultSynced reasons).
+    pub push_errors: Family<ReasonLabel, Counter>,
+    /// Push: time of one push to a target (connection, login, compare, write).
+    pub push_duration: Histogram,
+    /// Push: RandomSecrets whose target is not in sync now.
+    pub push_out_of_sync: Gauge,
 }
 
 impl Metrics {
@@ -54,6 +62,10 @@ impl Metrics {
             events_dropped: Counter::default(),
             annotated_fills: Family::default(),
             annotated_refused: Family::default(),
+            pushes: Family::default(),
+            push_errors: Family::default(),
+            push_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
+            push_out_of_sync: Gauge::default(),
         };
         let r = registry.sub_registry_with_prefix("randomsecret");
         r.register(
@@ -111,7 +123,40 @@ impl Metrics {
             "Annotated Secrets left unchanged, by reason (InvalidAnnotations, Immutable, ProducedByRandomSecret, PatchRefused)",
             m.annotated_refused.clone(),
         );
+        r.register(
+            "pushes",
+            "Pushes to a target by result (written: a new KV version; unchanged: compared, nothing written; error)",
+            m.pushes.clone(),
+        );
+        r.register(
+            "push_errors",
+            "Push failures by reason (Unreachable, Sealed, AuthFailed, PermissionDenied, PathNotManaged, ConnectionNotFound, NamespaceNotAllowed, ...)",
+            m.push_errors.clone(),
+        );
+        r.register(
+            "push_duration_seconds",
+            "Time of one push to a target: connection, login (when the cached token expires), compare and write",
+            m.push_duration.clone(),
+        );
+        r.register(
+            "push_targets_out_of_sync",
+            "RandomSecrets whose push target is not in sync now",
+            m.push_out_of_sync.clone(),
+        );
         m
+    }
+
+    /// One push ended with `result` (written, unchanged, error).
+    pub fn pushed(&self, result: &'static str) {
+        self.pushes.get_or_create(&ResultLabel { result }).inc();
+    }
+
+    pub fn push_error(&self, reason: &str) {
+        self.push_errors
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_string(),
+            })
+            .inc();
     }
 
     /// One annotated Secret filled (or rotated) by `path` (controller, webhook).

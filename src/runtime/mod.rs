@@ -64,7 +64,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         caches: caches.clone(),
         triggers: triggers.clone(),
     };
-    for watch in watches::all(&sources, args.tracking) {
+    // The push's index and runner (spec.push), apart from the reconcile.
+    let push_index = Arc::new(crate::push::index::Index::default());
+    let (pushes, push_keys) = mpsc::unbounded_channel();
+    for watch in watches::all(&sources, args.tracking, push_index.clone(), pushes.clone()) {
         tokio::spawn(watch);
     }
     // Annotation mode (always on): its own watch, cache and runner.
@@ -92,12 +95,17 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     };
     tokio::spawn(leader::follow(leadership.flag(), metrics.leader.clone(), {
         let (caches, triggers, tracked) = (caches.clone(), triggers.clone(), tracked.clone());
+        let (push_index, pushes) = (push_index.clone(), pushes.clone());
         move || {
             caches
                 .randomsecrets
                 .keys()
                 .into_iter()
                 .for_each(|k| drop(triggers.send(k)));
+            push_index
+                .keys()
+                .into_iter()
+                .for_each(|k| drop(pushes.send(k)));
             tracked
                 .unsettled()
                 .into_iter()
@@ -129,6 +137,25 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         events: events.clone(),
         metrics: metrics.clone(),
         leader: leadership.clone(),
+    });
+    let push_ctx = Arc::new(crate::push::Context {
+        client: client.clone(),
+        leader: leadership.clone(),
+        events: events.clone(),
+        metrics: metrics.clone(),
+        tokens: Default::default(),
+        identity: args.service_account_name.clone().map(|name| {
+            crate::push::vault::connection::Identity {
+                namespace: args
+                    .service_account_namespace
+                    .clone()
+                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .unwrap_or_else(|| "default".into()),
+                name,
+            }
+        }),
+        out_of_sync: Default::default(),
+        connections: Default::default(),
     });
     let ctx = Arc::new(Context {
         client,
@@ -169,8 +196,24 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         },
         shutdown.clone(),
     );
+    // Pushes: a few at once, each bounded by its target's timeout, with
+    // backoff per RandomSecret; a slow target delays nothing above.
+    let pushing = Runner {
+        concurrency: crate::push::CONCURRENCY,
+    }
+    .run(
+        push_keys,
+        async {
+            while !caches.listed() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        },
+        || push_index.keys(),
+        |key| crate::push::push(key, push_ctx.clone()),
+        shutdown.clone(),
+    );
     tokio::select! {
-        _ = futures::future::join(run, annotated) => info!("controller stopped"),
+        _ = futures::future::join3(run, annotated, pushing) => info!("controller stopped"),
         _ = shutdown::deadline(shutdown.clone()) => warn!(
             grace_seconds = shutdown::GRACE.as_secs(),
             "in-flight reconciles did not finish in time after the shutdown signal; stopping anyway"

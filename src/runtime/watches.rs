@@ -59,9 +59,14 @@ pub struct Watch {
 }
 
 /// Every watch of the controller, ready to spawn.
-pub fn all(w: &Watch, tracking: bool) -> Vec<BoxFuture<'static, ()>> {
+pub fn all(
+    w: &Watch,
+    tracking: bool,
+    push: Arc<crate::push::index::Index>,
+    pushes: Triggers,
+) -> Vec<BoxFuture<'static, ()>> {
     let mut all = vec![
-        randomsecrets(w.clone()).boxed(),
+        randomsecrets(w.clone(), push, pushes).boxed(),
         secrets(w.clone()).boxed(),
         replicasets(w.clone()).boxed(),
         controller_revisions(w.clone()).boxed(),
@@ -144,8 +149,13 @@ impl Watch {
 }
 
 /// RandomSecrets: their compact cache; reconciled on a new spec (generation).
-pub async fn randomsecrets(w: Watch) {
+/// The RandomSecrets: into their cache, and into the push's index, whose
+/// keys go to the push runner (`pushes`).
+pub async fn randomsecrets(w: Watch, push: Arc<crate::push::index::Index>, pushes: Triggers) {
     w.feed::<RandomSecretObject>("randomsecrets", watcher::Config::default(), |ev| {
+        for key in push.handle(ev) {
+            let _ = pushes.send(key);
+        }
         w.caches.randomsecrets.handle(ev)
     })
     .await

@@ -458,6 +458,25 @@ mod tests {
         );
     }
 
+    /// `push` is never part of the version hash: adding it, or changing any
+    /// of its fields, keeps the name.
+    #[test]
+    fn push_does_not_change_the_name() {
+        let name = |yaml: &str| Version::of(&spec(yaml), "x").unwrap().secret_name;
+        let plain = name("keys: {k: {length: 8}}");
+        for push in [
+            "push: {vault: {connectionRef: {name: a}}}",
+            "push: {vault: {connectionRef: {name: b, kind: VaultConnection}, path: 'x/{name}', keys: [k], keyPrefix: P_, deletionPolicy: Delete}}",
+            "push: {}",
+        ] {
+            assert_eq!(
+                name(&format!("keys: {{k: {{length: 8}}}}\n{push}")),
+                plain,
+                "{push}"
+            );
+        }
+    }
+
     #[test]
     fn bad_specs_are_refused_with_reasons() {
         let cases: &[(&str, &str)] = &[

@@ -1,0 +1,298 @@
+//! The push API: `spec.push` of a RandomSecret, its `status.push`, and the
+//! connection objects (`ClusterVaultConnection`, `VaultConnection`). No IO.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+
+/// Where each version is pushed besides the cluster. Never part of the
+/// version hash: adding or changing it keeps the Secret's name.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PushSpec {
+    /// Write the current version to a Vault or OpenBao KV v2 path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vault: Option<VaultPush>,
+}
+
+/// One KV v2 path that holds the current version: each change of the current
+/// version is one new KV version there, and nothing else ever writes.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultPush {
+    /// The connection to use.
+    pub connection_ref: ConnectionRef,
+    /// Path below the connection's kvMount and pathPrefix; {namespace} and
+    /// {name} are replaced (default "{name}"). Segments of letters, digits,
+    /// '-', '_' and '.', separated by '/'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
+    #[x_kube(validation = Rule::new("self.matches('^[-_.a-zA-Z0-9{}]+(/[-_.a-zA-Z0-9{}]+)*$') && !self.split('/').exists(s, s == '.' || s == '..')").message("path must be segments of letters, digits, '-', '_', '.', {namespace} and {name}, separated by single '/', without '.' or '..' segments"))]
+    pub path: Option<String>,
+    /// Which keys of the version to write (default: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub keys: Option<Vec<String>>,
+    /// Prefix for each key's name in Vault (e.g. "DB_").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 128))]
+    pub key_prefix: Option<String>,
+    /// What happens to the path when the RandomSecret is deleted: Retain
+    /// (default; keeps it, with every KV version) or Delete (removes the
+    /// metadata and all versions, only if the path is ours). A delete with
+    /// --cascade=orphan, or the annotation randomsecret.io/skip-push-cleanup:
+    /// "true", always keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_policy: Option<DeletionPolicy>,
+}
+
+/// A connection object, by kind and name.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionRef {
+    /// ClusterVaultConnection (default) or VaultConnection (in the
+    /// RandomSecret's namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ConnectionKind>,
+    /// The connection's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+}
+
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash,
+)]
+pub enum ConnectionKind {
+    /// Cluster-scoped, set up by the cluster's administrators.
+    #[default]
+    ClusterVaultConnection,
+    /// In the RandomSecret's namespace (token auth only).
+    VaultConnection,
+}
+
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+pub enum DeletionPolicy {
+    /// Keep the path and its versions.
+    #[default]
+    Retain,
+    /// Remove the path (metadata and every version) if it is ours.
+    Delete,
+}
+
+/// What the pushes did (written by the push, apart from the version status).
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PushStatus {
+    /// The Vault target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vault: Option<VaultPushStatus>,
+}
+
+/// The Vault target: where, and which KV version holds which Secret version.
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultPushStatus {
+    /// The connection, kind/name.
+    pub connection: String,
+    /// The KV v2 mount and path (mount/path).
+    pub path: String,
+    /// Secret versions and their KV versions, newest first (at most 10).
+    #[serde(default)]
+    pub versions: Vec<VaultVersion>,
+}
+
+/// One Secret version written as one KV version.
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultVersion {
+    /// The Secret's name.
+    pub secret_name: String,
+    /// The KV v2 version that holds its values.
+    pub kv_version: u64,
+}
+
+/// How to reach and log in to a Vault or OpenBao server.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VaultServer {
+    /// The server's address, https://host:port (http:// only for development).
+    #[schemars(length(min = 8, max = 2048))]
+    #[x_kube(validation = Rule::new("self.startsWith('https://') || self.startsWith('http://')").message("address must start with https:// (or http:// for development)"))]
+    pub address: String,
+    /// The CA that signed the server's certificate, PEM (default: none; an
+    /// https address then needs it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<CaSource>,
+    /// Mount of the KV v2 engine (default "secret").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub kv_mount: Option<String>,
+    /// Every path is below this prefix; {namespace} is the RandomSecret's
+    /// namespace (default "randomsecret/{namespace}").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
+    pub path_prefix: Option<String>,
+    /// How the controller logs in: exactly one method.
+    pub auth: VaultAuth,
+    /// Timeout of each request to the server, in seconds (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 300))]
+    pub timeout_seconds: Option<i32>,
+}
+
+/// A PEM CA from one key of a Secret or ConfigMap.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.secretRef) != has(self.configMapRef)").message("set exactly one of secretRef and configMapRef"))]
+pub struct CaSource {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<KeyRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_ref: Option<KeyRef>,
+}
+
+/// One key of a Secret or ConfigMap.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyRef {
+    /// The object's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The object's namespace: required in a ClusterVaultConnection, and
+    /// ignored (its own namespace) in a VaultConnection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The data key.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+/// Exactly one login method.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.kubernetes) != has(self.tokenSecretRef)").message("set exactly one auth method: kubernetes or tokenSecretRef"))]
+pub struct VaultAuth {
+    /// The Kubernetes auth method, with a token of the controller's
+    /// ServiceAccount requested for the audience (TokenRequest API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<KubernetesAuth>,
+    /// A Vault token in a Secret (for development).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_secret_ref: Option<KeyRef>,
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KubernetesAuth {
+    /// Mount of the auth method (default "kubernetes").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub mount: Option<String>,
+    /// The Vault role to log in as.
+    #[schemars(length(min = 1, max = 128))]
+    pub role: String,
+    /// Audience of the requested token (default "vault"): the role's
+    /// audience must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub audience: Option<String>,
+}
+
+/// Whether a connection works, as the last push through it found.
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionStatus {
+    /// Ready: reachable and authenticated (with a reason when not).
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+}
+
+/// A Vault or OpenBao server that RandomSecrets of the allowed namespaces
+/// push to, with the controller's own identity.
+// rustfmt splits the printer columns over lines, where clippy takes their
+// repeated `type_` for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "randomsecret.io",
+    version = "v1",
+    kind = "ClusterVaultConnection",
+    plural = "clustervaultconnections",
+    singular = "clustervaultconnection",
+    status = "ConnectionStatus",
+    shortname = "cvc",
+    doc = "ClusterVaultConnection: a Vault or OpenBao KV v2 server that RandomSecrets of the allowed namespaces push their current version to.",
+    printcolumn(name = "Address", type_ = "string", json_path = ".spec.address"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("!has(self.ca) || (has(self.ca.secretRef) ? has(self.ca.secretRef.namespace) : has(self.ca.configMapRef.namespace))").message("ca: a ClusterVaultConnection names the namespace of its Secret or ConfigMap"),
+    validation = Rule::new("!has(self.auth.tokenSecretRef) || has(self.auth.tokenSecretRef.namespace)").message("auth.tokenSecretRef: a ClusterVaultConnection names the namespace of its Secret"),
+)]
+pub struct ClusterVaultConnectionSpec {
+    #[serde(flatten)]
+    pub server: VaultServer,
+    /// Namespaces whose RandomSecrets may use this connection (default: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_namespaces: Option<Vec<String>>,
+}
+
+/// A Vault or OpenBao server for the RandomSecrets of its own namespace. It
+/// logs in with a token from a Secret of that namespace only: the
+/// controller's own identity (Kubernetes auth) is for ClusterVaultConnections,
+/// so a namespace cannot send it to a server of its choosing.
+// rustfmt splits the printer columns over lines, where clippy takes their
+// repeated `type_` for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "randomsecret.io",
+    version = "v1",
+    kind = "VaultConnection",
+    plural = "vaultconnections",
+    singular = "vaultconnection",
+    namespaced,
+    status = "ConnectionStatus",
+    shortname = "vc",
+    doc = "VaultConnection: a Vault or OpenBao KV v2 server for the RandomSecrets of its namespace, with a token from a Secret of that namespace.",
+    printcolumn(name = "Address", type_ = "string", json_path = ".spec.address"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.auth.kubernetes)").message("a VaultConnection logs in with auth.tokenSecretRef only: the controller's own identity (auth.kubernetes) needs a ClusterVaultConnection"))]
+pub struct VaultConnectionSpec {
+    #[serde(flatten)]
+    pub server: VaultServer,
+}

@@ -1,0 +1,458 @@
+//! Pushing versions elsewhere (`spec.push`): apart from the main reconcile,
+//! leader only, one target at a time per RandomSecret with its own timeout,
+//! backoff and condition, so a slow or broken target delays nothing else and
+//! `Ready` stays about the Kubernetes version.
+//!
+//! - [`api`]: `spec.push`, `status.push` and the connection kinds.
+//! - [`index`]: which RandomSecrets have push work, from the watch.
+//! - [`vault`]: the Vault / OpenBao KV v2 target.
+//!
+//! The push writes its condition (`VaultSynced`) and `status.push` by
+//! server-side apply under its own field manager ([`MANAGER`]): the version's
+//! writer owns Ready/Reconciling/Stalled, so neither removes the other's
+//! fields (`status.conditions` is a list map keyed by type). A finalizer
+//! ([`FINALIZER`]) is held only while `push` is set, for the deletion policy.
+
+pub mod api;
+pub mod index;
+pub mod vault;
+
+use crate::api::RandomSecret;
+use crate::cache::Key;
+use crate::runtime::events::{EventType, Events};
+use crate::runtime::leader::Leadership;
+use crate::runtime::metrics::Metrics;
+use crate::runtime::runner::Next;
+use api::VaultPushStatus;
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tracing::{info, warn};
+
+/// Field manager of the push's status fields.
+pub const MANAGER: &str = "randomsecret-push";
+/// Held while `spec.push` is set, so the deletion policy runs.
+pub const FINALIZER: &str = "randomsecret.io/push";
+/// The escape for a deletion that waits on an unreachable target: "true"
+/// lets the RandomSecret go without cleaning up (the path stays).
+pub const SKIP_CLEANUP: &str = "randomsecret.io/skip-push-cleanup";
+pub const VAULT_SYNCED: &str = "VaultSynced";
+/// A synced target is compared again this often (a value changed by hand in
+/// Vault is written back); reading writes nothing.
+pub const RESYNC: Duration = Duration::from_secs(600);
+/// How often a deletion that waits on its target looks again.
+pub const CLEANUP_RECHECK: Duration = Duration::from_secs(5);
+/// Most pushes at once (each waits on a remote server, not on the CPU).
+pub const CONCURRENCY: usize = 4;
+
+/// Why a push did not complete; `reason()` is the condition's reason.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PushError {
+    #[error("{0}")]
+    ConnectionNotFound(String),
+    #[error("{0}")]
+    NamespaceNotAllowed(String),
+    #[error("{0}")]
+    InvalidConnection(String),
+    #[error("{0}")]
+    InvalidPath(String),
+    #[error("{0}")]
+    KeyNotFound(String),
+    #[error("{0}")]
+    PathNotManaged(String),
+    #[error(transparent)]
+    Vault(#[from] vault::client::VaultError),
+    #[error("{0}")]
+    Kube(String),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+}
+
+impl PushError {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            PushError::ConnectionNotFound(_) => "ConnectionNotFound",
+            PushError::NamespaceNotAllowed(_) => "NamespaceNotAllowed",
+            PushError::InvalidConnection(_) => "InvalidConnection",
+            PushError::InvalidPath(_) => "InvalidPath",
+            PushError::KeyNotFound(_) => "KeyNotFound",
+            PushError::PathNotManaged(_) => "PathNotManaged",
+            PushError::Vault(e) => e.reason(),
+            PushError::Kube(_) => "ApiError",
+            PushError::Timeout(_) => "Unreachable",
+        }
+    }
+
+    /// What to do next: a spec problem waits for a change of the spec; the
+    /// others retry with backoff (a connection may be made or fixed later).
+    pub fn next(&self) -> Next {
+        match self {
+            PushError::InvalidPath(_) | PushError::KeyNotFound(_) => Next::AwaitChange,
+            _ => Next::Retry,
+        }
+    }
+}
+
+/// What the push needs.
+pub struct Context {
+    pub client: kube::Client,
+    pub leader: Leadership,
+    pub events: Events,
+    pub metrics: Metrics,
+    pub tokens: vault::connection::Tokens,
+    /// The controller's ServiceAccount (Kubernetes auth); None: not known.
+    pub identity: Option<vault::connection::Identity>,
+    pub out_of_sync: Mutex<HashSet<Key>>,
+    /// The Ready condition last written per connection (status, reason), so
+    /// a connection's status is written when it changes, not on every push.
+    pub connections: Mutex<std::collections::HashMap<String, (bool, &'static str)>>,
+}
+
+impl Context {
+    fn mark(&self, key: &Key, synced: bool) {
+        let mut set = self.out_of_sync.lock().expect("out_of_sync lock");
+        if synced {
+            set.remove(key);
+        } else {
+            set.insert(key.clone());
+        }
+        self.metrics.push_out_of_sync.set(set.len() as i64);
+    }
+}
+
+/// One push of the RandomSecret `key`: reads it, keeps the finalizer in line
+/// with `spec.push`, pushes (or cleans up when it is being deleted), and
+/// reports. Never fails: problems go to the condition, an Event and metrics.
+pub async fn push(key: Key, ctx: std::sync::Arc<Context>) -> Next {
+    if !ctx.leader.leading() {
+        return Next::AwaitChange;
+    }
+    let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), key.ns());
+    let rs = match api.get_opt(&key.name).await {
+        Ok(Some(rs)) => rs,
+        Ok(None) => {
+            ctx.mark(&key, true);
+            return Next::AwaitChange;
+        }
+        Err(e) => {
+            warn!(randomsecret = %key, error = %e, "push: reading the RandomSecret failed; retrying");
+            return Next::Retry;
+        }
+    };
+    match step(&key, &rs, &api, &ctx).await {
+        Ok(next) => next,
+        Err(e) => {
+            warn!(randomsecret = %key, error = %e, "push: writing to the apiserver failed; retrying");
+            Next::Retry
+        }
+    }
+}
+
+async fn step(
+    key: &Key,
+    rs: &RandomSecret,
+    api: &Api<RandomSecret>,
+    ctx: &Context,
+) -> Result<Next, kube::Error> {
+    let has_finalizer = rs.finalizers().iter().any(|f| f == FINALIZER);
+    let target = rs.spec.push.as_ref().and_then(|p| p.vault.as_ref());
+    if rs.metadata.deletion_timestamp.is_some() {
+        if !has_finalizer {
+            return Ok(Next::AwaitChange);
+        }
+        return cleanup(key, rs, api, ctx).await;
+    }
+    let Some(target) = target else {
+        // A target removed from the spec is forgotten, never deleted.
+        if has_finalizer {
+            set_finalizer(api, rs, false).await?;
+        }
+        if has_push_status(rs) {
+            apply_status(api, rs, None, None).await?;
+        }
+        ctx.mark(key, true);
+        return Ok(Next::AwaitChange);
+    };
+    if !has_finalizer {
+        set_finalizer(api, rs, true).await?;
+        // The patch is a change of its own: the watch brings it back here.
+        return Ok(Next::AwaitChange);
+    }
+    // The version's writer decides what is current; wait for it.
+    let status = rs.status.as_ref();
+    let ready = status.is_some_and(|s| {
+        s.observed_generation == rs.metadata.generation
+            && s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+    });
+    let Some(secret_name) = status.and_then(|s| s.secret_name.clone()).filter(|_| ready) else {
+        return Ok(Next::AwaitChange);
+    };
+    let start = Instant::now();
+    let result = vault::sync(ctx, rs, target, &secret_name).await;
+    ctx.metrics
+        .push_duration
+        .observe(start.elapsed().as_secs_f64());
+    let previous = condition_of(rs, VAULT_SYNCED);
+    match result {
+        Ok(done) => {
+            ctx.metrics
+                .pushed(if done.written { "written" } else { "unchanged" });
+            ctx.mark(key, true);
+            if done.written {
+                info!(randomsecret = %key, secret = %secret_name, kv_version = done.kv_version, path = %done.status.path, "push: wrote a KV version");
+                let (kind, reason, note) = if done.drift {
+                    (
+                        EventType::Warning,
+                        "VaultValueRestored",
+                        format!(
+                            "The values at {} were changed in Vault; wrote Secret {secret_name}'s values back as KV version {}",
+                            done.status.path, done.kv_version
+                        ),
+                    )
+                } else {
+                    (
+                        EventType::Normal,
+                        "VaultVersionWritten",
+                        format!(
+                            "Wrote Secret {secret_name} to {} as KV version {}",
+                            done.status.path, done.kv_version
+                        ),
+                    )
+                };
+                ctx.events
+                    .publish(reference(rs), kind, reason, "PushVault", note);
+            }
+            let message = format!(
+                "Secret {secret_name} is KV version {} of {}",
+                done.kv_version, done.status.path
+            );
+            let cond = condition(rs, previous, true, "Synced", &message);
+            apply_status(api, rs, Some(cond), Some(done.status)).await?;
+            Ok(Next::RequeueAfter(RESYNC))
+        }
+        Err(e) => {
+            let reason = e.reason();
+            ctx.metrics.pushed("error");
+            ctx.metrics.push_error(reason);
+            ctx.mark(key, false);
+            let message = e.to_string();
+            if previous.is_none_or(|c| c.reason != reason) {
+                warn!(randomsecret = %key, reason, "push failed: {message}");
+                ctx.events.publish(
+                    reference(rs),
+                    EventType::Warning,
+                    reason,
+                    "PushVault",
+                    message.clone(),
+                );
+            }
+            let cond = condition(rs, previous, false, reason, &message);
+            let kept = rs
+                .status
+                .as_ref()
+                .and_then(|s| s.push.as_ref())
+                .and_then(|p| p.vault.clone());
+            apply_status(api, rs, Some(cond), kept).await?;
+            Ok(e.next())
+        }
+    }
+}
+
+/// The RandomSecret is being deleted: the path is removed (Delete, ours,
+/// not orphaned, no skip annotation) or kept, then the finalizer goes.
+async fn cleanup(
+    key: &Key,
+    rs: &RandomSecret,
+    api: &Api<RandomSecret>,
+    ctx: &Context,
+) -> Result<Next, kube::Error> {
+    let target = rs.spec.push.as_ref().and_then(|p| p.vault.as_ref());
+    // `kubectl delete --cascade=orphan` adds the orphan finalizer: keep everything.
+    // The garbage collector removes that finalizer once the versions are
+    // orphaned, so a version without our owner reference says the same.
+    let orphan = rs.finalizers().iter().any(|f| f == "orphan") || orphaned(ctx, rs).await?;
+    let skip = rs
+        .annotations()
+        .get(SKIP_CLEANUP)
+        .is_some_and(|v| v == "true");
+    if let Some(target) = target
+        && vault::plan::delete_on_cleanup(target.deletion_policy.unwrap_or_default(), orphan, skip)
+    {
+        let removed = vault::cleanup(ctx, rs, target).await;
+        if let Err(e) = &removed {
+            let reason = e.reason();
+            ctx.metrics.push_error(reason);
+            ctx.mark(key, false);
+            let message = format!(
+                "deletion waits to remove the Vault path: {e}; to delete without removing it, annotate {SKIP_CLEANUP}=true"
+            );
+            let previous = condition_of(rs, VAULT_SYNCED);
+            if previous.is_none_or(|c| c.reason != reason) {
+                warn!(randomsecret = %key, reason, "push cleanup failed: {message}");
+                ctx.events.publish(
+                    reference(rs),
+                    EventType::Warning,
+                    reason,
+                    "DeleteVault",
+                    message.clone(),
+                );
+            }
+            let cond = condition(rs, previous, false, reason, &message);
+            let kept = rs
+                .status
+                .as_ref()
+                .and_then(|s| s.push.as_ref())
+                .and_then(|p| p.vault.clone());
+            apply_status(api, rs, Some(cond), kept).await?;
+            // Not the growing backoff: the escape annotation is no change the
+            // watch brings here, so a waiting deletion looks again soon.
+            return Ok(Next::RequeueAfter(CLEANUP_RECHECK));
+        }
+        if matches!(removed, Ok(true)) {
+            info!(randomsecret = %key, "push: deleted the Vault path (deletionPolicy Delete)");
+        } else {
+            info!(randomsecret = %key, "push: no path of ours to delete (none, or someone else's)");
+        }
+    } else if target.is_some() {
+        info!(randomsecret = %key, orphan, skip, "push: kept the Vault path on deletion");
+    }
+    ctx.mark(key, true);
+    set_finalizer(api, rs, false).await?;
+    Ok(Next::AwaitChange)
+}
+
+/// Whether the current version exists without an owner reference to `rs`.
+async fn orphaned(ctx: &Context, rs: &RandomSecret) -> Result<bool, kube::Error> {
+    let Some(name) = rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) else {
+        return Ok(false);
+    };
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(
+        ctx.client.clone(),
+        rs.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    let uid = rs.metadata.uid.as_deref();
+    Ok(secrets.get_metadata_opt(name).await?.is_some_and(|m| {
+        !m.metadata
+            .owner_references
+            .unwrap_or_default()
+            .iter()
+            .any(|o| Some(o.uid.as_str()) == uid)
+    }))
+}
+
+fn has_push_status(rs: &RandomSecret) -> bool {
+    rs.status
+        .as_ref()
+        .is_some_and(|s| s.push.is_some() || s.conditions.iter().any(|c| c.type_ == VAULT_SYNCED))
+}
+
+fn condition_of<'a>(rs: &'a RandomSecret, type_: &str) -> Option<&'a Condition> {
+    rs.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+}
+
+/// The VaultSynced condition; its transition time stays while its status does.
+fn condition(
+    rs: &RandomSecret,
+    previous: Option<&Condition>,
+    ok: bool,
+    reason: &str,
+    message: &str,
+) -> Condition {
+    let status = if ok { "True" } else { "False" };
+    Condition {
+        type_: VAULT_SYNCED.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message: message.into(),
+        observed_generation: rs.metadata.generation,
+        last_transition_time: previous
+            .filter(|c| c.status == status)
+            .map(|c| c.last_transition_time.clone())
+            .unwrap_or_else(|| Time(k8s_openapi::jiff::Timestamp::now())),
+    }
+}
+
+/// Applies the push's fields (None, None: removes them) under [`MANAGER`],
+/// when they differ from what is stored.
+async fn apply_status(
+    api: &Api<RandomSecret>,
+    rs: &RandomSecret,
+    cond: Option<Condition>,
+    vault: Option<VaultPushStatus>,
+) -> Result<(), kube::Error> {
+    let stored = rs.status.as_ref();
+    let same_cond = match (&cond, condition_of(rs, VAULT_SYNCED)) {
+        (Some(a), Some(b)) => a == b,
+        (None, None) => true,
+        _ => false,
+    };
+    let same_push = stored
+        .and_then(|s| s.push.as_ref())
+        .and_then(|p| p.vault.as_ref())
+        == vault.as_ref();
+    if same_cond && same_push {
+        return Ok(());
+    }
+    let mut status = serde_json::Map::new();
+    if let Some(c) = cond {
+        status.insert("conditions".into(), json!([c]));
+    }
+    if let Some(v) = vault {
+        status.insert("push".into(), json!({"vault": v}));
+    }
+    let patch =
+        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": status});
+    api.patch_status(
+        &rs.name_any(),
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(patch),
+    )
+    .await
+    .map(drop)
+}
+
+/// Adds or removes our finalizer; the resourceVersion makes a concurrent
+/// change of the list a conflict (retried) instead of a lost finalizer.
+async fn set_finalizer(
+    api: &Api<RandomSecret>,
+    rs: &RandomSecret,
+    on: bool,
+) -> Result<(), kube::Error> {
+    let mut list: Vec<String> = rs
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    if on {
+        list.push(FINALIZER.into());
+    }
+    let patch = json!({"metadata": {"resourceVersion": rs.resource_version(), "finalizers": list}});
+    api.patch(
+        &rs.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(patch),
+    )
+    .await
+    .map(drop)
+}
+
+fn reference(rs: &RandomSecret) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("randomsecret.io/v1".into()),
+        kind: Some("RandomSecret".into()),
+        name: rs.metadata.name.clone(),
+        namespace: rs.metadata.namespace.clone(),
+        uid: rs.metadata.uid.clone(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,453 @@
+//! The few Vault / OpenBao HTTP calls the push needs (KV v2 and login), on
+//! reqwest with the process's rustls (ring) provider and the connection's CA.
+//!
+//! Bodies are never logged and never part of an error: a KV response holds
+//! values, and a login response a token. Errors carry the call and the HTTP
+//! status only.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Why a call failed, as the condition reason says it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VaultError {
+    #[error("{call}: the server is unreachable: {detail}")]
+    Unreachable { call: &'static str, detail: String },
+    #[error("{call}: the server is sealed")]
+    Sealed { call: &'static str },
+    #[error(
+        "{call}: login refused (HTTP {status}): check the role, its bound ServiceAccount and audience, or the token"
+    )]
+    AuthFailed { call: &'static str, status: u16 },
+    #[error(
+        "{call}: permission denied (HTTP 403): the policy of the controller's role must allow this path"
+    )]
+    PermissionDenied { call: &'static str },
+    #[error("{call}: the path changed since it was read (check-and-set); reading it again")]
+    CasMismatch { call: &'static str },
+    #[error("{call}: unexpected answer (HTTP {status})")]
+    Status { call: &'static str, status: u16 },
+    #[error("{call}: unreadable answer: {detail}")]
+    Invalid { call: &'static str, detail: String },
+    #[error("the connection's CA is not a PEM certificate: {0}")]
+    BadCa(String),
+}
+
+impl VaultError {
+    /// The VaultSynced reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            VaultError::Unreachable { .. } | VaultError::Status { .. } => "Unreachable",
+            VaultError::Invalid { .. } => "Unreachable",
+            VaultError::Sealed { .. } => "Sealed",
+            VaultError::AuthFailed { .. } => "AuthFailed",
+            VaultError::PermissionDenied { .. } => "PermissionDenied",
+            VaultError::CasMismatch { .. } => "Conflict",
+            VaultError::BadCa(_) => "InvalidConnection",
+        }
+    }
+}
+
+/// A KV v2 path's metadata: its current version and custom metadata.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Metadata {
+    #[serde(default)]
+    pub current_version: u64,
+    #[serde(default)]
+    pub custom_metadata: Option<BTreeMap<String, String>>,
+}
+
+/// The newest version of a KV v2 path.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Current {
+    pub version: u64,
+    /// None when the newest version is deleted or destroyed.
+    pub data: Option<BTreeMap<String, String>>,
+}
+
+/// A login: the token and how long it lives.
+pub struct Login {
+    pub token: String,
+    pub lease: Duration,
+}
+
+impl std::fmt::Debug for Login {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Login")
+            .field("lease", &self.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    address: String,
+    mount: String,
+}
+
+impl Client {
+    /// A client for `address` (trailing '/' removed) and the KV v2 `mount`,
+    /// trusting `ca_pem` (if any) and each request bounded by `timeout`.
+    pub fn new(
+        address: &str,
+        mount: &str,
+        ca_pem: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<Self, VaultError> {
+        let mut roots = rustls::RootCertStore::empty();
+        if let Some(pem) = ca_pem {
+            let certs = pem::parse_many(pem).map_err(|e| VaultError::BadCa(e.to_string()))?;
+            let mut n = 0;
+            for c in certs.iter().filter(|c| c.tag() == "CERTIFICATE") {
+                roots
+                    .add(c.contents().to_vec().into())
+                    .map_err(|e| VaultError::BadCa(e.to_string()))?;
+                n += 1;
+            }
+            if n == 0 {
+                return Err(VaultError::BadCa("no CERTIFICATE block".into()));
+            }
+        }
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| VaultError::BadCa(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| VaultError::BadCa(e.without_url().to_string()))?;
+        Ok(Client {
+            http,
+            address: address.trim_end_matches('/').to_string(),
+            mount: mount.trim_matches('/').to_string(),
+        })
+    }
+
+    fn url(&self, rest: &str) -> String {
+        format!("{}/v1/{rest}", self.address)
+    }
+
+    /// Sends a request; classifies the failures every call shares.
+    async fn send(
+        &self,
+        call: &'static str,
+        req: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, VaultError> {
+        let resp = req.send().await.map_err(|e| VaultError::Unreachable {
+            call,
+            detail: describe(&e),
+        })?;
+        match resp.status().as_u16() {
+            503 if self.sealed().await => Err(VaultError::Sealed { call }),
+            403 => Err(VaultError::PermissionDenied { call }),
+            _ => Ok(resp),
+        }
+    }
+
+    /// Whether the server says it is sealed (sys/health, no token needed).
+    pub async fn sealed(&self) -> bool {
+        #[derive(Deserialize)]
+        struct Health {
+            #[serde(default)]
+            sealed: bool,
+        }
+        let Ok(resp) = self.http.get(self.url("sys/health")).send().await else {
+            return false;
+        };
+        resp.json::<Health>().await.is_ok_and(|h| h.sealed)
+    }
+
+    /// Logs in with a JWT at `auth/<mount>/login`.
+    pub async fn login_kubernetes(
+        &self,
+        auth_mount: &str,
+        role: &str,
+        jwt: &str,
+    ) -> Result<Login, VaultError> {
+        const CALL: &str = "login";
+        let req = self
+            .http
+            .post(self.url(&format!("auth/{}/login", auth_mount.trim_matches('/'))))
+            .json(&json!({"role": role, "jwt": jwt}));
+        let resp = match self.send(CALL, req).await {
+            Err(VaultError::PermissionDenied { .. }) => {
+                return Err(VaultError::AuthFailed {
+                    call: CALL,
+                    status: 403,
+                });
+            }
+            r => r?,
+        };
+        let status = resp.status().as_u16();
+        if status == 400 || status == 401 {
+            return Err(VaultError::AuthFailed { call: CALL, status });
+        }
+        let body: Value = ok_json(CALL, resp).await?.unwrap_or_default();
+        let token = body["auth"]["client_token"].as_str().unwrap_or_default();
+        if token.is_empty() {
+            return Err(VaultError::Invalid {
+                call: CALL,
+                detail: "no auth.client_token".into(),
+            });
+        }
+        Ok(Login {
+            token: token.to_string(),
+            lease: Duration::from_secs(body["auth"]["lease_duration"].as_u64().unwrap_or(0)),
+        })
+    }
+
+    /// The path's metadata; None when the path does not exist.
+    pub async fn metadata(&self, token: &str, path: &str) -> Result<Option<Metadata>, VaultError> {
+        const CALL: &str = "reading the path's metadata";
+        let req = self
+            .http
+            .get(self.url(&format!("{}/metadata/{path}", self.mount)))
+            .header("X-Vault-Token", token);
+        let resp = self.send(CALL, req).await?;
+        let Some(body) = ok_json::<Value>(CALL, resp).await? else {
+            return Ok(None);
+        };
+        serde_json::from_value(body["data"].clone())
+            .map(Some)
+            .map_err(|e| VaultError::Invalid {
+                call: CALL,
+                detail: e.to_string(),
+            })
+    }
+
+    /// The newest version's data; None when the path has no data at all.
+    pub async fn current(&self, token: &str, path: &str) -> Result<Option<Current>, VaultError> {
+        const CALL: &str = "reading the path's data";
+        let req = self
+            .http
+            .get(self.url(&format!("{}/data/{path}", self.mount)))
+            .header("X-Vault-Token", token);
+        let resp = self.send(CALL, req).await?;
+        let status = resp.status().as_u16();
+        // 404 with a body names a deleted newest version; without, no path.
+        let body: Value = match resp.json::<Value>().await {
+            Ok(v) => v,
+            Err(_) if status == 404 => return Ok(None),
+            Err(e) => {
+                return Err(VaultError::Invalid {
+                    call: CALL,
+                    detail: describe(&e),
+                });
+            }
+        };
+        if status == 404 && body["data"].is_null() {
+            return Ok(None);
+        }
+        if status != 200 && status != 404 {
+            return Err(VaultError::Status { call: CALL, status });
+        }
+        let version = body["data"]["metadata"]["version"].as_u64().unwrap_or(0);
+        let data = match &body["data"]["data"] {
+            Value::Object(m) => Some(
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map_or_else(|| v.to_string(), String::from),
+                        )
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        };
+        Ok(Some(Current { version, data }))
+    }
+
+    /// Writes a new version if the newest is `cas` (0: the path must not
+    /// exist); returns the new version's number.
+    pub async fn write(
+        &self,
+        token: &str,
+        path: &str,
+        cas: u64,
+        data: &BTreeMap<String, String>,
+    ) -> Result<u64, VaultError> {
+        const CALL: &str = "writing a version";
+        let req = self
+            .http
+            .post(self.url(&format!("{}/data/{path}", self.mount)))
+            .header("X-Vault-Token", token)
+            .json(&json!({"options": {"cas": cas}, "data": data}));
+        let resp = self.send(CALL, req).await?;
+        // KV v2 answers a check-and-set mismatch with 400.
+        if resp.status().as_u16() == 400 {
+            return Err(VaultError::CasMismatch { call: CALL });
+        }
+        let body: Value = ok_json(CALL, resp).await?.unwrap_or_default();
+        body["data"]["version"].as_u64().ok_or(VaultError::Invalid {
+            call: CALL,
+            detail: "no data.version".into(),
+        })
+    }
+
+    /// Sets the path's custom metadata (creates the path's metadata if needed).
+    pub async fn write_metadata(
+        &self,
+        token: &str,
+        path: &str,
+        custom: &BTreeMap<String, String>,
+    ) -> Result<(), VaultError> {
+        const CALL: &str = "writing the path's metadata";
+        let req = self
+            .http
+            .post(self.url(&format!("{}/metadata/{path}", self.mount)))
+            .header("X-Vault-Token", token)
+            .json(&json!({"custom_metadata": custom}));
+        let resp = self.send(CALL, req).await?;
+        ok_json::<Value>(CALL, resp).await.map(drop)
+    }
+
+    /// Removes the path: its metadata and every version.
+    pub async fn delete_all(&self, token: &str, path: &str) -> Result<(), VaultError> {
+        const CALL: &str = "deleting the path";
+        let req = self
+            .http
+            .delete(self.url(&format!("{}/metadata/{path}", self.mount)))
+            .header("X-Vault-Token", token);
+        let resp = self.send(CALL, req).await?;
+        ok_json::<Value>(CALL, resp).await.map(drop)
+    }
+}
+
+/// The JSON body of a 2xx answer (None for 404 and for 204).
+async fn ok_json<T: serde::de::DeserializeOwned>(
+    call: &'static str,
+    resp: reqwest::Response,
+) -> Result<Option<T>, VaultError> {
+    let status = resp.status().as_u16();
+    match status {
+        404 | 204 => Ok(None),
+        200..=299 => {
+            let bytes = resp.bytes().await.map_err(|e| VaultError::Unreachable {
+                call,
+                detail: describe(&e),
+            })?;
+            if bytes.is_empty() {
+                return Ok(None);
+            }
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| VaultError::Invalid {
+                    call,
+                    detail: format!("not JSON at line {} column {}", e.line(), e.column()),
+                })
+        }
+        _ => Err(VaultError::Status { call, status }),
+    }
+}
+
+/// A transport error without its URL or anything the server sent.
+fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection failed"
+    } else if e.is_decode() {
+        "unreadable body"
+    } else {
+        "request failed"
+    };
+    // The source chain says why (refused, certificate unknown) and holds no body.
+    let mut detail = kind.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        detail = format!("{detail}: {s}");
+        source = s.source();
+    }
+    detail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::http::StatusCode;
+    use axum::routing::{get, post};
+
+    /// A server that answers each call the way a real one fails, bodies
+    /// holding a value that must never reach an error.
+    async fn server(sealed: bool) -> String {
+        const BODY: &str = r#"{"errors":["value-that-must-not-leak"]}"#;
+        let app = Router::new()
+            .route(
+                "/v1/sys/health",
+                get(move || async move {
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!(r#"{{"sealed":{sealed}}}"#),
+                    )
+                }),
+            )
+            .route(
+                "/v1/secret/metadata/{*p}",
+                get(|| async { (StatusCode::SERVICE_UNAVAILABLE, BODY) }),
+            )
+            .route(
+                "/v1/secret/data/{*p}",
+                post(|| async { (StatusCode::BAD_REQUEST, BODY) }).get(|| async {
+                    r#"{"data":{"data":{"a":"1","n":2},"metadata":{"version":7}}}"#
+                }),
+            )
+            .route(
+                "/v1/auth/kubernetes/login",
+                post(|| async { (StatusCode::FORBIDDEN, BODY) }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn failures_are_classified_without_their_bodies() {
+        let c = Client::new(&server(true).await, "secret", None, Duration::from_secs(2)).unwrap();
+        let sealed = c.metadata("t", "p").await.unwrap_err();
+        assert_eq!(sealed.reason(), "Sealed");
+        let cas = c.write("t", "p", 3, &BTreeMap::new()).await.unwrap_err();
+        assert_eq!(cas.reason(), "Conflict");
+        let login = c
+            .login_kubernetes("kubernetes", "r", "jwt")
+            .await
+            .unwrap_err();
+        assert_eq!(login.reason(), "AuthFailed");
+        for e in [sealed, cas, login] {
+            assert!(!e.to_string().contains("must-not-leak"), "{e}");
+        }
+        let current = c.current("t", "q").await.unwrap().unwrap();
+        assert_eq!(current.version, 7);
+        assert_eq!(
+            current.data.unwrap(),
+            BTreeMap::from([("a".into(), "1".into()), ("n".into(), "2".into())])
+        );
+        // 503 from a server that is not sealed: unreachable, not Sealed.
+        let c = Client::new(&server(false).await, "secret", None, Duration::from_secs(2)).unwrap();
+        assert_eq!(
+            c.metadata("t", "p").await.unwrap_err().reason(),
+            "Unreachable"
+        );
+    }
+
+    #[test]
+    fn a_ca_that_is_not_pem_is_refused() {
+        let e = Client::new(
+            "https://x",
+            "secret",
+            Some(b"not pem"),
+            Duration::from_secs(1),
+        );
+        assert!(matches!(e, Err(VaultError::BadCa(_))));
+    }
+}

@@ -1,0 +1,407 @@
+//! A RandomSecret's connection: found, allowed for its namespace, its CA
+//! read, and a Vault token (a Kubernetes-auth login, cached in memory until
+//! shortly before it expires, or a token from a Secret).
+
+use super::client::{Client, VaultError};
+use crate::push::PushError;
+use crate::push::api::{
+    ClusterVaultConnection, ConnectionKind, ConnectionRef, KeyRef, VaultConnection, VaultServer,
+};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use kube::Api;
+use kube::api::PostParams;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Defaults of a connection's optional fields.
+pub const DEFAULT_KV_MOUNT: &str = "secret";
+pub const DEFAULT_PATH_PREFIX: &str = "randomsecret/{namespace}";
+pub const DEFAULT_AUTH_MOUNT: &str = "kubernetes";
+pub const DEFAULT_AUDIENCE: &str = "vault";
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Lifetime asked of a ServiceAccount token (used once, to log in).
+const SA_TOKEN_SECONDS: i64 = 600;
+/// A cached Vault token is renewed by a new login this long before it expires.
+const RENEW_BEFORE: Duration = Duration::from_secs(60);
+
+/// A connection as read: which object, and its server settings.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    pub kind: ConnectionKind,
+    pub name: String,
+    /// Namespace of its Secrets and ConfigMaps (a VaultConnection's own).
+    pub namespace: Option<String>,
+    pub server: VaultServer,
+    /// Changes with every edit: a cached token of an older edit is not used.
+    pub resource_version: String,
+}
+
+impl Connection {
+    /// kind/name (namespace/name for a VaultConnection), for status and messages.
+    pub fn id(&self) -> String {
+        match (&self.kind, &self.namespace) {
+            (ConnectionKind::VaultConnection, Some(ns)) => {
+                format!("VaultConnection/{ns}/{}", self.name)
+            }
+            (kind, _) => format!("{kind:?}/{}", self.name),
+        }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.server
+            .timeout_seconds
+            .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.max(1) as u64))
+    }
+
+    pub fn kv_mount(&self) -> &str {
+        self.server.kv_mount.as_deref().unwrap_or(DEFAULT_KV_MOUNT)
+    }
+
+    pub fn path_prefix(&self) -> &str {
+        self.server
+            .path_prefix
+            .as_deref()
+            .unwrap_or(DEFAULT_PATH_PREFIX)
+    }
+
+    /// Where a key reference points: a VaultConnection's own namespace, or
+    /// the namespace a ClusterVaultConnection names.
+    fn namespace_of<'a>(&'a self, r: &'a KeyRef) -> Result<&'a str, PushError> {
+        self.namespace
+            .as_deref()
+            .or(r.namespace.as_deref())
+            .ok_or_else(|| {
+                PushError::InvalidConnection(format!(
+                    "{}: the reference to {} names no namespace",
+                    self.id(),
+                    r.name
+                ))
+            })
+    }
+}
+
+/// Reads the connection `r` for a RandomSecret in `namespace`.
+pub async fn resolve(
+    client: &kube::Client,
+    namespace: &str,
+    r: &ConnectionRef,
+) -> Result<Connection, PushError> {
+    let kind = r.kind.unwrap_or_default();
+    let not_found = |e: kube::Error| match e {
+        kube::Error::Api(s) if s.code == 404 => PushError::ConnectionNotFound(format!(
+            "{kind:?} {} does not exist{}",
+            r.name,
+            if kind == ConnectionKind::VaultConnection {
+                format!(" in namespace {namespace}")
+            } else {
+                String::new()
+            }
+        )),
+        e => PushError::Kube(format!("reading {kind:?} {}: {e}", r.name)),
+    };
+    match kind {
+        ConnectionKind::ClusterVaultConnection => {
+            let c = Api::<ClusterVaultConnection>::all(client.clone())
+                .get(&r.name)
+                .await
+                .map_err(not_found)?;
+            let allowed = c.spec.allowed_namespaces.as_ref();
+            if allowed.is_some_and(|a| !a.iter().any(|n| n == namespace)) {
+                return Err(PushError::NamespaceNotAllowed(format!(
+                    "ClusterVaultConnection {} does not list namespace {namespace} in allowedNamespaces",
+                    r.name
+                )));
+            }
+            Ok(Connection {
+                kind,
+                name: r.name.clone(),
+                namespace: None,
+                server: c.spec.server,
+                resource_version: c.metadata.resource_version.unwrap_or_default(),
+            })
+        }
+        ConnectionKind::VaultConnection => {
+            let c = Api::<VaultConnection>::namespaced(client.clone(), namespace)
+                .get(&r.name)
+                .await
+                .map_err(not_found)?;
+            if c.spec.server.auth.kubernetes.is_some() {
+                // The CRD refuses it; an object stored before that rule is refused here.
+                return Err(PushError::InvalidConnection(format!(
+                    "VaultConnection {namespace}/{}: Kubernetes auth needs a ClusterVaultConnection",
+                    r.name
+                )));
+            }
+            Ok(Connection {
+                kind,
+                name: r.name.clone(),
+                namespace: Some(namespace.to_string()),
+                server: c.spec.server,
+                resource_version: c.metadata.resource_version.unwrap_or_default(),
+            })
+        }
+    }
+}
+
+/// One key of a Secret (`secret`) or ConfigMap.
+async fn read_key(
+    client: &kube::Client,
+    conn: &Connection,
+    r: &KeyRef,
+    secret: bool,
+) -> Result<Vec<u8>, PushError> {
+    let ns = conn.namespace_of(r)?;
+    let what = format!(
+        "{} {ns}/{}",
+        if secret { "Secret" } else { "ConfigMap" },
+        r.name
+    );
+    let missing = |e: kube::Error| match e {
+        kube::Error::Api(s) if s.code == 404 || s.code == 403 => PushError::InvalidConnection(
+            format!("{}: {what} cannot be read ({})", conn.id(), s.reason),
+        ),
+        e => PushError::Kube(format!("reading {what}: {e}")),
+    };
+    let value = if secret {
+        let s = Api::<Secret>::namespaced(client.clone(), ns)
+            .get(&r.name)
+            .await
+            .map_err(missing)?;
+        s.data.and_then(|mut d| d.remove(&r.key)).map(|b| b.0)
+    } else {
+        let c = Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .get(&r.name)
+            .await
+            .map_err(missing)?;
+        c.data
+            .and_then(|mut d| d.remove(&r.key))
+            .map(String::into_bytes)
+    };
+    value.ok_or_else(|| {
+        PushError::InvalidConnection(format!("{}: {what} has no key {}", conn.id(), r.key))
+    })
+}
+
+/// The HTTP client of a connection, trusting its CA.
+pub async fn client(client: &kube::Client, conn: &Connection) -> Result<Client, PushError> {
+    let ca = match &conn.server.ca {
+        Some(ca) => match (&ca.secret_ref, &ca.config_map_ref) {
+            (Some(r), _) => Some(read_key(client, conn, r, true).await?),
+            (None, Some(r)) => Some(read_key(client, conn, r, false).await?),
+            (None, None) => None,
+        },
+        None => None,
+    };
+    Client::new(
+        &conn.server.address,
+        conn.kv_mount(),
+        ca.as_deref(),
+        conn.timeout(),
+    )
+    .map_err(|e| PushError::InvalidConnection(format!("{}: {e}", conn.id())))
+}
+
+/// The controller's own ServiceAccount, for Kubernetes auth.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub namespace: String,
+    pub name: String,
+}
+
+struct Cached {
+    token: String,
+    resource_version: String,
+    renew_at: Instant,
+}
+
+/// Vault tokens by connection, in memory only (never logged or written).
+#[derive(Default)]
+pub struct Tokens(Mutex<HashMap<String, Cached>>);
+
+impl Tokens {
+    /// A token for `conn`: cached, or from a new login.
+    pub async fn get(
+        &self,
+        kube: &kube::Client,
+        identity: Option<&Identity>,
+        conn: &Connection,
+        vault: &Client,
+    ) -> Result<String, PushError> {
+        let id = conn.id();
+        if let Some(c) = self.0.lock().expect("tokens lock").get(&id)
+            && c.resource_version == conn.resource_version
+            && Instant::now() < c.renew_at
+        {
+            return Ok(c.token.clone());
+        }
+        let auth = &conn.server.auth;
+        let (token, lease) = if let Some(k) = &auth.kubernetes {
+            let identity = identity.ok_or_else(|| {
+                PushError::InvalidConnection(
+                    "Kubernetes auth needs the controller's ServiceAccount (--service-account-name, or $SERVICE_ACCOUNT_NAME)".into(),
+                )
+            })?;
+            let jwt = service_account_token(
+                kube,
+                identity,
+                k.audience.as_deref().unwrap_or(DEFAULT_AUDIENCE),
+            )
+            .await?;
+            let login = vault
+                .login_kubernetes(
+                    k.mount.as_deref().unwrap_or(DEFAULT_AUTH_MOUNT),
+                    &k.role,
+                    &jwt,
+                )
+                .await
+                .map_err(PushError::Vault)?;
+            (login.token, login.lease)
+        } else if let Some(r) = &auth.token_secret_ref {
+            let bytes = read_key(kube, conn, r, true).await?;
+            let token = String::from_utf8(bytes).map_err(|_| {
+                PushError::InvalidConnection(format!("{id}: the token is not UTF-8"))
+            })?;
+            // Read again on every push after a short while: the Secret may change.
+            (token.trim().to_string(), Duration::from_secs(120))
+        } else {
+            return Err(PushError::InvalidConnection(format!(
+                "{id}: no auth method"
+            )));
+        };
+        // A lease of 0 never expires; look again after an hour anyway.
+        let lease = if lease.is_zero() {
+            Duration::from_secs(3600)
+        } else {
+            lease
+        };
+        self.0.lock().expect("tokens lock").insert(
+            id,
+            Cached {
+                token: token.clone(),
+                resource_version: conn.resource_version.clone(),
+                renew_at: Instant::now() + lease.saturating_sub(RENEW_BEFORE).max(lease / 2),
+            },
+        );
+        Ok(token)
+    }
+
+    /// Forgets the token of `conn` (refused: expired or revoked early).
+    pub fn forget(&self, conn: &Connection) {
+        self.0.lock().expect("tokens lock").remove(&conn.id());
+    }
+}
+
+/// A short-lived token of the controller's ServiceAccount for `audience`
+/// (TokenRequest API: RBAC create on serviceaccounts/token, by name).
+async fn service_account_token(
+    kube: &kube::Client,
+    identity: &Identity,
+    audience: &str,
+) -> Result<String, PushError> {
+    let api: Api<ServiceAccount> = Api::namespaced(kube.clone(), &identity.namespace);
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: vec![audience.to_string()],
+            expiration_seconds: Some(SA_TOKEN_SECONDS),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answer = api
+        .create_token_request(&identity.name, &PostParams::default(), &request)
+        .await
+        .map_err(|e| match e {
+            kube::Error::Api(s) if s.code == 403 || s.code == 404 => {
+                PushError::Vault(VaultError::AuthFailed {
+                    call: "requesting a ServiceAccount token",
+                    status: s.code,
+                })
+            }
+            e => PushError::Kube(format!("requesting a ServiceAccount token: {e}")),
+        })?;
+    answer
+        .status
+        .map(|s| s.token)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| PushError::Kube("the TokenRequest answer has no token".into()))
+}
+
+/// What a push found out about a connection, for its Ready condition: a
+/// failure to reach or log in is not Ready; any answer after the login (a
+/// path's permission, a path of someone else) is; an apiserver error says
+/// nothing (None).
+pub fn readiness(result: &Result<(), &PushError>) -> Option<(bool, &'static str, String)> {
+    match result {
+        Ok(()) => Some((
+            true,
+            "Authenticated",
+            "reachable; the login succeeded".into(),
+        )),
+        Err(
+            e @ (PushError::Vault(
+                VaultError::Unreachable { .. }
+                | VaultError::Status { .. }
+                | VaultError::Invalid { .. }
+                | VaultError::Sealed { .. }
+                | VaultError::AuthFailed { .. }
+                | VaultError::BadCa(_),
+            )
+            | PushError::Timeout(_)
+            | PushError::InvalidConnection(_)),
+        ) => Some((false, e.reason(), e.to_string())),
+        Err(PushError::Kube(_)) => None,
+        Err(_) => Some((
+            true,
+            "Authenticated",
+            "reachable; the login succeeded".into(),
+        )),
+    }
+}
+
+/// Writes the connection's Ready condition (server-side apply, the push's
+/// field manager) when it differs from what this process last wrote.
+pub async fn report(ctx: &crate::push::Context, conn: &Connection, result: Result<(), &PushError>) {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+    use kube::api::{Patch, PatchParams};
+    let Some((ok, reason, message)) = readiness(&result) else {
+        return;
+    };
+    let id = conn.id();
+    if ctx.connections.lock().expect("connections lock").get(&id) == Some(&(ok, reason)) {
+        return;
+    }
+    let cond = Condition {
+        type_: "Ready".into(),
+        status: if ok { "True" } else { "False" }.into(),
+        reason: reason.into(),
+        message,
+        observed_generation: None,
+        last_transition_time: Time(k8s_openapi::jiff::Timestamp::now()),
+    };
+    let kind = format!("{:?}", conn.kind);
+    let patch = serde_json::json!({"apiVersion": "randomsecret.io/v1", "kind": kind, "status": {"conditions": [cond]}});
+    let params = PatchParams::apply(crate::push::MANAGER).force();
+    let written = match &conn.namespace {
+        Some(ns) => Api::<VaultConnection>::namespaced(ctx.client.clone(), ns)
+            .patch_status(&conn.name, &params, &Patch::Apply(patch))
+            .await
+            .map(drop),
+        None => Api::<ClusterVaultConnection>::all(ctx.client.clone())
+            .patch_status(&conn.name, &params, &Patch::Apply(patch))
+            .await
+            .map(drop),
+    };
+    match written {
+        Ok(()) => {
+            ctx.connections
+                .lock()
+                .expect("connections lock")
+                .insert(id, (ok, reason));
+        }
+        Err(e) => {
+            tracing::debug!(connection = %id, error = %e, "writing the connection's status failed")
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The Vault / OpenBao KV v2 target: the path holds the current version.
+//!
+//! - [`client`]: the HTTP calls (KV v2, login), bodies never logged.
+//! - [`connection`]: the connection object, its CA and the token cache.
+//! - [`plan`]: pure decisions (path, data, ours or not, what to write).
+//!
+//! The data is compared first and written with check-and-set, so a resync,
+//! a restart or a leader change writes nothing; a new path is marked as ours
+//! (custom metadata) before its first version is written.
+
+pub mod client;
+pub mod connection;
+pub mod plan;
+
+use super::{Context, PushError};
+use crate::api::RandomSecret;
+use crate::push::api::{VaultPush, VaultPushStatus};
+use client::VaultError;
+use connection::Connection;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use plan::{Decision, Source};
+use std::collections::BTreeMap;
+use std::future::Future;
+
+/// A push that completed.
+#[derive(Debug)]
+pub struct Synced {
+    pub status: VaultPushStatus,
+    pub kv_version: u64,
+    /// A new KV version was written.
+    pub written: bool,
+    /// ... because the values had been changed in Vault by hand.
+    pub drift: bool,
+}
+
+fn source(rs: &RandomSecret) -> Source<'_> {
+    Source {
+        namespace: rs.metadata.namespace.as_deref().unwrap_or_default(),
+        name: rs.metadata.name.as_deref().unwrap_or_default(),
+        uid: rs.metadata.uid.as_deref().unwrap_or_default(),
+    }
+}
+
+/// The whole exchange with one target is bounded: a server that accepts
+/// connections and never answers cannot hold a push slot.
+async fn bounded<T>(
+    conn: &Connection,
+    work: impl Future<Output = Result<T, PushError>>,
+) -> Result<T, PushError> {
+    let limit = conn.timeout() * 4;
+    tokio::time::timeout(limit, work)
+        .await
+        .unwrap_or(Err(PushError::Timeout(limit)))
+}
+
+/// Resolves the connection and logs in; a refused token is forgotten.
+async fn open(
+    ctx: &Context,
+    rs: &RandomSecret,
+    target: &VaultPush,
+) -> Result<(Connection, client::Client, String, String), PushError> {
+    let src = source(rs);
+    let conn = connection::resolve(&ctx.client, src.namespace, &target.connection_ref).await?;
+    let path = plan::path(conn.path_prefix(), target.path.as_deref(), &src).ok_or_else(|| {
+        PushError::InvalidPath(format!(
+            "the path {:?} below the prefix {:?} of {} is not a valid KV path for {}/{}",
+            target.path.as_deref().unwrap_or("{name}"),
+            conn.path_prefix(),
+            conn.id(),
+            src.namespace,
+            src.name
+        ))
+    })?;
+    let login = async {
+        let vault = connection::client(&ctx.client, &conn).await?;
+        let token = bounded(
+            &conn,
+            ctx.tokens
+                .get(&ctx.client, ctx.identity.as_ref(), &conn, &vault),
+        )
+        .await?;
+        Ok((vault, token))
+    };
+    match login.await {
+        Ok((vault, token)) => Ok((conn, vault, token, path)),
+        Err(e) => {
+            connection::report(ctx, &conn, Err(&e)).await;
+            Err(e)
+        }
+    }
+}
+
+/// Forgets the token when the server refused it (revoked or expired early).
+fn refused(ctx: &Context, conn: &Connection, e: PushError) -> PushError {
+    if matches!(
+        e,
+        PushError::Vault(VaultError::PermissionDenied { .. } | VaultError::AuthFailed { .. })
+    ) {
+        ctx.tokens.forget(conn);
+    }
+    e
+}
+
+/// Makes the path hold the values of `secret_name` (selected keys, prefixed).
+pub async fn sync(
+    ctx: &Context,
+    rs: &RandomSecret,
+    target: &VaultPush,
+    secret_name: &str,
+) -> Result<Synced, PushError> {
+    let src = source(rs);
+    let (conn, vault, token, path) = open(ctx, rs, target).await?;
+    let values = version_values(ctx, rs, secret_name).await?;
+    let desired = plan::data(
+        &values,
+        target.keys.as_deref(),
+        target.key_prefix.as_deref(),
+    )
+    .map_err(|k| {
+        PushError::KeyNotFound(format!(
+            "spec.push.vault.keys names {k:?}, which Secret {secret_name} does not have"
+        ))
+    })?;
+    drop(values);
+    let work = async {
+        let meta: Option<client::Metadata> = vault.metadata(&token, &path).await?;
+        let current = match &meta {
+            Some(_) => vault.current(&token, &path).await?,
+            None => None,
+        };
+        let decision = plan::decide(meta.as_ref(), current.as_ref(), &desired, &src, secret_name);
+        let recorded = meta
+            .as_ref()
+            .and_then(|m| m.custom_metadata.as_ref())
+            .and_then(|c| c.get(plan::META_SECRET))
+            .cloned();
+        let ours = plan::ours(&src, secret_name);
+        let (kv_version, written, drift) = match decision {
+            Decision::NotManaged => {
+                return Err::<_, PushError>(PushError::PathNotManaged(format!(
+                    "{}/{path} exists and was not written by this RandomSecret (its custom metadata does not say managed-by=randomsecret, source-namespace={}, source-name={}): it is never written; choose another spec.push.vault.path, or delete the path in Vault",
+                    conn.kv_mount(),
+                    src.namespace,
+                    src.name
+                )));
+            }
+            Decision::UpToDate { kv_version } => (kv_version, false, false),
+            Decision::Write { cas, claim, drift } => {
+                if claim {
+                    vault.write_metadata(&token, &path, &ours).await?;
+                }
+                let v = vault.write(&token, &path, cas, &desired).await?;
+                (v, true, drift)
+            }
+        };
+        // The metadata names the version the path holds.
+        if recorded.as_deref() != Some(secret_name)
+            && !matches!(decision, Decision::Write { claim: true, .. })
+        {
+            vault.write_metadata(&token, &path, &ours).await?;
+        }
+        Ok((kv_version, written, drift))
+    };
+    let result = bounded(&conn, work).await;
+    connection::report(ctx, &conn, result.as_ref().map(drop)).await;
+    let (kv_version, written, drift) = result.map_err(|e| refused(ctx, &conn, e))?;
+    let full_path = format!("{}/{path}", conn.kv_mount());
+    let previous = rs
+        .status
+        .as_ref()
+        .and_then(|s| s.push.as_ref())
+        .and_then(|p| p.vault.as_ref());
+    Ok(Synced {
+        status: plan::status(previous, &conn.id(), &full_path, secret_name, kv_version),
+        kv_version,
+        written,
+        drift,
+    })
+}
+
+/// Removes the path (metadata and every version) if it is ours; a path of
+/// someone else, or none, is left as it is. Returns whether it was removed.
+pub async fn cleanup(
+    ctx: &Context,
+    rs: &RandomSecret,
+    target: &VaultPush,
+) -> Result<bool, PushError> {
+    let src = source(rs);
+    let (conn, vault, token, path) = open(ctx, rs, target).await?;
+    let work = async {
+        match vault
+            .metadata(&token, &path)
+            .await
+            .map_err(PushError::Vault)?
+        {
+            Some(meta) if plan::is_ours(&meta, &src) => vault
+                .delete_all(&token, &path)
+                .await
+                .map_err(PushError::Vault)
+                .map(|()| true),
+            _ => Ok(false),
+        }
+    };
+    bounded(&conn, work)
+        .await
+        .map_err(|e| refused(ctx, &conn, e))
+}
+
+/// The values of the version Secret, read once for this push and dropped
+/// after (never cached). It must be this RandomSecret's version.
+async fn version_values(
+    ctx: &Context,
+    rs: &RandomSecret,
+    secret_name: &str,
+) -> Result<BTreeMap<String, String>, PushError> {
+    let src = source(rs);
+    let secret = Api::<Secret>::namespaced(ctx.client.clone(), src.namespace)
+        .get(secret_name)
+        .await
+        .map_err(|e| PushError::Kube(format!("reading Secret {secret_name}: {e}")))?;
+    let owned = secret
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.uid == src.uid && o.controller == Some(true));
+    if !owned {
+        return Err(PushError::Kube(format!(
+            "Secret {secret_name} is not controlled by this RandomSecret (yet); waiting for the version"
+        )));
+    }
+    Ok(secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+        .collect())
+}
