@@ -323,8 +323,9 @@ async fn push_create_rotate_resync_revert_and_delete() -> Result<()> {
 /// Retain and --cascade=orphan keep the path; a path written by someone
 /// else is never touched (PathNotManaged); a missing connection, a namespace
 /// not allowed and a denied path give their reasons while Ready stays True;
-/// a deletion that cannot clean up waits with a reason until the escape
-/// annotation.
+/// a deletion that cannot reach the server waits with a reason until the
+/// escape annotation; one whose connection is gone keeps the path and says
+/// so; one that never wrote anything waits on nothing (the namespace goes).
 #[tokio::test]
 async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     let client = client().await?;
@@ -333,7 +334,11 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     let conn = format!("{}-b", ns.name);
     let denied = format!("{}-denied", ns.name);
     let elsewhere = format!("{}-other-ns", ns.name);
+    let unreachable = format!("{}-unreachable", ns.name);
+    let removed = format!("{}-removed", ns.name);
     connection(&client, &ns, &bao, &conn, json!({})).await?;
+    connection(&client, &ns, &bao, &unreachable, json!({})).await?;
+    connection(&client, &ns, &bao, &removed, json!({})).await?;
     connection(
         &client,
         &ns,
@@ -366,7 +371,9 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
         ("forget", push(&conn, "Delete")),
         ("orphan", push(&conn, "Delete")),
         ("foreign", push(&conn, "Delete")),
-        ("lost", push("no-such-connection", "Delete")),
+        ("missing", push("no-such-connection", "Delete")),
+        ("lost", push(&unreachable, "Delete")),
+        ("gone", push(&removed, "Delete")),
         ("denied", push(&denied, "Delete")),
         ("elsewhere", push(&elsewhere, "Delete")),
     ] {
@@ -379,7 +386,9 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
         ("forget", "True", "Synced"),
         ("orphan", "True", "Synced"),
         ("foreign", "False", "PathNotManaged"),
-        ("lost", "False", "ConnectionNotFound"),
+        ("missing", "False", "ConnectionNotFound"),
+        ("lost", "True", "Synced"),
+        ("gone", "True", "Synced"),
         ("denied", "False", "PermissionDenied"),
         ("elsewhere", "False", "NamespaceNotAllowed"),
     ] {
@@ -434,8 +443,17 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     wait_deleted(&api, "foreign").await?;
     ensure!(kv(&bao, &path("foreign"))? == (1, json!({"owner": "ci-pipeline-value"})));
 
-    // No connection: the deletion waits, says why and how to skip; the
-    // annotation lets it go.
+    // A server that no longer answers (nothing listens at the connection's
+    // new address): the deletion waits, says why and how to skip; the
+    // annotation lets it go, and the path stays.
+    connection(
+        &client,
+        &ns,
+        &bao,
+        &unreachable,
+        json!({"address": "https://127.0.0.1:28229"}),
+    )
+    .await?;
     api.delete("lost", &DeleteParams::default()).await?;
     let rs = wait_for(
         &api,
@@ -457,6 +475,24 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     )
     .await?;
     wait_deleted(&api, "lost").await?;
+    ensure!(
+        bao.kv_metadata(&path("lost"))?.is_some(),
+        "skipping the cleanup keeps the path"
+    );
+
+    // The connection is gone: no one can remove the path any more. The
+    // deletion goes on, keeps the path and says so.
+    delete_connection(&client, &removed).await?;
+    api.delete("gone", &DeleteParams::default()).await?;
+    wait_deleted(&api, "gone").await?;
+    ensure!(
+        bao.kv_metadata(&path("gone"))?.is_some(),
+        "a path whose connection is gone is kept"
+    );
+    wait_event(&client, &ns.name, "a VaultPathKept Warning", |e| {
+        e.reason.as_deref() == Some("VaultPathKept") && e.type_.as_deref() == Some("Warning")
+    })
+    .await?;
 
     // Push removed from the spec: forgotten (finalizer gone), never deleted.
     patch_spec(&api, "forget", json!({"push": null})).await?;
@@ -477,9 +513,19 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     )
     .await?;
     ensure!(is_ready(Some(&rs)));
+    ensure!(
+        bao.kv_metadata(&path("forget"))?.is_some(),
+        "a target removed from the spec is forgotten, not deleted"
+    );
 
-    for c in [&conn, &denied, &elsewhere] {
+    // `missing`, `denied` and `elsewhere` never wrote anything: the
+    // namespace's deletion takes them without waiting on a server.
+    for c in [&conn, &denied, &elsewhere, &unreachable] {
         delete_connection(&client, c).await?;
+    }
+    for name in ["missing", "denied", "elsewhere"] {
+        api.delete(name, &DeleteParams::default()).await?;
+        wait_deleted(&api, name).await?;
     }
     ns.delete().await?;
     Ok(())

@@ -47,6 +47,8 @@ pub const VAULT_SYNCED: &str = "VaultSynced";
 pub const RESYNC: Duration = Duration::from_secs(600);
 /// How often a deletion that waits on its target looks again.
 pub const CLEANUP_RECHECK: Duration = Duration::from_secs(5);
+/// How soon a push waiting for its version to be Ready looks again.
+pub const AWAIT_READY: Duration = Duration::from_secs(15);
 /// Most pushes at once (each waits on a remote server, not on the CPU).
 pub const CONCURRENCY: usize = 4;
 
@@ -74,6 +76,15 @@ pub enum PushError {
 }
 
 impl PushError {
+    /// The connection, or a Secret or ConfigMap it reads, does not exist
+    /// (or is unusable): only someone fixing it can change that.
+    pub fn connection_gone(&self) -> bool {
+        matches!(
+            self,
+            PushError::ConnectionNotFound(_) | PushError::InvalidConnection(_)
+        )
+    }
+
     pub fn reason(&self) -> &'static str {
         match self {
             PushError::ConnectionNotFound(_) => "ConnectionNotFound",
@@ -111,6 +122,10 @@ pub struct Context {
     /// The Ready condition last written per connection (status, reason), so
     /// a connection's status is written when it changes, not on every push.
     pub connections: Mutex<std::collections::HashMap<String, (bool, &'static str)>>,
+    /// Connections that did not answer, and until when pushes through them
+    /// fail at once (`vault::hold`): a dead server holds one push slot at a
+    /// time, not all of them.
+    pub down: Mutex<std::collections::HashMap<String, std::time::Instant>>,
 }
 
 impl Context {
@@ -192,7 +207,9 @@ async fn step(
                 .any(|c| c.type_ == "Ready" && c.status == "True")
     });
     let Some(secret_name) = status.and_then(|s| s.secret_name.clone()).filter(|_| ready) else {
-        return Ok(Next::AwaitChange);
+        // Ready is not in what brings a RandomSecret back here (only the
+        // spec, the current version and the deletion are): look again.
+        return Ok(Next::RequeueAfter(AWAIT_READY));
     };
     let start = Instant::now();
     let result = vault::sync(ctx, rs, target, &secret_name).await;
@@ -282,11 +299,35 @@ async fn cleanup(
         .annotations()
         .get(SKIP_CLEANUP)
         .is_some_and(|v| v == "true");
+    // Nothing was ever written (the status maps no KV version): no path of
+    // ours to remove, so the deletion never waits on a server.
+    let pushed = rs
+        .status
+        .as_ref()
+        .and_then(|s| s.push.as_ref())
+        .is_some_and(|p| p.vault.is_some());
     if let Some(target) = target
+        && pushed
         && vault::plan::delete_on_cleanup(target.deletion_policy.unwrap_or_default(), orphan, skip)
     {
         let removed = vault::cleanup(ctx, rs, target).await;
-        if let Err(e) = &removed {
+        if let Err(e) = &removed
+            && e.connection_gone()
+        {
+            // The connection (or what it reads) is gone, as in a namespace
+            // being torn down: no one can remove the path now. It is kept
+            // (never lost), and said so.
+            let note =
+                format!("kept the Vault path: {e}; remove it by hand if it is no longer needed");
+            warn!(randomsecret = %key, reason = e.reason(), "push cleanup: {note}");
+            ctx.events.publish(
+                reference(rs),
+                EventType::Warning,
+                "VaultPathKept",
+                "DeleteVault",
+                note,
+            );
+        } else if let Err(e) = &removed {
             let reason = e.reason();
             ctx.metrics.push_error(reason);
             ctx.mark(key, false);
@@ -314,14 +355,13 @@ async fn cleanup(
             // Not the growing backoff: the escape annotation is no change the
             // watch brings here, so a waiting deletion looks again soon.
             return Ok(Next::RequeueAfter(CLEANUP_RECHECK));
-        }
-        if matches!(removed, Ok(true)) {
+        } else if matches!(removed, Ok(true)) {
             info!(randomsecret = %key, "push: deleted the Vault path (deletionPolicy Delete)");
         } else {
             info!(randomsecret = %key, "push: no path of ours to delete (none, or someone else's)");
         }
     } else if target.is_some() {
-        info!(randomsecret = %key, orphan, skip, "push: kept the Vault path on deletion");
+        info!(randomsecret = %key, orphan, skip, pushed, "push: kept the Vault path on deletion (or none was written)");
     }
     ctx.mark(key, true);
     set_finalizer(api, rs, false).await?;

@@ -156,6 +156,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         }),
         out_of_sync: Default::default(),
         connections: Default::default(),
+        down: Default::default(),
     });
     let ctx = Arc::new(Context {
         client,

@@ -22,6 +22,7 @@ use kube::Api;
 use plan::{Decision, Source};
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::time::{Duration, Instant};
 
 /// A push that completed.
 #[derive(Debug)]
@@ -72,6 +73,7 @@ async fn open(
             src.name
         ))
     })?;
+    held_down(ctx, &conn)?;
     let login = async {
         let vault = connection::client(&ctx.client, &conn).await?;
         let token = bounded(
@@ -85,9 +87,43 @@ async fn open(
     match login.await {
         Ok((vault, token)) => Ok((conn, vault, token, path)),
         Err(e) => {
+            hold::<()>(ctx, &conn, Err(&e));
             connection::report(ctx, &conn, Err(&e)).await;
             Err(e)
         }
+    }
+}
+
+/// How long pushes through a connection that did not answer fail at once.
+const HOLD_DOWN: Duration = Duration::from_secs(10);
+
+/// Fails at once while `conn` is held down after it did not answer.
+fn held_down(ctx: &Context, conn: &Connection) -> Result<(), PushError> {
+    let down = ctx.down.lock().expect("down lock");
+    match down.get(&conn.id()) {
+        Some(until) if *until > Instant::now() => Err(PushError::Vault(VaultError::Unreachable {
+            call: "connect",
+            detail: format!(
+                "{} did not answer moments ago; it is tried again within {}s",
+                conn.id(),
+                HOLD_DOWN.as_secs()
+            ),
+        })),
+        _ => Ok(()),
+    }
+}
+
+/// Holds `conn` down after it did not answer; releases it once it does.
+fn hold<T>(ctx: &Context, conn: &Connection, result: Result<T, &PushError>) {
+    let mut down = ctx.down.lock().expect("down lock");
+    match result {
+        Err(e) if e.reason() == "Unreachable" => {
+            down.insert(conn.id(), Instant::now() + HOLD_DOWN);
+        }
+        Ok(_) => {
+            down.remove(&conn.id());
+        }
+        Err(_) => {}
     }
 }
 
@@ -123,13 +159,20 @@ pub async fn sync(
         ))
     })?;
     drop(values);
+    let random = holds_generated(rs, target, &desired);
     let work = async {
         let meta: Option<client::Metadata> = vault.metadata(&token, &path).await?;
         let current = match &meta {
             Some(_) => vault.current(&token, &path).await?,
             None => None,
         };
-        let decision = plan::decide(meta.as_ref(), current.as_ref(), &desired, &src, secret_name);
+        let decision = if plan::interrupted_claim(meta.as_ref(), current.as_ref(), &desired, random)
+        {
+            // Our first write, its mark not written yet: marked below.
+            Decision::UpToDate { kv_version: 1 }
+        } else {
+            plan::decide(meta.as_ref(), current.as_ref(), &desired, &src, secret_name)
+        };
         let recorded = meta
             .as_ref()
             .and_then(|m| m.custom_metadata.as_ref())
@@ -147,10 +190,13 @@ pub async fn sync(
             }
             Decision::UpToDate { kv_version } => (kv_version, false, false),
             Decision::Write { cas, claim, drift } => {
+                // The data first: its check-and-set (0 for a new path) fails
+                // if someone else wrote meanwhile, so a mark of ours never
+                // lands on their path. Then the mark.
+                let v = vault.write(&token, &path, cas, &desired).await?;
                 if claim {
                     vault.write_metadata(&token, &path, &ours).await?;
                 }
-                let v = vault.write(&token, &path, cas, &desired).await?;
                 (v, true, drift)
             }
         };
@@ -163,6 +209,7 @@ pub async fn sync(
         Ok((kv_version, written, drift))
     };
     let result = bounded(&conn, work).await;
+    hold(ctx, &conn, result.as_ref());
     connection::report(ctx, &conn, result.as_ref().map(drop)).await;
     let (kv_version, written, drift) = result.map_err(|e| refused(ctx, &conn, e))?;
     let full_path = format!("{}/{path}", conn.kv_mount());
@@ -176,6 +223,20 @@ pub async fn sync(
         kv_version,
         written,
         drift,
+    })
+}
+
+/// Whether the pushed data holds a generated value (not only static ones).
+fn holds_generated(
+    rs: &RandomSecret,
+    target: &VaultPush,
+    desired: &std::collections::BTreeMap<String, String>,
+) -> bool {
+    let prefix = target.key_prefix.as_deref().unwrap_or("");
+    crate::version::VersionSpec::from_spec(&rs.spec).is_ok_and(|spec| {
+        spec.generated
+            .keys()
+            .any(|k| desired.contains_key(&format!("{prefix}{k}")))
     })
 }
 
@@ -202,9 +263,9 @@ pub async fn cleanup(
             _ => Ok(false),
         }
     };
-    bounded(&conn, work)
-        .await
-        .map_err(|e| refused(ctx, &conn, e))
+    let result = bounded(&conn, work).await;
+    hold(ctx, &conn, result.as_ref());
+    result.map_err(|e| refused(ctx, &conn, e))
 }
 
 /// The values of the version Secret, read once for this push and dropped

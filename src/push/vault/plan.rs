@@ -147,6 +147,24 @@ pub fn decide(
     }
 }
 
+/// Whether an unmarked path is our own first write, interrupted before its
+/// mark (the data is written first, with check-and-set 0, then the mark):
+/// version 1, no custom metadata at all, and exactly the data we would
+/// write, including generated values (`random`: those no one else could
+/// have written; static values alone prove nothing).
+pub fn interrupted_claim(
+    meta: Option<&Metadata>,
+    current: Option<&Current>,
+    desired: &BTreeMap<String, String>,
+    random: bool,
+) -> bool {
+    random
+        && meta.is_some_and(|m| {
+            m.current_version == 1 && m.custom_metadata.as_ref().is_none_or(|c| c.is_empty())
+        })
+        && current.is_some_and(|c| c.version == 1 && c.data.as_ref() == Some(desired))
+}
+
 /// On deletion of the RandomSecret: whether to remove the path.
 pub fn delete_on_cleanup(policy: DeletionPolicy, orphan: bool, skip: bool) -> bool {
     policy == DeletionPolicy::Delete && !orphan && !skip
@@ -356,5 +374,63 @@ mod tests {
             Some(status(p.as_ref(), "c", "m/p", &format!("db-{n}"), n))
         });
         assert_eq!(many.unwrap().versions.len(), VERSIONS_KEPT);
+    }
+
+    #[test]
+    fn only_our_own_interrupted_first_write_is_taken_as_ours() {
+        let desired = map(&[("a", "generated")]);
+        let unmarked = Metadata {
+            current_version: 1,
+            custom_metadata: None,
+        };
+        let first = Current {
+            version: 1,
+            data: Some(desired.clone()),
+        };
+        assert!(interrupted_claim(
+            Some(&unmarked),
+            Some(&first),
+            &desired,
+            true
+        ));
+        // Static values alone prove nothing; other data, a later version or
+        // someone's metadata is someone else's path.
+        assert!(!interrupted_claim(
+            Some(&unmarked),
+            Some(&first),
+            &desired,
+            false
+        ));
+        let other = Current {
+            version: 1,
+            data: Some(map(&[("a", "theirs")])),
+        };
+        assert!(!interrupted_claim(
+            Some(&unmarked),
+            Some(&other),
+            &desired,
+            true
+        ));
+        let second = Metadata {
+            current_version: 2,
+            custom_metadata: None,
+        };
+        assert!(!interrupted_claim(
+            Some(&second),
+            Some(&first),
+            &desired,
+            true
+        ));
+        let theirs = Metadata {
+            current_version: 1,
+            custom_metadata: Some(map(&[("owner", "ci")])),
+        };
+        assert!(!interrupted_claim(
+            Some(&theirs),
+            Some(&first),
+            &desired,
+            true
+        ));
+        assert!(!interrupted_claim(None, None, &desired, true));
     }
 }
