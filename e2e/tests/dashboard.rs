@@ -121,7 +121,8 @@ async fn every_metric_the_dashboard_queries_is_exported() -> Result<()> {
     );
     // A family with labels is exported once it has a series: give each one
     // (a real admission review to the webhook, a Secret left unchanged, a
-    // RandomSecret whose name is taken) before scraping.
+    // RandomSecret whose name is taken, a push to a connection that does not
+    // exist) before scraping.
     let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {"uid": "u-1", "kind": {"group": "", "version": "v1", "kind": "Secret"},
             "resource": {"group": "", "version": "v1", "resource": "secrets"}, "namespace": &ns.name,
@@ -145,6 +146,11 @@ async fn every_metric_the_dashboard_queries_is_exported() -> Result<()> {
     randomsecrets
         .create(&PostParams::default(), &random_secret("taken", spec)?)
         .await?;
+    let pushed = json!({"keys": {"k": {"length": 8}},
+        "push": {"vault": {"connectionRef": {"name": format!("{}-none", ns.name)}}}});
+    randomsecrets
+        .create(&PostParams::default(), &random_secret("pushed", pushed)?)
+        .await?;
 
     let families = [
         "randomsecret_webhook_requests",
@@ -152,6 +158,8 @@ async fn every_metric_the_dashboard_queries_is_exported() -> Result<()> {
         "randomsecret_annotated_refused",
         "randomsecret_reconcile_errors",
         "randomsecret_webhook_certificate_changes",
+        "randomsecret_pushes",
+        "randomsecret_push_errors",
     ];
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut metrics = String::new();
