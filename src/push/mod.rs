@@ -61,6 +61,10 @@ pub enum PushError {
     NamespaceNotAllowed(String),
     #[error("{0}")]
     InvalidConnection(String),
+    /// A Secret or ConfigMap the connection reads does not exist (or lacks
+    /// the key): reported as InvalidConnection.
+    #[error("{0}")]
+    ReferenceGone(String),
     #[error("{0}")]
     InvalidPath(String),
     #[error("{0}")]
@@ -73,15 +77,19 @@ pub enum PushError {
     Kube(String),
     #[error("no answer within {0:?}")]
     Timeout(Duration),
+    /// This replica stopped leading during the push: it writes nothing more.
+    #[error("no longer the leader")]
+    LostLease,
 }
 
 impl PushError {
     /// The connection, or a Secret or ConfigMap it reads, does not exist
-    /// (or is unusable): only someone fixing it can change that.
+    /// (as in a namespace being torn down). Not a refusal (403) or a bad CA:
+    /// those can be fixed, and a deletion waits for them.
     pub fn connection_gone(&self) -> bool {
         matches!(
             self,
-            PushError::ConnectionNotFound(_) | PushError::InvalidConnection(_)
+            PushError::ConnectionNotFound(_) | PushError::ReferenceGone(_)
         )
     }
 
@@ -89,13 +97,14 @@ impl PushError {
         match self {
             PushError::ConnectionNotFound(_) => "ConnectionNotFound",
             PushError::NamespaceNotAllowed(_) => "NamespaceNotAllowed",
-            PushError::InvalidConnection(_) => "InvalidConnection",
+            PushError::InvalidConnection(_) | PushError::ReferenceGone(_) => "InvalidConnection",
             PushError::InvalidPath(_) => "InvalidPath",
             PushError::KeyNotFound(_) => "KeyNotFound",
             PushError::PathNotManaged(_) => "PathNotManaged",
             PushError::Vault(e) => e.reason(),
             PushError::Kube(_) => "ApiError",
             PushError::Timeout(_) => "Unreachable",
+            PushError::LostLease => "LostLease",
         }
     }
 
@@ -144,8 +153,8 @@ impl Context {
 /// with `spec.push`, pushes (or cleans up when it is being deleted), and
 /// reports. Never fails: problems go to the condition, an Event and metrics.
 pub async fn push(key: Key, ctx: std::sync::Arc<Context>) -> Next {
-    if !ctx.leader.leading() {
-        return Next::AwaitChange;
+    if let Some(next) = standby(&ctx) {
+        return next;
     }
     let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), key.ns());
     let rs = match api.get_opt(&key.name).await {
@@ -165,6 +174,19 @@ pub async fn push(key: Key, ctx: std::sync::Arc<Context>) -> Next {
             warn!(randomsecret = %key, error = %e, "push: writing to the apiserver failed; retrying");
             Next::Retry
         }
+    }
+}
+
+/// What a replica that does not lead does with a push: nothing, unless its
+/// lease only lapsed (a renewal may yet succeed, with no take-over to bring
+/// the push back), then it looks again soon.
+fn standby(ctx: &Context) -> Option<Next> {
+    if ctx.leader.leading() {
+        None
+    } else if ctx.leader.lapsed() {
+        Some(Next::RequeueAfter(crate::reconciler::LAPSED_RETRY))
+    } else {
+        Some(Next::AwaitChange)
     }
 }
 
@@ -216,6 +238,10 @@ async fn step(
     ctx.metrics
         .push_duration
         .observe(start.elapsed().as_secs_f64());
+    // The lease was lost meanwhile: the new leader reports (and writes) now.
+    if let Some(next) = standby(ctx) {
+        return Ok(next);
+    }
     let previous = condition_of(rs, VAULT_SYNCED);
     match result {
         Ok(done) => {
@@ -299,19 +325,26 @@ async fn cleanup(
         .annotations()
         .get(SKIP_CLEANUP)
         .is_some_and(|v| v == "true");
-    // Nothing was ever written (the status maps no KV version): no path of
-    // ours to remove, so the deletion never waits on a server.
+    // Nothing recorded as written (the status maps no KV version): the path
+    // is looked for once (a first write whose status was lost would be
+    // there), and the deletion never waits on a server for it.
     let pushed = rs
         .status
         .as_ref()
         .and_then(|s| s.push.as_ref())
         .is_some_and(|p| p.vault.is_some());
     if let Some(target) = target
-        && pushed
         && vault::plan::delete_on_cleanup(target.deletion_policy.unwrap_or_default(), orphan, skip)
     {
         let removed = vault::cleanup(ctx, rs, target).await;
+        if let Some(next) = standby(ctx) {
+            return Ok(next);
+        }
         if let Err(e) = &removed
+            && !pushed
+        {
+            warn!(randomsecret = %key, reason = e.reason(), "push cleanup: nothing was recorded as pushed, and the path could not be looked at ({e}); a path left by an interrupted first write stays");
+        } else if let Err(e) = &removed
             && e.connection_gone()
         {
             // The connection (or what it reads) is gone, as in a namespace
@@ -362,6 +395,9 @@ async fn cleanup(
         }
     } else if target.is_some() {
         info!(randomsecret = %key, orphan, skip, pushed, "push: kept the Vault path on deletion (or none was written)");
+    }
+    if let Some(next) = standby(ctx) {
+        return Ok(next);
     }
     ctx.mark(key, true);
     set_finalizer(api, rs, false).await?;
@@ -494,5 +530,25 @@ fn reference(rs: &RandomSecret) -> ObjectReference {
         namespace: rs.metadata.namespace.clone(),
         uid: rs.metadata.uid.clone(),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PushError;
+
+    #[test]
+    fn only_a_missing_connection_or_reference_lets_a_deletion_keep_the_path() {
+        assert!(PushError::ConnectionNotFound("c".into()).connection_gone());
+        assert!(
+            PushError::ReferenceGone("ConfigMap ns/ca does not exist".into()).connection_gone()
+        );
+        // A refused read, a bad CA or a dead server can be fixed: the deletion waits.
+        assert!(!PushError::InvalidConnection("403".into()).connection_gone());
+        assert!(!PushError::Timeout(std::time::Duration::from_secs(1)).connection_gone());
+        assert_eq!(
+            PushError::ReferenceGone("x".into()).reason(),
+            "InvalidConnection"
+        );
     }
 }

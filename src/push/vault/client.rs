@@ -289,7 +289,7 @@ impl Client {
         let body: Value = ok_json(CALL, resp).await?.unwrap_or_default();
         body["data"]["version"].as_u64().ok_or(VaultError::Invalid {
             call: CALL,
-            detail: "no data.version".into(),
+            detail: "no data.version (is kvMount a KV version 2 engine?)".into(),
         })
     }
 

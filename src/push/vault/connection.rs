@@ -159,9 +159,14 @@ async fn read_key(
         r.name
     );
     let missing = |e: kube::Error| match e {
-        kube::Error::Api(s) if s.code == 404 || s.code == 403 => PushError::InvalidConnection(
-            format!("{}: {what} cannot be read ({})", conn.id(), s.reason),
-        ),
+        kube::Error::Api(s) if s.code == 404 => {
+            PushError::ReferenceGone(format!("{}: {what} does not exist", conn.id()))
+        }
+        kube::Error::Api(s) if s.code == 403 => PushError::InvalidConnection(format!(
+            "{}: {what} cannot be read ({})",
+            conn.id(),
+            s.reason
+        )),
         e => PushError::Kube(format!("reading {what}: {e}")),
     };
     let value = if secret {
@@ -180,7 +185,7 @@ async fn read_key(
             .map(String::into_bytes)
     };
     value.ok_or_else(|| {
-        PushError::InvalidConnection(format!("{}: {what} has no key {}", conn.id(), r.key))
+        PushError::ReferenceGone(format!("{}: {what} has no key {}", conn.id(), r.key))
     })
 }
 
@@ -270,11 +275,12 @@ impl Tokens {
                 "{id}: no auth method"
             )));
         };
-        // A lease of 0 never expires; look again after an hour anyway.
+        // A lease of 0 never expires; look again after an hour anyway (and
+        // at least daily, whatever the server says).
         let lease = if lease.is_zero() {
             Duration::from_secs(3600)
         } else {
-            lease
+            lease.min(Duration::from_secs(86_400))
         };
         self.0.lock().expect("tokens lock").insert(
             id,
@@ -349,7 +355,8 @@ pub fn readiness(result: &Result<(), &PushError>) -> Option<(bool, &'static str,
                 | VaultError::BadCa(_),
             )
             | PushError::Timeout(_)
-            | PushError::InvalidConnection(_)),
+            | PushError::InvalidConnection(_)
+            | PushError::ReferenceGone(_)),
         ) => Some((false, e.reason(), e.to_string())),
         Err(PushError::Kube(_)) => None,
         Err(_) => Some((

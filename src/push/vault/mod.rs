@@ -5,8 +5,9 @@
 //! - [`plan`]: pure decisions (path, data, ours or not, what to write).
 //!
 //! The data is compared first and written with check-and-set, so a resync,
-//! a restart or a leader change writes nothing; a new path is marked as ours
-//! (custom metadata) before its first version is written.
+//! a restart or a leader change writes nothing; a new path gets its first
+//! version with check-and-set 0, then the mark that says it is ours (custom
+//! metadata), so a mark of ours never lands on someone else's path.
 
 pub mod client;
 pub mod connection;
@@ -190,6 +191,10 @@ pub async fn sync(
             }
             Decision::UpToDate { kv_version } => (kv_version, false, false),
             Decision::Write { cas, claim, drift } => {
+                // A replica that lost its lease meanwhile writes nothing.
+                if !ctx.leader.leading() {
+                    return Err(PushError::LostLease);
+                }
                 // The data first: its check-and-set (0 for a new path) fails
                 // if someone else wrote meanwhile, so a mark of ours never
                 // lands on their path. Then the mark.

@@ -139,11 +139,15 @@ pub fn decide(
         .custom_metadata
         .as_ref()
         .and_then(|c| c.get(META_SECRET));
+    // Drift: the same version, the same keys, other values. Other keys
+    // come from a change of spec.push (keys, keyPrefix), not from a hand edit.
     Decision::Write {
         cas: meta.current_version,
         claim: false,
         drift: recorded.map(String::as_str) == Some(secret_name)
-            && newest.is_some_and(|c| c.data.is_some()),
+            && newest
+                .and_then(|c| c.data.as_ref())
+                .is_some_and(|d| d.keys().eq(desired.keys())),
     }
 }
 
@@ -296,6 +300,16 @@ mod tests {
                 cas: 3,
                 claim: false,
                 drift: true
+            }
+        );
+        // Same version, other keys (spec.push.vault.keys or keyPrefix
+        // changed): written, but no hand edit to report.
+        assert_eq!(
+            decide(Some(&m), Some(&c), &map(&[("DB_a", "1")]), &SRC, "db-1"),
+            Decision::Write {
+                cas: 3,
+                claim: false,
+                drift: false
             }
         );
         // A deleted newest version is written again (no drift to report).
