@@ -4,7 +4,8 @@
 # control plane of its own (ports apart from the test one's, state under
 # target/bench/cluster), runs target/release/bench and stops the control plane.
 # Results: target/bench/results.json and table.md; logs in target/bench/.
-# BENCH_NO_PEER=1 skips building and running the peer; --no-big skips the last
+# BENCH_NO_PEER=1 skips building and running the peer; OpenBao for the push
+# phase comes from e2e/build-openbao.sh (--no-push skips it); --no-big skips the last
 # phase (growing the largest set to 5 times its size: 50,000 by default).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +19,8 @@ cargo build --release --bin randomsecret -p randomsecret
 cargo build --release --bin bench -p randomsecret-e2e
 peer=()
 if [[ ${BENCH_NO_PEER:-0} == 1 ]]; then peer=(--no-peer); else PEER_DIR=$("$here/build-peer.sh"); export PEER_DIR; fi
+BAO_DIR=$("$here/build-openbao.sh")
+export BAO_DIR
 
 export E2E_DIR=$out/cluster ETCD_PORT=13379 ETCD_PEER_PORT=13380 API_PORT=17443 \
   KCM_PORT=21257 SCHED_PORT=21259 KWOK_PORT=21261

@@ -113,7 +113,18 @@ impl OpenBao {
             "-o",
             "jsonpath={.clusters[0].cluster.server}",
         ])?;
-        let ca = log_dir().join("pki/ca.crt");
+        // The apiserver's CA, from the kubeconfig (the e2e and bench clusters alike).
+        let ca_data = kubectl(&[
+            "config",
+            "view",
+            "--raw",
+            "--minify",
+            "--flatten",
+            "-o",
+            "jsonpath={.clusters[0].cluster.certificate-authority-data}",
+        ])?;
+        let ca = log_dir().join(format!("openbao-{}/kube-ca.crt", self.port));
+        std::fs::write(&ca, run("base64", &["-d"], Some(ca_data.trim()))?)?;
         self.cli(&["auth", "enable", "kubernetes"])?;
         self.cli(&[
             "write",

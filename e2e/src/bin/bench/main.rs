@@ -1,7 +1,8 @@
 //! `make bench`: convergence against an apiserver floor, API requests per
 //! version, memory, CPU, connections and threads at 10,000 objects, rotation
 //! latency, startup (with the peak RSS of the initial lists), failover, a
-//! peer controller, the webhook's latency and, last, memory as the set grows to 50,000, all against
+//! peer controller, the webhook's latency, the push to OpenBao and, last,
+//! memory as the set grows to 50,000, all against
 //! the local control plane in one run. Prints a table and writes
 //! `target/bench/results.json`.
 //!
@@ -12,6 +13,7 @@ mod apimetrics;
 mod charts;
 mod peer;
 mod procstat;
+mod push;
 mod report;
 mod webhook;
 mod workload;
@@ -80,6 +82,15 @@ pub struct Args {
     /// Skip the webhook phase.
     #[arg(long)]
     no_webhook: bool,
+    /// RandomSecrets pushed to OpenBao in the push phase, created and then
+    /// rotated at --push-rate per second (needs BAO_DIR: e2e/build-openbao.sh).
+    #[arg(long, default_value_t = 200)]
+    pushes: usize,
+    #[arg(long, default_value_t = 20.0)]
+    push_rate: f64,
+    /// Skip the push phase.
+    #[arg(long)]
+    no_push: bool,
     /// Where results.json goes.
     #[arg(long, default_value = "target/bench")]
     out: std::path::PathBuf,
@@ -205,6 +216,17 @@ async fn main() -> Result<()> {
         .await
         {
             report.note(&format!("webhook phase failed: {e:#}"));
+        }
+    }
+    if !args.no_push {
+        eprintln!("bench: push");
+        let result = if std::env::var_os("BAO_DIR").is_none() {
+            Err(anyhow::anyhow!("BAO_DIR is not set (e2e/build-openbao.sh)"))
+        } else {
+            push::phase(&client, &args, args.pushes, args.push_rate, &mut report).await
+        };
+        if let Err(e) = result {
+            report.note(&format!("push phase failed: {e:#}"));
         }
     }
     if let Some(target) = big {

@@ -362,6 +362,46 @@ impl Report {
         );
     }
 
+    /// The push phase: create and rotation to VaultSynced, the controller's
+    /// time per push, and what a restart wrote (nothing is the promise).
+    pub fn vault_push(&mut self, p: &crate::push::Pushed) {
+        let stats = |l: &[Duration]| {
+            (
+                crate::workload::percentile_ms(l, 50.0),
+                crate::workload::percentile_ms(l, 99.0),
+            )
+        };
+        let (c50, c99) = stats(&p.create);
+        let (r50, r99) = stats(&p.rotate);
+        self.json.insert(
+            "push".into(),
+            json!({"randomsecrets": p.count, "rate_per_s": p.rate,
+                   "create_p50_ms": c50, "create_p99_ms": c99,
+                   "rotation_p50_ms": r50, "rotation_p99_ms": r99,
+                   "push_p50_ms": p.push_ms.0, "push_p99_ms": p.push_ms.1,
+                   "restart_written": p.restart_written, "restart_unchanged": p.restart_unchanged}),
+        );
+        self.row(
+            format!(
+                "Push to OpenBao ({} creates, then {} rotations, at {}/s): to VaultSynced p50 / p99",
+                p.count, p.count, p.rate
+            ),
+            format!(
+                "create {c50:.1} / {c99:.1} ms; rotation {r50:.1} / **{r99:.1} ms**; one push {:.1} / {:.1} ms (interpolated within the controller's buckets)",
+                p.push_ms.0, p.push_ms.1
+            ),
+            "(no target)".into(),
+        );
+        self.row(
+            format!("Push: a restart with {} pushed", p.count),
+            format!(
+                "{} compared unchanged, **{} KV versions written**",
+                p.restart_unchanged, p.restart_written
+            ),
+            format!("none written: {}", verdict(p.restart_written == 0.0)),
+        );
+    }
+
     pub fn startup(&mut self, n: usize, r: &Restart) {
         let lists = apimetrics::verb_on(&r.requests, "LIST", WATCHED);
         // Every write the controller could make; its Secret GETs apart (one

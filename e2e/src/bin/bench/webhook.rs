@@ -21,7 +21,7 @@ const HOOK: &str = "secrets.randomsecret.io";
 const NAMESPACE: &str = "bench-webhook";
 
 /// Cumulative buckets (upper bound, count) of one histogram.
-type Buckets = BTreeMap<u64, f64>;
+pub type Buckets = BTreeMap<u64, f64>;
 
 fn key(le: f64) -> u64 {
     (le * 1e9) as u64

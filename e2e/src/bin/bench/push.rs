@@ -1,0 +1,327 @@
+//! The push phase: RandomSecrets pushed to a real OpenBao (a dev server with
+//! TLS and the Kubernetes auth method, as in the Vault suite), created and
+//! then rotated at a steady rate. Each is timed from its write to the
+//! RandomSecret's `VaultSynced=True` naming the expected version, beside the
+//! controller's own time per push (`randomsecret_push_duration_seconds`).
+//! Last, a restart of the controller: a resync must write no KV version.
+
+use crate::Args;
+use crate::report::Report;
+use crate::webhook::{Buckets, parse, quantile};
+use crate::workload::RUN_LABEL;
+use anyhow::{Context, Result, ensure};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, ResourceExt};
+use randomsecret::api::RandomSecret;
+use randomsecret::push::api::ClusterVaultConnection;
+use randomsecret::version::Version;
+use randomsecret_e2e::{ControllerProcess, OpenBao, condition, openbao};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const NAMESPACE: &str = "bench-push";
+const NAMESPACES: usize = 2;
+const CONNECTION: &str = "bench";
+/// The OpenBao dev server's port (and the next, its cluster port): apart
+/// from the Vault suite's 28200-28211.
+const BAO_PORT: u16 = 28220;
+const RUN: &str = "push";
+
+/// What the phase measured.
+pub struct Pushed {
+    pub count: usize,
+    pub rate: f64,
+    /// Create to VaultSynced, sorted.
+    pub create: Vec<Duration>,
+    /// Rotation to VaultSynced with the new version, sorted.
+    pub rotate: Vec<Duration>,
+    /// The controller's time per push (connection, login, compare, write): p50, p99 in ms.
+    pub push_ms: (f64, f64),
+    /// KV versions written, and compared-unchanged pushes, by the restarted controller.
+    pub restart_written: f64,
+    pub restart_unchanged: f64,
+}
+
+/// VaultSynced=True for the current generation, holding `secret` (the
+/// status mapping's newest entry).
+fn synced_with(rs: &RandomSecret, secret: &str) -> bool {
+    condition(rs, "VaultSynced")
+        .is_some_and(|c| c.status == "True" && c.observed_generation == rs.metadata.generation)
+        && rs
+            .status
+            .as_ref()
+            .and_then(|s| s.push.as_ref()?.vault.as_ref()?.versions.first())
+            .is_some_and(|v| v.secret_name == secret)
+}
+
+/// Expected version per RandomSecret name, with when its write was sent.
+type Pending = Arc<Mutex<HashMap<(String, String), (String, Instant)>>>;
+
+/// Records, for each pending write, the time until its RandomSecret is
+/// synced with the expected version.
+fn watch_synced(client: &Client, pending: Pending, latencies: Arc<Mutex<Vec<Duration>>>) {
+    let api = Api::<RandomSecret>::all(client.clone());
+    let config = watcher::Config::default().labels(&format!("{RUN_LABEL}={RUN}"));
+    tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, config).boxed();
+        while let Some(ev) = stream.next().await {
+            let Ok(Event::Apply(rs) | Event::InitApply(rs)) = ev else {
+                continue;
+            };
+            let key = (rs.namespace().unwrap_or_default(), rs.name_any());
+            let mut p = pending.lock().expect("pending lock");
+            if let Some((expected, sent)) = p.get(&key)
+                && synced_with(&rs, expected)
+            {
+                latencies.lock().expect("latency lock").push(sent.elapsed());
+                p.remove(&key);
+            }
+        }
+    });
+}
+
+fn random_secret(name: &str, rotation: &str) -> Result<RandomSecret> {
+    let mut spec = crate::workload::spec(rotation);
+    spec["push"] = json!({"vault": {"connectionRef": {"name": CONNECTION}}});
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
+        "metadata": {"name": name, "labels": {RUN_LABEL: RUN}},
+        "spec": spec,
+    }))?)
+}
+
+/// `count` writes (`send(i)`), one every 1/`rate` s, each timed until object
+/// `i` is synced with the version of rotation token `rotation`.
+async fn timed<F, Fut>(
+    client: &Client,
+    count: usize,
+    rate: f64,
+    rotation: &str,
+    send: F,
+) -> Result<Vec<Duration>>
+where
+    F: Fn(String, String) -> Fut,
+    Fut: std::future::Future<Output = Result<()>> + Send + 'static,
+{
+    let pending: Pending = Arc::default();
+    let latencies = Arc::new(Mutex::new(Vec::with_capacity(count)));
+    watch_synced(client, pending.clone(), latencies.clone());
+    tokio::time::sleep(Duration::from_secs(2)).await; // the watch's first list
+    let spec: randomsecret::api::RandomSecretSpec =
+        serde_json::from_value(crate::workload::spec(rotation))?;
+    let start = Instant::now();
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let mut sends = Vec::with_capacity(count);
+    for i in 0..count {
+        tokio::time::sleep_until((start + interval * i as u32).into()).await;
+        let (ns, name) = crate::workload::place(NAMESPACE, NAMESPACES, i);
+        let expected = Version::of(&spec, &name)?.secret_name;
+        pending
+            .lock()
+            .expect("pending lock")
+            .insert((ns.clone(), name.clone()), (expected, Instant::now()));
+        sends.push(tokio::spawn(send(ns, name)));
+    }
+    for s in sends {
+        s.await??;
+    }
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let left = pending.lock().expect("pending lock").len();
+        if left == 0 {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "push: {left} of {count} not synced after 5 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut l = latencies.lock().expect("latency lock").clone();
+    l.sort();
+    Ok(l)
+}
+
+/// The sum of a counter's series with `labels` in a metrics text.
+fn counter(text: &str, name_and_labels: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name_and_labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// OpenBao and its connection: the Kubernetes auth method against this
+/// control plane, for the ServiceAccount the controller asks a token for.
+async fn set_up(client: &Client) -> Result<OpenBao> {
+    let (sa_ns, sa) = openbao::CONTROLLER_SA;
+    randomsecret_e2e::run(
+        "kubectl",
+        &["apply", "--server-side", "-f", "-"],
+        Some(&format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {sa_ns}}}\n---\n\
+             apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {sa}, namespace: {sa_ns}}}\n"
+        )),
+    )?;
+    let bao = OpenBao::start(BAO_PORT)?;
+    crate::workload::create_namespaces(client, NAMESPACE, NAMESPACES).await?;
+    let ca_ns = format!("{NAMESPACE}-0");
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "openbao-ca"}, "data": {"ca.crt": bao.ca_pem},
+    }))?;
+    Api::<ConfigMap>::namespaced(client.clone(), &ca_ns)
+        .create(&PostParams::default(), &cm)
+        .await?;
+    let allowed: Vec<String> = (0..NAMESPACES)
+        .map(|i| format!("{NAMESPACE}-{i}"))
+        .collect();
+    let c: ClusterVaultConnection = serde_json::from_value(json!({
+        "apiVersion": "randomsecret.io/v1", "kind": "ClusterVaultConnection",
+        "metadata": {"name": CONNECTION},
+        "spec": {"address": bao.address,
+            "ca": {"configMapRef": {"name": "openbao-ca", "namespace": ca_ns, "key": "ca.crt"}},
+            "auth": {"kubernetes": {"role": openbao::ROLE}},
+            "allowedNamespaces": allowed, "timeoutSeconds": 5},
+    }))?;
+    Api::<ClusterVaultConnection>::all(client.clone())
+        .patch(
+            CONNECTION,
+            &PatchParams::apply("bench").force(),
+            &Patch::Apply(&c),
+        )
+        .await?;
+    Ok(bao)
+}
+
+fn start_controller(args: &Args) -> Result<ControllerProcess> {
+    let (sa_ns, sa) = openbao::CONTROLLER_SA;
+    let conc = args.concurrency.to_string();
+    let mut p = ControllerProcess::spawn(
+        "bench-push",
+        args.port + 20,
+        &[
+            "--log-level=info",
+            "--concurrency",
+            &conc,
+            "--service-account-name",
+            sa,
+            "--service-account-namespace",
+            sa_ns,
+        ],
+    )?;
+    p.wait_ready(Duration::from_secs(300))?;
+    Ok(p)
+}
+
+/// `count` RandomSecrets with a push, created at `rate` per second, then each
+/// rotated at the same rate; then a restart with all of them synced.
+pub async fn phase(
+    client: &Client,
+    args: &Args,
+    count: usize,
+    rate: f64,
+    report: &mut Report,
+) -> Result<()> {
+    let bao = set_up(client).await?;
+    let ctl = start_controller(args)?;
+    let histogram = "randomsecret_push_duration_seconds";
+    let empty = Buckets::new();
+
+    eprintln!("bench: push: {count} creates at {rate}/s");
+    let create = timed(client, count, rate, "1", |ns, name| {
+        let client = client.clone();
+        async move {
+            Api::<RandomSecret>::namespaced(client, &ns)
+                .create(&PostParams::default(), &random_secret(&name, "1")?)
+                .await?;
+            Ok(())
+        }
+    })
+    .await?;
+    eprintln!("bench: push: {count} rotations at {rate}/s");
+    let rotate = timed(client, count, rate, "2", |ns, name| {
+        let client = client.clone();
+        async move {
+            Api::<RandomSecret>::namespaced(client, &ns)
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"rotation": "2"}})),
+                )
+                .await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let after = parse(&ctl.metrics()?, histogram, &[]);
+    let ms = |q| {
+        quantile(&empty, &after, q)
+            .map(|s| s * 1000.0)
+            .context("no push measured")
+    };
+    let push_ms = (ms(0.5)?, ms(0.99)?);
+    // One KV version per change, and each value in OpenBao is the Secret's.
+    let (ns, name) = crate::workload::place(NAMESPACE, NAMESPACES, 0);
+    let rs = Api::<RandomSecret>::namespaced(client.clone(), &ns)
+        .get(&name)
+        .await?;
+    let secret_name = rs
+        .status
+        .as_ref()
+        .and_then(|s| s.secret_name.clone())
+        .context("status.secretName")?;
+    let secret = Api::<Secret>::namespaced(client.clone(), &ns)
+        .get(&secret_name)
+        .await?;
+    let path = format!("secret/{}/{ns}/{name}", openbao::PREFIX);
+    let (kv_version, data) = bao.kv_get(&path)?.context("the pushed path")?;
+    let password = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("password"))
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned());
+    ensure!(
+        kv_version == 2 && data["password"].as_str() == password.as_deref(),
+        "push: {path} is not the Secret's values at KV version 2 (KV version {kv_version})"
+    );
+
+    eprintln!("bench: push: restart with {count} pushed");
+    ctl.terminate()?;
+    let ctl = start_controller(args)?;
+    // The restarted controller compares every target once (unchanged).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let metrics = loop {
+        let m = ctl.metrics()?;
+        let compared = counter(&m, "randomsecret_pushes_total{");
+        if compared >= count as f64 {
+            break m;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "push: the restarted controller compared {compared} of {count}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    report.vault_push(&Pushed {
+        count,
+        rate,
+        create,
+        rotate,
+        push_ms,
+        restart_written: counter(&metrics, "randomsecret_pushes_total{result=\"written\"}"),
+        restart_unchanged: counter(&metrics, "randomsecret_pushes_total{result=\"unchanged\"}"),
+    });
+    // The default deletionPolicy (Retain) keeps the paths: the finalizer goes
+    // without a call to OpenBao, while this controller runs.
+    crate::workload::delete_namespaces(client, NAMESPACE, NAMESPACES).await?;
+    ctl.terminate()?;
+    Api::<ClusterVaultConnection>::all(client.clone())
+        .delete(CONNECTION, &DeleteParams::default())
+        .await?;
+    drop(bao);
+    Ok(())
+}
