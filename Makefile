@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 
 
-.PHONY: all build static crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench chaos fuzz clean-e2e
+.PHONY: all build static dist crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench chaos fuzz clean-e2e
 
 all: build
 
@@ -21,13 +21,29 @@ static:
 	@d=target/static/x86_64-unknown-linux-gnu/release; ln -sf randomsecret $$d/kubectl-randomsecret; \
 	  $$d/kubectl-randomsecret --help | grep -q "Usage: kubectl randomsecret" && echo "make static: $$d/kubectl-randomsecret is the kubectl plugin"
 
+## dist: the release archive target/dist/randomsecret-VERSION-x86_64-linux.tar.gz (the static
+## binary, kubectl-randomsecret beside it, the CRDs, the chart, README) and its SHA-256, checked
+## by unpacking it and running the plugin from it
+dist: static
+	@set -euo pipefail; bin=target/static/x86_64-unknown-linux-gnu/release/randomsecret; \
+	  v=$$($$bin --version | awk '{print $$2}'); name=randomsecret-$$v-x86_64-linux; \
+	  stage=target/dist/$$name; rm -rf target/dist; mkdir -p $$stage/bin; \
+	  cp $$bin $$stage/bin/randomsecret; ln -s randomsecret $$stage/bin/kubectl-randomsecret; \
+	  cp -r config/crd $$stage/crds; cp -r charts/randomsecret $$stage/chart; cp README.md SECURITY.md $$stage/; \
+	  tar -C target/dist --owner=0 --group=0 --sort=name -czf target/dist/$$name.tar.gz $$name; \
+	  (cd target/dist && sha256sum $$name.tar.gz > $$name.tar.gz.sha256); rm -rf $$stage; \
+	  check=$$(mktemp -d); tar -C $$check -xzf target/dist/$$name.tar.gz; \
+	  out=$$(PATH=$$check/$$name/bin:$$PATH kubectl randomsecret --help); rm -rf $$check; \
+	  grep -q "Usage: kubectl randomsecret" <<<"$$out"; \
+	  echo "make dist: target/dist/$$name.tar.gz (kubectl randomsecret runs from it)"
+
 ## crd: regenerate the committed CRDs from the Rust types (a unit test checks them)
 crd:
 	$(CARGO) run -q --bin randomsecret -- crd --dir config/crd
 	$(CARGO) run -q --bin randomsecret -- crd --dir charts/randomsecret/crds
 
 ## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane
-test: fmt-check clippy unit static e2e
+test: fmt-check clippy unit static dist e2e
 
 fmt-check:
 	$(CARGO) fmt --all --check
