@@ -152,7 +152,8 @@ fn counter(text: &str, name_and_labels: &str) -> f64 {
     text.lines()
         .filter(|l| l.starts_with(name_and_labels))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+        .sum::<f64>()
+        + 0.0 // an empty sum is -0.0
 }
 
 /// OpenBao and its connection: the Kubernetes auth method against this
