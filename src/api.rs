@@ -334,7 +334,7 @@ pub fn crds() -> Vec<(
     &'static str,
     k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 )> {
-    use crate::push::api::{ClusterVaultConnection, VaultConnection};
+    use crate::push::api::{ClusterConnection, ClusterVaultConnection, VaultConnection};
     use kube::CustomResourceExt;
     fn strip(v: &mut serde_json::Value) {
         match v {
@@ -363,6 +363,10 @@ pub fn crds() -> Vec<(
         (
             "randomsecret.io_vaultconnections.yaml",
             clean(VaultConnection::crd()),
+        ),
+        (
+            "randomsecret.io_clusterconnections.yaml",
+            clean(ClusterConnection::crd()),
         ),
     ]
 }

@@ -147,6 +147,35 @@ impl ProofKey {
         }
     }
 
+    /// A proof over named fields, for an object of ours that is not a
+    /// version (a downstream cluster's anchor, `push::clusters`): `v1.<hex HMAC>`.
+    pub fn sign_fields(&self, domain: &str, fields: &[&str]) -> String {
+        format!(
+            "{PREFIX}{}",
+            hex(&self.fields_mac(domain, fields).finalize().into_bytes())
+        )
+    }
+
+    /// Whether `text` is [`Self::sign_fields`] of the same domain and fields.
+    pub fn check_fields(&self, domain: &str, fields: &[&str], text: Option<&str>) -> Proof {
+        let Some(text) = text else {
+            return Proof::Missing;
+        };
+        match text.strip_prefix(PREFIX).and_then(unhex) {
+            Some(mac) => bool_proof(self.fields_mac(domain, fields).verify_slice(&mac).is_ok()),
+            None => Proof::Invalid,
+        }
+    }
+
+    fn fields_mac(&self, domain: &str, fields: &[&str]) -> HmacSha256 {
+        let mut mac = self.mac(&format!("randomsecret.io/proof/v1/fields/{domain}"));
+        mac.update(&(fields.len() as u64).to_be_bytes());
+        for f in fields {
+            field(&mut mac, f.as_bytes());
+        }
+        mac
+    }
+
     /// The annotation's data MAC, and whether its metadata MAC verifies.
     fn parsed(&self, meta: &ObjectMeta) -> Result<(Vec<u8>, bool), Proof> {
         let text = meta
@@ -200,6 +229,38 @@ impl<'a> Identity<'a> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_fields_proof_binds_its_domain_and_every_field() {
+        let key = ProofKey::generate().unwrap();
+        let other = ProofKey::generate().unwrap();
+        let p = key.sign_fields("anchor", &["ns", "db", "down"]);
+        assert_eq!(
+            key.check_fields("anchor", &["ns", "db", "down"], Some(&p)),
+            Proof::Valid
+        );
+        for (domain, fields) in [
+            ("anchor", &["ns", "db", "dow"][..]),
+            ("anchor", &["nsd", "b", "down"][..]),
+            ("anchor", &["ns", "db"][..]),
+            ("other", &["ns", "db", "down"][..]),
+        ] {
+            assert_eq!(
+                key.check_fields(domain, fields, Some(&p)),
+                Proof::Invalid,
+                "{domain} {fields:?}"
+            );
+        }
+        assert_eq!(
+            other.check_fields("anchor", &["ns", "db", "down"], Some(&p)),
+            Proof::Invalid
+        );
+        assert_eq!(key.check_fields("anchor", &[], None), Proof::Missing);
+        assert_eq!(
+            key.check_fields("anchor", &[], Some("v1.zz")),
+            Proof::Invalid
+        );
+    }
     use super::*;
     use serde_json::json;
 

@@ -13,6 +13,45 @@ pub struct PushSpec {
     /// Write the current version to a Vault or OpenBao KV v2 path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vault: Option<VaultPush>,
+    /// Copy every version to downstream clusters, with the same name and
+    /// values; there each copy is retained by that cluster's own ReplicaSet
+    /// and ControllerRevision history. One entry per connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 16))]
+    #[x_kube(validation = Rule::new("self.all(a, self.filter(b, b.connectionRef.name == a.connectionRef.name).size() == 1)").message("clusters: each connectionRef.name may appear once"))]
+    pub clusters: Option<Vec<ClusterPush>>,
+}
+
+/// One downstream cluster that gets a copy of each version: created there
+/// create-only, never overwritten, owned there by an anchor Secret (the
+/// current and `history` versions) and by the downstream ReplicaSets,
+/// ControllerRevisions and Pods that reference a copy.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterPush {
+    /// The ClusterConnection to the downstream cluster.
+    pub connection_ref: ClusterConnectionRef,
+    /// Namespace in the downstream cluster (default: the RandomSecret's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    #[x_kube(validation = Rule::new("self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')").message("namespace must be a DNS label: lower-case letters, digits and '-'"))]
+    pub namespace: Option<String>,
+    /// What happens downstream when the RandomSecret is deleted: Retain
+    /// (default; the anchor and every copy stay) or Delete (the anchor is
+    /// deleted, so the downstream garbage collector removes each copy once
+    /// nothing there references it). A delete with --cascade=orphan, or the
+    /// annotation randomsecret.io/skip-push-cleanup: "true", always keeps them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_policy: Option<DeletionPolicy>,
+}
+
+/// A ClusterConnection, by name.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterConnectionRef {
+    /// The ClusterConnection's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
 }
 
 /// One KV v2 path that holds the current version: each change of the current
@@ -88,6 +127,32 @@ pub struct PushStatus {
     /// The Vault target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vault: Option<VaultPushStatus>,
+    /// Each downstream cluster (written by the cluster push, apart from the
+    /// Vault push and the version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<ClusterPushStatus>>,
+}
+
+/// One downstream cluster: which copies are there, and whether it is in sync.
+#[derive(schemars::JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterPushStatus {
+    /// The ClusterConnection's name.
+    pub connection: String,
+    /// The namespace in the downstream cluster.
+    pub namespace: String,
+    /// Whether the current version's copy is there and proven the same.
+    pub synced: bool,
+    /// Synced, or why not (ConnectionNotFound, NamespaceNotAllowed,
+    /// InvalidConnection, Unreachable, Forbidden, SecretNameConflict,
+    /// ValueMismatch, Connecting, Waiting).
+    pub reason: String,
+    /// What to do about it, when not synced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The copies this controller keeps there, current first (at most 10).
+    #[serde(default)]
+    pub secret_names: Vec<String>,
 }
 
 /// The Vault target: where, and which KV version holds which Secret version.
@@ -295,4 +360,89 @@ pub struct ClusterVaultConnectionSpec {
 pub struct VaultConnectionSpec {
     #[serde(flatten)]
     pub server: VaultServer,
+}
+
+/// Where a downstream cluster's credentials are: a Secret of the upstream
+/// cluster, as Fleet and Argo CD keep them.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeconfigRef {
+    /// The Secret's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The Secret's namespace.
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: String,
+    /// The data key that holds the kubeconfig (default "value", as in
+    /// Fleet's kubeconfig Secrets). Not used with format ArgoCD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: Option<String>,
+    /// Kubeconfig (default): the key holds a kubeconfig. ArgoCD: an Argo CD
+    /// cluster Secret (keys server and config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<KubeconfigFormat>,
+}
+
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+pub enum KubeconfigFormat {
+    /// A kubeconfig file's text.
+    #[default]
+    Kubeconfig,
+    /// Argo CD's declarative cluster Secret: `server`, and `config` (JSON
+    /// with bearerToken or username/password, and tlsClientConfig).
+    ArgoCD,
+}
+
+/// A downstream cluster that RandomSecrets of the allowed namespaces copy
+/// their versions to. Its credentials must be inline: a kubeconfig that would
+/// run a command (exec, auth-provider) or read a file is refused, never run.
+// rustfmt splits the printer columns over lines, where clippy takes their
+// repeated `type_` for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "randomsecret.io",
+    version = "v1",
+    kind = "ClusterConnection",
+    plural = "clusterconnections",
+    singular = "clusterconnection",
+    status = "ConnectionStatus",
+    shortname = "rscc",
+    doc = "ClusterConnection: a downstream cluster that RandomSecrets of the allowed namespaces copy each version to, with the same name and values.",
+    printcolumn(
+        name = "Secret",
+        type_ = "string",
+        json_path = ".spec.kubeconfigSecretRef.name"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterConnectionSpec {
+    /// The Secret with the downstream cluster's kubeconfig.
+    pub kubeconfig_secret_ref: KubeconfigRef,
+    /// Namespaces whose RandomSecrets may use this connection (default: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_namespaces: Option<Vec<String>>,
+    /// Timeout of each request to the downstream cluster, in seconds
+    /// (default 10): a cluster that does not answer delays nothing else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 300))]
+    pub timeout_seconds: Option<i32>,
 }

@@ -15,19 +15,30 @@ pub struct Index(Mutex<Inner>);
 
 #[derive(Default)]
 struct Inner {
-    map: HashMap<Key, u64>,
+    /// What each push depends on (hashed), and whether it has cluster work
+    /// (`spec.push.clusters`, or the cluster push's finalizer).
+    map: HashMap<Key, (u64, bool)>,
     /// Keys seen since the current (re)list began: what it did not list is gone.
     relisting: Option<std::collections::HashSet<Key>>,
 }
 
-/// What a push depends on, hashed; None: no push work.
-fn fingerprint(obj: &RandomSecretObject) -> Option<u64> {
+/// What a push depends on, hashed, and whether it has cluster work;
+/// None: no push work.
+fn fingerprint(obj: &RandomSecretObject) -> Option<(u64, bool)> {
     let m = &obj.metadata;
-    let finalizer = m.finalizers.iter().flatten().any(|f| f == FINALIZER);
+    let ours = |name: &str| m.finalizers.iter().flatten().any(|f| f == name);
+    let finalizer = ours(FINALIZER) || ours(super::clusters::FINALIZER);
     let push = obj.spec.get("push").is_some_and(|p| !p.is_null());
     if !push && !finalizer {
         return None;
     }
+    let clusters = ours(super::clusters::FINALIZER)
+        || obj
+            .spec
+            .get("push")
+            .and_then(|p| p.get("clusters"))
+            .and_then(|c| c.as_array())
+            .is_some_and(|c| !c.is_empty());
     let status = obj.status.as_ref();
     let field = |k: &str| status.and_then(|s| s.get(k)).map(|v| v.to_string());
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -41,7 +52,7 @@ fn fingerprint(obj: &RandomSecretObject) -> Option<u64> {
         field("observedGeneration"),
     )
         .hash(&mut h);
-    Some(h.finish())
+    Some((h.finish(), clusters))
 }
 
 impl Index {
@@ -84,6 +95,16 @@ impl Index {
                 Vec::new()
             }
         }
+    }
+
+    /// Whether RandomSecret `key` has cluster work (`push::clusters`).
+    pub fn wants_clusters(&self, key: &Key) -> bool {
+        self.0
+            .lock()
+            .expect("push index lock")
+            .map
+            .get(key)
+            .is_some_and(|(_, c)| *c)
     }
 
     /// Every RandomSecret with push work (on taking over the lead).
@@ -170,5 +191,31 @@ mod tests {
         idx.handle(&Event::Init);
         idx.handle(&Event::InitDone);
         assert!(idx.keys().is_empty(), "gone during a watch gap");
+    }
+
+    #[test]
+    fn cluster_work_is_a_target_or_the_cluster_finalizer() {
+        let idx = Index::default();
+        let key = Key::new("n", "a");
+        let vault = json!({"push": {"vault": {"connectionRef": {"name": "c"}}}});
+        let clusters = json!({"push": {"clusters": [{"connectionRef": {"name": "east"}}]}});
+        idx.handle(&Event::Apply(obj(vault.clone(), json!({}), &[FINALIZER])));
+        assert!(!idx.wants_clusters(&key));
+        assert_eq!(
+            idx.handle(&Event::Apply(obj(clusters, json!({}), &[])))
+                .len(),
+            1
+        );
+        assert!(idx.wants_clusters(&key));
+        // Target removed, its finalizer left: still work (remove it).
+        let finalizer = super::super::clusters::FINALIZER;
+        assert_eq!(
+            idx.handle(&Event::Apply(obj(json!({}), json!({}), &[finalizer])))
+                .len(),
+            1
+        );
+        assert!(idx.wants_clusters(&key));
+        idx.handle(&Event::Apply(obj(json!({}), json!({}), &[])));
+        assert!(!idx.wants_clusters(&key));
     }
 }

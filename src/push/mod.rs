@@ -14,6 +14,7 @@
 //! ([`FINALIZER`]) is held only while `push` is set, for the deletion policy.
 
 pub mod api;
+pub mod clusters;
 pub mod index;
 pub mod vault;
 
@@ -320,7 +321,7 @@ async fn cleanup(
     // `kubectl delete --cascade=orphan` adds the orphan finalizer: keep everything.
     // The garbage collector removes that finalizer once the versions are
     // orphaned, so a version without our owner reference says the same.
-    let orphan = rs.finalizers().iter().any(|f| f == "orphan") || orphaned(ctx, rs).await?;
+    let orphan = rs.finalizers().iter().any(|f| f == "orphan") || orphaned(&ctx.client, rs).await?;
     let skip = rs
         .annotations()
         .get(SKIP_CLEANUP)
@@ -404,13 +405,17 @@ async fn cleanup(
     Ok(Next::AwaitChange)
 }
 
-/// Whether the current version exists without an owner reference to `rs`.
-async fn orphaned(ctx: &Context, rs: &RandomSecret) -> Result<bool, kube::Error> {
+/// Whether the current version exists without an owner reference to `rs`
+/// (a deletion with `--cascade=orphan` whose orphan finalizer is done).
+pub(crate) async fn orphaned(
+    client: &kube::Client,
+    rs: &RandomSecret,
+) -> Result<bool, kube::Error> {
     let Some(name) = rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) else {
         return Ok(false);
     };
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(
-        ctx.client.clone(),
+        client.clone(),
         rs.metadata.namespace.as_deref().unwrap_or_default(),
     );
     let uid = rs.metadata.uid.as_deref();
@@ -423,10 +428,13 @@ async fn orphaned(ctx: &Context, rs: &RandomSecret) -> Result<bool, kube::Error>
     }))
 }
 
+/// Whether the Vault push's own status fields are there (the cluster
+/// push's are not its to remove).
 fn has_push_status(rs: &RandomSecret) -> bool {
-    rs.status
-        .as_ref()
-        .is_some_and(|s| s.push.is_some() || s.conditions.iter().any(|c| c.type_ == VAULT_SYNCED))
+    rs.status.as_ref().is_some_and(|s| {
+        s.push.as_ref().is_some_and(|p| p.vault.is_some())
+            || s.conditions.iter().any(|c| c.type_ == VAULT_SYNCED)
+    })
 }
 
 fn condition_of<'a>(rs: &'a RandomSecret, type_: &str) -> Option<&'a Condition> {

@@ -156,7 +156,18 @@ pub fn plan(
                     .take(MAX_HOLDER_OWNERS)
                     .map(|h| h.owner_reference()),
             );
-            owners.extend(v.owners.iter().filter(|o| !managed(o)).cloned());
+            // Owners of the owner's kind are ours too (a downstream copy's
+            // anchor, `push::clusters`, is a Secret).
+            owners.extend(
+                v.owners
+                    .iter()
+                    .filter(|o| {
+                        let owners_kind =
+                            o.kind == owner.kind && o.api_version == owner.api_version;
+                        !(managed(o) || owners_kind)
+                    })
+                    .cloned(),
+            );
             // Only proven versions are planned (`reconciler::proven`), so
             // one left with no owner is deleted, even if it never had one.
             let change = if owners.is_empty() {
@@ -244,6 +255,48 @@ mod tests {
     }
     fn states(p: &[Planned]) -> Vec<(&str, VersionState)> {
         p.iter().map(|v| (v.name.as_str(), v.state)).collect()
+    }
+
+    /// A downstream copy's owner is an anchor Secret: a superseded copy
+    /// loses it (so the collector deletes the copy with its last holder),
+    /// while another Secret owning it, not the anchor, is kept.
+    #[test]
+    fn an_anchor_of_kind_secret_is_managed_like_the_randomsecret() {
+        let anchor = |uid: &str| OwnerReference {
+            api_version: "v1".into(),
+            kind: "Secret".into(),
+            name: "db-anchor".into(),
+            uid: uid.into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        };
+        let foreign = OwnerReference {
+            api_version: "example.com/v1".into(),
+            kind: "Thing".into(),
+            name: "t".into(),
+            uid: "t1".into(),
+            controller: None,
+            block_owner_deletion: None,
+        };
+        let versions = [
+            obs("v2", 2, vec![anchor("a")]),
+            obs("v1", 1, vec![anchor("a"), foreign.clone()]),
+            obs("v0", 0, vec![anchor("a")]),
+        ];
+        let map: HashMap<&str, Vec<Holder>> = HashMap::from([("v1", vec![holder("web-1")])]);
+        let p = plan(
+            "v2",
+            &anchor("a"),
+            &versions,
+            |n| map.get(n).cloned().unwrap_or_default(),
+            0,
+        );
+        assert_eq!(p[0].change, Change::None);
+        assert_eq!(p[1].name, "v1");
+        assert_eq!(p[1].change, Change::SetOwners);
+        let kinds: Vec<&str> = p[1].owners.iter().map(|o| o.kind.as_str()).collect();
+        assert_eq!(kinds, ["ReplicaSet", "Thing"]);
+        assert_eq!(p[2].change, Change::Delete);
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let webhook_metrics = crate::webhook::metrics::WebhookMetrics::register(&mut registry);
+    let cluster_metrics = crate::push::clusters::Metrics::register(&mut registry);
     let readiness = Readiness::default();
     let servers = admin::spawn(&args, registry, readiness.clone(), shutdown.clone()).await?;
 
@@ -67,7 +68,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     // The push's index and runner (spec.push), apart from the reconcile.
     let push_index = Arc::new(crate::push::index::Index::default());
     let (pushes, push_keys) = mpsc::unbounded_channel();
-    for watch in watches::all(&sources, args.tracking, push_index.clone(), pushes.clone()) {
+    // The cluster push (spec.push.clusters): the same keys, its own runner.
+    let (cluster_pushes, cluster_keys) = mpsc::unbounded_channel();
+    let push_triggers = vec![pushes.clone(), cluster_pushes.clone()];
+    for watch in watches::all(&sources, args.tracking, push_index.clone(), push_triggers) {
         tokio::spawn(watch);
     }
     // Annotation mode (always on): its own watch, cache and runner.
@@ -96,16 +100,17 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     tokio::spawn(leader::follow(leadership.flag(), metrics.leader.clone(), {
         let (caches, triggers, tracked) = (caches.clone(), triggers.clone(), tracked.clone());
         let (push_index, pushes) = (push_index.clone(), pushes.clone());
+        let cluster_pushes = cluster_pushes.clone();
         move || {
             caches
                 .randomsecrets
                 .keys()
                 .into_iter()
                 .for_each(|k| drop(triggers.send(k)));
-            push_index
-                .keys()
-                .into_iter()
-                .for_each(|k| drop(pushes.send(k)));
+            for k in push_index.keys() {
+                let _ = pushes.send(k.clone());
+                let _ = cluster_pushes.send(k);
+            }
             tracked
                 .unsettled()
                 .into_iter()
@@ -157,6 +162,19 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         out_of_sync: Default::default(),
         connections: Default::default(),
         down: Default::default(),
+    });
+    let (reports, report_keys) = mpsc::unbounded_channel();
+    let cluster_ctx = Arc::new(crate::push::clusters::Context {
+        client: client.clone(),
+        leader: leadership.clone(),
+        events: events.clone(),
+        metrics: cluster_metrics,
+        caches: caches.clone(),
+        links: Default::default(),
+        results: Default::default(),
+        reports,
+        index: push_index.clone(),
+        shutdown: shutdown.clone(),
     });
     let ctx = Arc::new(Context {
         client,
@@ -213,8 +231,38 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         |key| crate::push::push(key, push_ctx.clone()),
         shutdown.clone(),
     );
+    // Downstream clusters: this routes each RandomSecret to its clusters'
+    // runners (one per connection, `push::clusters::link`) and carries out
+    // deletions; a second runner writes their status.
+    let clusters = async {
+        let listed = || async {
+            while !caches.listed() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        };
+        futures::future::join(
+            Runner {
+                concurrency: crate::push::CONCURRENCY,
+            }
+            .run(
+                cluster_keys,
+                listed(),
+                || push_index.keys(),
+                |key| crate::push::clusters::dispatch(key, cluster_ctx.clone()),
+                shutdown.clone(),
+            ),
+            Runner { concurrency: 2 }.run(
+                report_keys,
+                listed(),
+                Vec::new,
+                |key| crate::push::clusters::report::write(key, cluster_ctx.clone()),
+                shutdown.clone(),
+            ),
+        )
+        .await
+    };
     tokio::select! {
-        _ = futures::future::join3(run, annotated, pushing) => info!("controller stopped"),
+        _ = futures::future::join4(run, annotated, pushing, clusters) => info!("controller stopped"),
         _ = shutdown::deadline(shutdown.clone()) => warn!(
             grace_seconds = shutdown::GRACE.as_secs(),
             "in-flight reconciles did not finish in time after the shutdown signal; stopping anyway"

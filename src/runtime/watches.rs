@@ -63,7 +63,7 @@ pub fn all(
     w: &Watch,
     tracking: bool,
     push: Arc<crate::push::index::Index>,
-    pushes: Triggers,
+    pushes: Vec<Triggers>,
 ) -> Vec<BoxFuture<'static, ()>> {
     let mut all = vec![
         randomsecrets(w.clone(), push, pushes).boxed(),
@@ -102,7 +102,7 @@ impl Watch {
         &self,
         what: &'static str,
         config: watcher::Config,
-        mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
+        apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
     ) where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
             + Clone
@@ -112,29 +112,14 @@ impl Watch {
             + 'static,
         K::DynamicType: Default,
     {
-        let mut events =
-            std::pin::pin!(watcher(self.api::<K>(), config.page_size(PAGE_SIZE)).default_backoff());
-        let interruptions = &self.caches.interruptions;
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
-        loop {
-            let recovered = tokio::select! {
-                ev = events.next() => match ev {
-                    None => break,
-                    Some(Ok(ev)) => {
-                        for key in apply(&ev) {
-                            let _ = self.triggers.send(key);
-                        }
-                        interruptions.event(what, &ev)
-                    }
-                    Some(Err(e)) => {
-                        warn!(watch = what, error = %e, "watch failed; retrying with backoff (no version is released until every watch flows again)");
-                        interruptions.failed(what, std::time::Instant::now());
-                        false
-                    }
-                },
-                _ = tick.tick() => interruptions.tick(std::time::Instant::now()),
-            };
-            if recovered {
+        feed(
+            self.api::<K>(),
+            what,
+            config,
+            &self.caches.interruptions,
+            &self.triggers,
+            apply,
+            || {
                 // Decisions deferred meanwhile are taken now, on current caches.
                 info!(
                     watch = what,
@@ -143,18 +128,64 @@ impl Watch {
                 for key in self.caches.randomsecrets.keys() {
                     let _ = self.triggers.send(key);
                 }
-            }
+            },
+        )
+        .await
+    }
+}
+
+/// Runs a watch of `api` (paginated, with backoff), handing each event to
+/// `apply` and sending the keys it returns to `triggers`. Failures and
+/// relists are recorded in `interruptions`; when every watch recorded there
+/// flows again, `recovered` runs. Also used for downstream clusters
+/// (`push::clusters`), each with interruptions of its own.
+pub async fn feed<K>(
+    api: Api<K>,
+    what: &'static str,
+    config: watcher::Config,
+    interruptions: &crate::cache::interruptions::Interruptions,
+    triggers: &Triggers,
+    mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
+    recovered: impl Fn(),
+) where
+    K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
+    K::DynamicType: Default,
+{
+    let mut events = std::pin::pin!(watcher(api, config.page_size(PAGE_SIZE)).default_backoff());
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+    loop {
+        let flows_again = tokio::select! {
+            ev = events.next() => match ev {
+                None => break,
+                Some(Ok(ev)) => {
+                    for key in apply(&ev) {
+                        let _ = triggers.send(key);
+                    }
+                    interruptions.event(what, &ev)
+                }
+                Some(Err(e)) => {
+                    warn!(watch = what, error = %e, "watch failed; retrying with backoff (no version is released until every watch flows again)");
+                    interruptions.failed(what, std::time::Instant::now());
+                    false
+                }
+            },
+            _ = tick.tick() => interruptions.tick(std::time::Instant::now()),
+        };
+        if flows_again {
+            recovered();
         }
     }
 }
 
-/// RandomSecrets: their compact cache; reconciled on a new spec (generation).
-/// The RandomSecrets: into their cache, and into the push's index, whose
-/// keys go to the push runner (`pushes`).
-pub async fn randomsecrets(w: Watch, push: Arc<crate::push::index::Index>, pushes: Triggers) {
+/// The RandomSecrets: into their compact cache (reconciled on a new spec,
+/// generation), and into the push's index, whose keys go to the push
+/// runners (`pushes`: Vault, clusters).
+pub async fn randomsecrets(w: Watch, push: Arc<crate::push::index::Index>, pushes: Vec<Triggers>) {
     w.feed::<RandomSecretObject>("randomsecrets", watcher::Config::default(), |ev| {
         for key in push.handle(ev) {
-            let _ = pushes.send(key);
+            for p in &pushes {
+                let _ = p.send(key.clone());
+            }
         }
         w.caches.randomsecrets.handle(ev)
     })

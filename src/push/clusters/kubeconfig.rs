@@ -1,0 +1,318 @@
+//! A downstream cluster's credentials, from a Secret: parsed, and refused
+//! when they would run a command or read a file of this controller's
+//! machine. Pure: no IO, no client built here.
+//!
+//! Anyone who may write the kubeconfig Secret could otherwise make the
+//! controller run a program (`exec`, `auth-provider`) or read its own
+//! files (`certificate-authority`, `client-certificate`, `client-key`,
+//! `tokenFile`: its ServiceAccount token, say) and send them to a server
+//! of their choosing. Only inline data is accepted.
+
+use crate::push::api::KubeconfigFormat;
+use kube::config::{
+    AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The Secret key of a kubeconfig when the connection names none (Fleet's).
+pub const DEFAULT_KEY: &str = "value";
+
+/// Reads the credentials from the Secret's data. Errors say what to fix and
+/// never quote the Secret's content.
+pub fn parse(
+    format: KubeconfigFormat,
+    key: &str,
+    data: &BTreeMap<String, Vec<u8>>,
+) -> Result<Kubeconfig, String> {
+    let text = |k: &str| -> Result<&str, String> {
+        let bytes = data
+            .get(k)
+            .ok_or_else(|| format!("the Secret has no key {k}"))?;
+        std::str::from_utf8(bytes).map_err(|_| format!("the Secret's key {k} is not UTF-8 text"))
+    };
+    let kubeconfig = match format {
+        KubeconfigFormat::Kubeconfig => Kubeconfig::from_yaml(text(key)?).map_err(|e| {
+            // serde's message may quote a value: name only its place.
+            format!(
+                "the Secret's key {key} is not a kubeconfig ({})",
+                shape_of(&e.to_string())
+            )
+        })?,
+        KubeconfigFormat::ArgoCD => argocd(text("server")?, text("config")?)?,
+    };
+    check(&kubeconfig)?;
+    Ok(kubeconfig)
+}
+
+/// The kind of a parse error without its quoted text.
+fn shape_of(message: &str) -> &'static str {
+    if message.contains("line") {
+        "unreadable YAML"
+    } else {
+        "unexpected fields"
+    }
+}
+
+/// Refuses whatever would make the client run a command or read a file, and
+/// a kubeconfig that names no cluster to talk to.
+pub fn check(k: &Kubeconfig) -> Result<(), String> {
+    for NamedAuthInfo {
+        name, auth_info, ..
+    } in &k.auth_infos
+    {
+        let Some(a) = auth_info else { continue };
+        let refuse = |what: &str, why: &str| {
+            Err(format!(
+                "user {name}: {what} is refused ({why}); use inline credentials: token, client-certificate-data and client-key-data"
+            ))
+        };
+        if a.exec.is_some() {
+            return refuse("exec", "it would run a command on the controller's machine");
+        }
+        if a.auth_provider.is_some() {
+            return refuse(
+                "auth-provider",
+                "it would run a plugin on the controller's machine",
+            );
+        }
+        for (field, set) in [
+            ("tokenFile", a.token_file.is_some()),
+            ("client-certificate", a.client_certificate.is_some()),
+            ("client-key", a.client_key.is_some()),
+        ] {
+            if set {
+                return refuse(field, "it would read a file of the controller's machine");
+            }
+        }
+    }
+    for NamedCluster { name, cluster, .. } in &k.clusters {
+        let Some(c) = cluster else { continue };
+        if c.certificate_authority.is_some() {
+            return Err(format!(
+                "cluster {name}: certificate-authority is refused (it would read a file of the controller's machine); use certificate-authority-data"
+            ));
+        }
+    }
+    let context = k
+        .current_context
+        .as_deref()
+        .or_else(|| k.contexts.first().map(|c| c.name.as_str()))
+        .ok_or("the kubeconfig has no context")?;
+    let cluster = k
+        .contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.as_ref())
+        .map(|c| c.cluster.as_str())
+        .ok_or_else(|| format!("the kubeconfig has no context {context}"))?;
+    let server = k
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster)
+        .and_then(|c| c.cluster.as_ref())
+        .and_then(|c| c.server.as_deref())
+        .ok_or_else(|| format!("the kubeconfig has no server for cluster {cluster}"))?;
+    if !(server.starts_with("https://") || server.starts_with("http://")) {
+        return Err(format!(
+            "cluster {cluster}: server must be an https:// address"
+        ));
+    }
+    Ok(())
+}
+
+/// Argo CD's cluster Secret `config` (declarative setup). Fields it may
+/// carry that run something (execProviderConfig, awsAuthConfig) are refused.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ArgoConfig {
+    bearer_token: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+    #[serde(default)]
+    tls_client_config: ArgoTls,
+    exec_provider_config: Option<serde_json::Value>,
+    aws_auth_config: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ArgoTls {
+    #[serde(default)]
+    insecure: bool,
+    server_name: Option<String>,
+    ca_data: Option<String>,
+    cert_data: Option<String>,
+    key_data: Option<String>,
+}
+
+fn argocd(server: &str, config: &str) -> Result<Kubeconfig, String> {
+    let c: ArgoConfig = serde_json::from_str(config).map_err(|e| {
+        format!(
+            "the Secret's key config is not Argo CD's cluster config (JSON, at line {} column {})",
+            e.line(),
+            e.column()
+        )
+    })?;
+    if c.exec_provider_config.is_some() {
+        return Err("config.execProviderConfig is refused (it would run a command on the controller's machine); use bearerToken or client certificates".into());
+    }
+    if c.aws_auth_config.is_some() {
+        return Err("config.awsAuthConfig is refused (it would run a command on the controller's machine); use bearerToken or client certificates".into());
+    }
+    let name = "downstream".to_string();
+    Ok(Kubeconfig {
+        clusters: vec![NamedCluster {
+            name: name.clone(),
+            cluster: Some(Cluster {
+                server: Some(server.trim().to_string()),
+                insecure_skip_tls_verify: c.tls_client_config.insecure.then_some(true),
+                certificate_authority_data: c.tls_client_config.ca_data,
+                tls_server_name: c.tls_client_config.server_name,
+                ..Default::default()
+            }),
+            other: Default::default(),
+        }],
+        auth_infos: vec![NamedAuthInfo {
+            name: name.clone(),
+            auth_info: Some(AuthInfo {
+                token: c.bearer_token.map(Into::into),
+                username: c.username,
+                password: c.password.map(Into::into),
+                client_certificate_data: c.tls_client_config.cert_data,
+                client_key_data: c.tls_client_config.key_data.map(Into::into),
+                ..Default::default()
+            }),
+            other: Default::default(),
+        }],
+        contexts: vec![NamedContext {
+            name: name.clone(),
+            context: Some(Context {
+                cluster: name.clone(),
+                user: Some(name.clone()),
+                ..Default::default()
+            }),
+            other: Default::default(),
+        }],
+        current_context: Some(name),
+        ..Default::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(k: &str, v: &str) -> BTreeMap<String, Vec<u8>> {
+        BTreeMap::from([(k.to_string(), v.as_bytes().to_vec())])
+    }
+
+    const GOOD: &str = r#"
+apiVersion: v1
+kind: Config
+clusters:
+- name: down
+  cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: "Q0E="}
+users:
+- name: sa
+  user: {token: "secret-token-value"}
+contexts:
+- name: down
+  context: {cluster: down, user: sa}
+current-context: down
+"#;
+
+    #[test]
+    fn an_inline_kubeconfig_is_accepted() {
+        let k = parse(KubeconfigFormat::Kubeconfig, "value", &data("value", GOOD)).unwrap();
+        assert_eq!(k.current_context.as_deref(), Some("down"));
+    }
+
+    #[test]
+    fn commands_and_files_are_refused_and_errors_never_quote_the_secret() {
+        let cases = [
+            (
+                "user: {token: \"secret-token-value\"}",
+                "user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/touch, args: [/tmp/pwned]}}",
+                "exec is refused",
+            ),
+            (
+                "user: {token: \"secret-token-value\"}",
+                "user: {auth-provider: {name: gcp, config: {cmd-path: /bin/true}}}",
+                "auth-provider is refused",
+            ),
+            (
+                "user: {token: \"secret-token-value\"}",
+                "user: {tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token}",
+                "tokenFile is refused",
+            ),
+            (
+                "user: {token: \"secret-token-value\"}",
+                "user: {client-certificate: /etc/cert.pem, client-key-data: S0VZ}",
+                "client-certificate is refused",
+            ),
+            (
+                "certificate-authority-data: \"Q0E=\"",
+                "certificate-authority: /etc/ssl/ca.pem",
+                "certificate-authority is refused",
+            ),
+            (
+                "https://127.0.0.1:6443",
+                "ftp://127.0.0.1:6443",
+                "server must be an https",
+            ),
+        ];
+        for (from, to, expect) in cases {
+            let text = GOOD.replace(from, to);
+            assert_ne!(text, GOOD, "{from}");
+            let e =
+                parse(KubeconfigFormat::Kubeconfig, "value", &data("value", &text)).unwrap_err();
+            assert!(e.contains(expect), "{to}: {e}");
+            assert!(!e.contains("secret-token-value"), "{e}");
+        }
+        let e = parse(
+            KubeconfigFormat::Kubeconfig,
+            "value",
+            &data("value", "secret-token-value: ["),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("not a kubeconfig") && !e.contains("secret-token"),
+            "{e}"
+        );
+        let e = parse(
+            KubeconfigFormat::Kubeconfig,
+            "kubeconfig",
+            &data("value", GOOD),
+        )
+        .unwrap_err();
+        assert_eq!(e, "the Secret has no key kubeconfig");
+    }
+
+    #[test]
+    fn argocd_cluster_secrets_are_read_and_their_plugins_refused() {
+        let mut d = data("server", "https://10.0.0.5:6443");
+        d.insert(
+            "config".into(),
+            br#"{"bearerToken":"tok","tlsClientConfig":{"caData":"Q0E=","insecure":false}}"#
+                .to_vec(),
+        );
+        let k = parse(KubeconfigFormat::ArgoCD, "ignored", &d).unwrap();
+        let c = k.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(c.server.as_deref(), Some("https://10.0.0.5:6443"));
+        assert_eq!(c.certificate_authority_data.as_deref(), Some("Q0E="));
+        assert!(k.auth_infos[0].auth_info.as_ref().unwrap().token.is_some());
+        d.insert(
+            "config".into(),
+            br#"{"execProviderConfig":{"command":"argocd-k8s-auth"}}"#.to_vec(),
+        );
+        let e = parse(KubeconfigFormat::ArgoCD, "ignored", &d).unwrap_err();
+        assert!(e.contains("execProviderConfig is refused"), "{e}");
+        d.insert(
+            "config".into(),
+            br#"{"awsAuthConfig":{"clusterName":"x"}}"#.to_vec(),
+        );
+        let e = parse(KubeconfigFormat::ArgoCD, "ignored", &d).unwrap_err();
+        assert!(e.contains("awsAuthConfig is refused"), "{e}");
+    }
+}

@@ -1,0 +1,454 @@
+//! One downstream cluster: its client, a runner of its own (so a cluster
+//! that does not answer delays no other), and per target namespace the
+//! watches retention needs there: our copies and anchors (metadata only,
+//! by label) and the ReplicaSets, ControllerRevisions and Pods that
+//! reference them (only the names are kept, as upstream).
+//!
+//! Watches are per namespace, started when a RandomSecret first targets
+//! it, so the connection's credentials need rights only in the target
+//! namespaces (README, "Downstream clusters").
+
+use super::copy::{self, LABEL_ANCHOR, LABEL_COPY_OF, Origin};
+use super::{ClusterError, Context};
+use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_NAME};
+use crate::cache::Key;
+use crate::cache::holders::HOLDER_STREAMS;
+use crate::cache::index::{MultiIndex, Stream};
+use crate::cache::interruptions::Interruptions;
+use crate::cache::slim::{ControllerRevisionRefs, PodRefs, ReplicaSetRefs};
+use crate::references::{self, Held, Holder};
+use crate::runtime::runner::{Runner, Triggers};
+use crate::runtime::watches::{Watched, feed};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kube::Api;
+use kube::api::{DeleteParams, Preconditions, PropagationPolicy};
+use kube::core::PartialObjectMeta;
+use kube::runtime::watcher::{self, Event};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+/// Syncs at once per cluster (each is a few calls to that cluster).
+const CONCURRENCY: usize = 2;
+
+pub struct Link {
+    pub name: String,
+    pub client: kube::Client,
+    /// Bound of each call to this cluster.
+    pub timeout: Duration,
+    triggers: Triggers,
+    namespaces: Mutex<HashMap<String, Arc<Downstream>>>,
+    /// Copies read whole and proven ours: `copy-uid/upstream-uid` (the same
+    /// values as that upstream version), or `copy-uid/` (proven ours). Never data.
+    proven: Mutex<HashSet<String>>,
+    tasks: Mutex<JoinSet<()>>,
+}
+
+impl Link {
+    /// Links cluster `name` and starts its runner.
+    pub fn start(
+        name: &str,
+        client: kube::Client,
+        timeout: Duration,
+        ctx: Arc<Context>,
+    ) -> Arc<Link> {
+        let (triggers, keys) = mpsc::unbounded_channel();
+        let link = Arc::new(Link {
+            name: name.to_string(),
+            client,
+            timeout,
+            triggers,
+            namespaces: Mutex::default(),
+            proven: Mutex::default(),
+            tasks: Mutex::default(),
+        });
+        let runner = {
+            let (link, shutdown) = (link.clone(), ctx.shutdown.clone());
+            async move {
+                Runner {
+                    concurrency: CONCURRENCY,
+                }
+                .run(
+                    keys,
+                    async {},
+                    Vec::new,
+                    |key| super::sync::sync(key, link.clone(), ctx.clone()),
+                    shutdown,
+                )
+                .await
+            }
+        };
+        link.tasks.lock().expect("tasks lock").spawn(runner);
+        link
+    }
+
+    /// Stops its runner and watches (the connection changed or went).
+    pub fn stop(&self) {
+        self.tasks.lock().expect("tasks lock").abort_all();
+    }
+
+    /// Has RandomSecret `key` synced with this cluster.
+    pub fn trigger(&self, key: &Key) {
+        let _ = self.triggers.send(key.clone());
+    }
+
+    /// One call to this cluster, bounded by its timeout.
+    pub async fn bounded<T>(
+        &self,
+        what: &str,
+        call: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
+        self.bounded_raw(what, call)
+            .await?
+            .map_err(|e| ClusterError::downstream(&self.name, what, e))
+    }
+
+    /// The same, with the apiserver's answer kept for the caller to read
+    /// (AlreadyExists, NotFound); only no answer is an error here.
+    pub async fn bounded_raw<T>(
+        &self,
+        what: &str,
+        call: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<Result<T, kube::Error>, ClusterError> {
+        tokio::time::timeout(self.timeout, call).await.map_err(|_| {
+            ClusterError::Unreachable(format!(
+                "cluster {}: {what}: no answer within {:?}",
+                self.name, self.timeout
+            ))
+        })
+    }
+
+    pub fn secrets(&self, namespace: &str) -> Api<Secret> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    /// The watched state of `namespace`, its watches started on first use.
+    pub fn namespace(self: &Arc<Self>, namespace: &str, ctx: &Arc<Context>) -> Arc<Downstream> {
+        let mut map = self.namespaces.lock().expect("namespaces lock");
+        if let Some(d) = map.get(namespace) {
+            return d.clone();
+        }
+        let d = Arc::new(Downstream::default());
+        map.insert(namespace.to_string(), d.clone());
+        let mut tasks = self.tasks.lock().expect("tasks lock");
+        let (client, ns) = (self.client.clone(), namespace);
+        let key = ctx.caches.secrets.key().clone();
+        tasks.spawn(copies(
+            Api::namespaced(client.clone(), ns),
+            d.clone(),
+            key,
+            self.triggers.clone(),
+        ));
+        tasks.spawn(holders::<ReplicaSetRefs>(
+            Api::namespaced(client.clone(), ns),
+            "replicasets",
+            Stream::ReplicaSets,
+            references::replica_set,
+            d.clone(),
+            self.triggers.clone(),
+        ));
+        tasks.spawn(holders::<ControllerRevisionRefs>(
+            Api::namespaced(client.clone(), ns),
+            "controllerrevisions",
+            Stream::ControllerRevisions,
+            references::controller_revision,
+            d.clone(),
+            self.triggers.clone(),
+        ));
+        tasks.spawn(holders::<PodRefs>(
+            Api::namespaced(client, ns),
+            "pods",
+            Stream::Pods,
+            references::pod,
+            d.clone(),
+            self.triggers.clone(),
+        ));
+        d
+    }
+
+    pub fn is_proven(&self, proof: &str) -> bool {
+        self.proven.lock().expect("proven lock").contains(proof)
+    }
+
+    pub fn mark_proven(&self, proof: String) {
+        self.proven.lock().expect("proven lock").insert(proof);
+    }
+
+    /// Deletes the anchor of `origin`'s copies in `namespace` if it is ours
+    /// (the collector there then removes what only it held). Whether one was
+    /// found.
+    pub async fn delete_anchor(
+        &self,
+        origin: &Key,
+        base: &str,
+        namespace: &str,
+        key: &crate::proof::ProofKey,
+    ) -> Result<bool, ClusterError> {
+        let name = copy::anchor_name(base);
+        let api = self.secrets(namespace);
+        let Some(found) = self
+            .bounded("reading the anchor", api.get_metadata_opt(&name))
+            .await?
+        else {
+            return Ok(false);
+        };
+        let who = Origin {
+            namespace: origin.ns(),
+            randomsecret: &origin.name,
+        };
+        if !copy::proven_anchor(key, &found.metadata, &who) {
+            return Ok(false);
+        }
+        let params = DeleteParams {
+            preconditions: found.metadata.uid.clone().map(|uid| Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..Default::default()
+        };
+        let what = "deleting the anchor";
+        match self.bounded_raw(what, api.delete(&name, &params)).await? {
+            Ok(_) => Ok(true),
+            // Gone meanwhile, or another incarnation (not the one proven).
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(false),
+            Err(e) => Err(ClusterError::downstream(&self.name, what, e)),
+        }
+    }
+}
+
+/// A copy or anchor in a downstream namespace, as watched (metadata only).
+#[derive(Clone, Debug)]
+pub struct Copy {
+    pub uid: String,
+    pub resource_version: String,
+    /// The RandomSecret upstream it belongs to (labels).
+    pub origin: Key,
+    pub hash: String,
+    /// Our creation annotation, else creationTimestamp (to order versions).
+    pub created: Option<Time>,
+    pub owners: Vec<OwnerReference>,
+    /// An anchor (not a version), and whether its proof verifies.
+    pub anchor: bool,
+    pub proven_anchor: bool,
+}
+
+impl Copy {
+    fn of(meta: &ObjectMeta, key: &crate::proof::ProofKey) -> Option<(String, Copy)> {
+        let labels = meta.labels.as_ref()?;
+        let origin = Key::new(labels.get(LABEL_COPY_OF)?, labels.get(LABEL_NAME)?);
+        let anchor = labels.get(LABEL_ANCHOR).is_some_and(|v| v == "true");
+        let proven_anchor = anchor
+            && copy::proven_anchor(
+                key,
+                meta,
+                &Origin {
+                    namespace: origin.ns(),
+                    randomsecret: &origin.name,
+                },
+            );
+        let created = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ANNOTATION_CREATED)?.parse().ok())
+            .map(Time)
+            .or_else(|| meta.creation_timestamp.clone());
+        Some((
+            meta.name.clone()?,
+            Copy {
+                uid: meta.uid.clone()?,
+                resource_version: meta.resource_version.clone().unwrap_or_default(),
+                origin,
+                hash: labels.get(LABEL_HASH).cloned().unwrap_or_default(),
+                created,
+                owners: meta.owner_references.clone().unwrap_or_default(),
+                anchor,
+                proven_anchor,
+            },
+        ))
+    }
+}
+
+/// One downstream namespace: who references which name, and our objects.
+#[derive(Default)]
+pub struct Downstream {
+    holders: RwLock<MultiIndex<Holder, Key>>,
+    copies: RwLock<HashMap<String, (u32, Copy)>>,
+    copies_epoch: Mutex<u32>,
+    copies_listed: AtomicBool,
+    /// Failing or relisting watches here: nothing is released meanwhile.
+    pub interruptions: Interruptions,
+}
+
+impl Downstream {
+    /// Whether every watch here has listed once.
+    pub fn listed(&self) -> bool {
+        self.copies_listed.load(Ordering::Acquire)
+            && self
+                .holders
+                .read()
+                .expect("holders lock")
+                .listed(&HOLDER_STREAMS)
+    }
+
+    pub fn copy(&self, name: &str) -> Option<Copy> {
+        self.copies
+            .read()
+            .expect("copies lock")
+            .get(name)
+            .map(|(_, c)| c.clone())
+    }
+
+    /// The version copies of `origin` here (not its anchor).
+    pub fn copies_of(&self, origin: &Key) -> Vec<(String, Copy)> {
+        self.copies
+            .read()
+            .expect("copies lock")
+            .iter()
+            .filter(|(_, (_, c))| !c.anchor && &c.origin == origin)
+            .map(|(n, (_, c))| (n.clone(), c.clone()))
+            .collect()
+    }
+
+    /// What a write's response says, before the watch does.
+    pub fn write_through(&self, meta: &ObjectMeta, key: &crate::proof::ProofKey) {
+        if let Some((name, c)) = Copy::of(meta, key) {
+            let epoch = *self.copies_epoch.lock().expect("epoch lock");
+            self.copies
+                .write()
+                .expect("copies lock")
+                .insert(name, (epoch, c));
+        }
+    }
+
+    pub fn forget(&self, name: &str) {
+        self.copies.write().expect("copies lock").remove(name);
+    }
+
+    pub fn holders_of(&self, secret: &Key) -> Vec<Holder> {
+        self.holders
+            .read()
+            .expect("holders lock")
+            .get(secret)
+            .cloned()
+            .collect()
+    }
+
+    /// Applies one event of the copies' watch; returns the RandomSecrets concerned.
+    fn handle_copy(
+        &self,
+        ev: &Event<PartialObjectMeta<Secret>>,
+        key: &crate::proof::ProofKey,
+    ) -> Vec<Key> {
+        let mut copies = self.copies.write().expect("copies lock");
+        let mut epoch = self.copies_epoch.lock().expect("epoch lock");
+        match ev {
+            Event::Init => {
+                *epoch += 1;
+                Vec::new()
+            }
+            Event::InitApply(o) | Event::Apply(o) => match Copy::of(&o.metadata, key) {
+                Some((name, c)) => {
+                    let origin = c.origin.clone();
+                    copies.insert(name, (*epoch, c));
+                    vec![origin]
+                }
+                None => Vec::new(),
+            },
+            Event::Delete(o) => o
+                .metadata
+                .name
+                .as_ref()
+                .and_then(|n| copies.remove(n))
+                .map(|(_, c)| vec![c.origin])
+                .unwrap_or_default(),
+            Event::InitDone => {
+                let current = *epoch;
+                let mut gone = Vec::new();
+                copies.retain(|_, (e, c)| {
+                    let keep = *e == current;
+                    if !keep {
+                        gone.push(c.origin.clone());
+                    }
+                    keep
+                });
+                self.copies_listed.store(true, Ordering::Release);
+                gone
+            }
+        }
+    }
+}
+
+/// Our copies and anchors in one namespace (metadata only, by label).
+async fn copies(
+    api: Api<PartialObjectMeta<Secret>>,
+    d: Arc<Downstream>,
+    key: crate::proof::ProofKey,
+    triggers: Triggers,
+) {
+    let config = watcher::Config::default().labels(LABEL_COPY_OF);
+    let (down, interruptions) = (d.clone(), &d.interruptions);
+    feed(
+        api,
+        "secrets",
+        config,
+        interruptions,
+        &triggers,
+        |ev| down.handle_copy(ev, &key),
+        || resync(&down, &triggers),
+    )
+    .await
+}
+
+/// A holder kind in one namespace; a change of what it references syncs the
+/// RandomSecrets whose copies gained or lost it.
+async fn holders<K: Watched>(
+    api: Api<K>,
+    what: &'static str,
+    stream: Stream,
+    extract: fn(&K) -> Held,
+    d: Arc<Downstream>,
+    triggers: Triggers,
+) {
+    let (down, interruptions) = (d.clone(), &d.interruptions);
+    feed(
+        api,
+        what,
+        watcher::Config::default(),
+        interruptions,
+        &triggers,
+        |ev| {
+            let changed = down
+                .holders
+                .write()
+                .expect("holders lock")
+                .handle(stream, ev, extract);
+            let copies = down.copies.read().expect("copies lock");
+            changed
+                .iter()
+                .filter_map(|secret| copies.get(&*secret.name).map(|(_, c)| c.origin.clone()))
+                .collect()
+        },
+        || resync(&down, &triggers),
+    )
+    .await
+}
+
+/// Every watch here flows again: what was deferred is decided now.
+fn resync(d: &Downstream, triggers: &Triggers) {
+    let origins: HashSet<Key> = d
+        .copies
+        .read()
+        .expect("copies lock")
+        .values()
+        .map(|(_, c)| c.origin.clone())
+        .collect();
+    for k in origins {
+        let _ = triggers.send(k);
+    }
+}

@@ -1,0 +1,422 @@
+//! One RandomSecret in one downstream cluster, in three steps:
+//!
+//! 1. the anchor (`copy`): created once, or found and proven ours;
+//! 2. the current version's copy: created create-only from the upstream
+//!    version (read whole, never kept), or found and proven the same values;
+//!    a Secret of that name that is not our copy is never touched;
+//! 3. retention there: the upstream plan (`reconciler::retention`) over the
+//!    copies, with the anchor as owner and that cluster's own ReplicaSets,
+//!    ControllerRevisions and Pods as holders.
+//!
+//! A copy lost downstream is copied again with the same values (they come
+//! from the upstream version), so no name there ever changes its values.
+
+use super::copy::{self, Found, Origin};
+use super::link::{Downstream, Link};
+use super::{ClusterError, Context, report};
+use crate::api::RandomSecret;
+use crate::cache::Key;
+use crate::push::api::ClusterPush;
+use crate::reconciler::retention::{self, Change, Observed};
+use crate::runtime::events::EventType;
+use crate::runtime::runner::Next;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Instant;
+use tracing::{info, warn};
+
+/// Syncs RandomSecret `key` with the cluster of `link`; never fails:
+/// the outcome goes to the status, an Event and the metrics.
+pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
+    if let Some(next) = ctx.standby() {
+        return next;
+    }
+    let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), key.ns());
+    let rs = match api.get_opt(&key.name).await {
+        Ok(Some(rs)) => rs,
+        Ok(None) => return Next::AwaitChange,
+        Err(e) => {
+            warn!(randomsecret = %key, error = %e, "cluster push: reading the RandomSecret failed; retrying");
+            return Next::Retry;
+        }
+    };
+    let Some(target) = super::targets(&rs)
+        .iter()
+        .find(|t| t.connection_ref.name == link.name)
+        .cloned()
+    else {
+        // Removed from the spec: forgotten (the dispatcher drops its status).
+        return Next::AwaitChange;
+    };
+    if rs.metadata.deletion_timestamp.is_some() {
+        return Next::AwaitChange;
+    }
+    let start = Instant::now();
+    let result = step(&key, &rs, &target, &link, &ctx).await;
+    ctx.metrics.duration.observe(start.elapsed().as_secs_f64());
+    if let Some(next) = ctx.standby() {
+        return next;
+    }
+    ctx.links
+        .observed(&ctx, &link.name, result.as_ref().map(drop))
+        .await;
+    let previous = ctx
+        .results
+        .lock()
+        .expect("results lock")
+        .get(&key)
+        .and_then(|m| m.get(&link.name))
+        .map(|s| s.reason.clone());
+    match result {
+        Ok(kept) => {
+            ctx.metrics
+                .syncs
+                .get_or_create(&crate::runtime::metrics::ResultLabel { result: "synced" })
+                .inc();
+            ctx.record(&key, report::synced(&link.name, &target, &key, kept));
+            Next::RequeueAfter(super::RESYNC)
+        }
+        Err(e) => {
+            ctx.metrics
+                .syncs
+                .get_or_create(&crate::runtime::metrics::ResultLabel { result: "error" })
+                .inc();
+            ctx.metrics
+                .errors
+                .get_or_create(&crate::runtime::metrics::ReasonLabel {
+                    reason: e.reason().into(),
+                })
+                .inc();
+            let quiet = matches!(e, ClusterError::Waiting(_) | ClusterError::Connecting(_));
+            if previous.as_deref() != Some(e.reason()) && !quiet {
+                warn!(randomsecret = %key, connection = %link.name, reason = e.reason(), "cluster push failed: {e}");
+                ctx.events.publish(
+                    super::rs_reference(&rs),
+                    EventType::Warning,
+                    e.reason(),
+                    "PushCluster",
+                    e.to_string(),
+                );
+            }
+            ctx.record(&key, report::failed(&link.name, &target, &key, &e));
+            e.next()
+        }
+    }
+}
+
+/// The names of the copies kept in the cluster, current first.
+async fn step(
+    key: &Key,
+    rs: &RandomSecret,
+    target: &ClusterPush,
+    link: &Arc<Link>,
+    ctx: &Arc<Context>,
+) -> Result<Vec<String>, ClusterError> {
+    let namespace = report::target_namespace(target, key);
+    let down = link.namespace(&namespace, ctx);
+    if !down.listed() {
+        return Err(probe(link, &namespace).await);
+    }
+    let current = ready_version(rs).ok_or_else(|| {
+        ClusterError::Waiting("waiting for the version to be Ready upstream".into())
+    })?;
+    let base = rs
+        .spec
+        .secret_name
+        .clone()
+        .unwrap_or_else(|| key.name.to_string());
+    let anchor = ensure_anchor(key, &base, &namespace, &down, link, ctx).await?;
+    ensure_copy(key, rs, &current, &anchor, &namespace, &down, link, ctx).await?;
+    retain(key, rs, &current, &anchor, &namespace, &down, link, ctx).await
+}
+
+/// The current version's name once it is Ready for this generation.
+fn ready_version(rs: &RandomSecret) -> Option<String> {
+    let s = rs.status.as_ref()?;
+    let ready = s.observed_generation == rs.metadata.generation
+        && s.conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+    ready.then(|| s.secret_name.clone()).flatten()
+}
+
+/// Why a namespace's watches have not listed: one call says (refused,
+/// unreachable), or they are still listing.
+async fn probe(link: &Link, namespace: &str) -> ClusterError {
+    let params = kube::api::ListParams::default().limit(1);
+    match link
+        .bounded(
+            &format!("listing Secrets in namespace {namespace}"),
+            link.secrets(namespace).list_metadata(&params),
+        )
+        .await
+    {
+        Err(e) => e,
+        Ok(_) => ClusterError::Connecting(format!(
+            "cluster {}: reading namespace {namespace} for the first time",
+            link.name
+        )),
+    }
+}
+
+/// The anchor as the copies' owner: found and proven, or created.
+async fn ensure_anchor(
+    key: &Key,
+    base: &str,
+    namespace: &str,
+    down: &Downstream,
+    link: &Link,
+    ctx: &Context,
+) -> Result<OwnerReference, ClusterError> {
+    let name = copy::anchor_name(base);
+    let origin = Origin {
+        namespace: key.ns(),
+        randomsecret: &key.name,
+    };
+    let conflict = || {
+        ClusterError::SecretNameConflict(format!(
+            "cluster {}: Secret {name} in namespace {namespace} was not made by randomsecret for {key}: it is left untouched; remove it, or give this RandomSecret another spec.secretName",
+            link.name
+        ))
+    };
+    if let Some(c) = down.copy(&name) {
+        return if c.anchor && c.proven_anchor && c.origin == *key {
+            Ok(copy::anchor_owner(&name, &c.uid))
+        } else {
+            Err(conflict())
+        };
+    }
+    let anchor = copy::anchor(ctx.caches.secrets.key(), &origin, base, namespace);
+    let api = link.secrets(namespace);
+    let what = "creating the anchor";
+    let created = match link
+        .bounded_raw(what, api.create(&PostParams::default(), &anchor))
+        .await?
+    {
+        Ok(s) => s,
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            // Made meanwhile (by us, or by someone else): read and prove it.
+            let found = link
+                .bounded("reading the anchor", api.get_metadata(&name))
+                .await?;
+            if !copy::proven_anchor(ctx.caches.secrets.key(), &found.metadata, &origin) {
+                return Err(conflict());
+            }
+            down.write_through(&found.metadata, ctx.caches.secrets.key());
+            return Ok(copy::anchor_owner(
+                &name,
+                found.metadata.uid.as_deref().unwrap_or_default(),
+            ));
+        }
+        Err(e) => return Err(ClusterError::downstream(&link.name, what, e)),
+    };
+    down.write_through(&created.metadata, ctx.caches.secrets.key());
+    Ok(copy::anchor_owner(
+        &name,
+        created.metadata.uid.as_deref().unwrap_or_default(),
+    ))
+}
+
+/// The current version's copy: there and proven the same, or created.
+#[allow(clippy::too_many_arguments)]
+async fn ensure_copy(
+    key: &Key,
+    rs: &RandomSecret,
+    current: &str,
+    anchor: &OwnerReference,
+    namespace: &str,
+    down: &Downstream,
+    link: &Link,
+    ctx: &Context,
+) -> Result<(), ClusterError> {
+    let upstream_uid = ctx
+        .caches
+        .secrets
+        .get(&key.sibling(current))
+        .map(|v| v.uid.to_string());
+    let existing = down.copy(current);
+    if let (Some(c), Some(up)) = (&existing, &upstream_uid)
+        && link.is_proven(&format!("{}/{up}", c.uid))
+    {
+        return Ok(());
+    }
+    // The values pass through here once, from the upstream version to the
+    // copy (or to compare with one found); they are never kept.
+    let upstream = Api::<Secret>::namespaced(ctx.client.clone(), key.ns())
+        .get(current)
+        .await
+        .map_err(|e| ClusterError::Retry(format!("reading Secret {current} upstream: {e}")))?;
+    let up_uid = upstream.metadata.uid.clone().unwrap_or_default();
+    let api = link.secrets(namespace);
+    let found = if existing.is_some() {
+        Some(
+            link.bounded(&format!("reading Secret {current}"), api.get(current))
+                .await?,
+        )
+    } else {
+        let holders = down.holders_of(&Key::new(namespace, current));
+        let owners = std::iter::once(anchor.clone())
+            .chain(
+                holders
+                    .iter()
+                    .filter(|h| !h.covered)
+                    .take(retention::MAX_HOLDER_OWNERS)
+                    .map(|h| h.owner_reference()),
+            )
+            .collect();
+        let copy = copy::copy_of(&upstream, namespace, owners);
+        let what = format!("creating Secret {current}");
+        match link
+            .bounded_raw(&what, api.create(&PostParams::default(), &copy))
+            .await?
+        {
+            Ok(made) => {
+                down.write_through(&made.metadata, ctx.caches.secrets.key());
+                if let Some(uid) = &made.metadata.uid {
+                    link.mark_proven(format!("{uid}/{up_uid}"));
+                    link.mark_proven(format!("{uid}/"));
+                }
+                ctx.metrics.copies_created.inc();
+                info!(randomsecret = %key, connection = %link.name, secret = current, namespace, "cluster push: copied the version");
+                ctx.events.publish(
+                    super::rs_reference(rs),
+                    EventType::Normal,
+                    "ClusterVersionCopied",
+                    "PushCluster",
+                    format!(
+                        "Copied Secret {current} to namespace {namespace} of cluster {}",
+                        link.name
+                    ),
+                );
+                None
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => Some(
+                link.bounded(&format!("reading Secret {current}"), api.get(current))
+                    .await?,
+            ),
+            Err(e) => return Err(ClusterError::downstream(&link.name, &what, e)),
+        }
+    };
+    let Some(found) = found else { return Ok(()) };
+    match copy::classify(ctx.caches.secrets.key(), &found, &upstream) {
+        Found::Ours => {
+            down.write_through(&found.metadata, ctx.caches.secrets.key());
+            if let Some(uid) = &found.metadata.uid {
+                link.mark_proven(format!("{uid}/{up_uid}"));
+                link.mark_proven(format!("{uid}/"));
+            }
+            Ok(())
+        }
+        Found::Mismatch => Err(ClusterError::ValueMismatch(format!(
+            "cluster {}: Secret {current} in namespace {namespace} is our copy of an earlier version of that name, with other values (the version was re-created upstream since): it is never overwritten; change spec.rotation to move to a new name, or delete that copy downstream once nothing there uses it, to have it copied again",
+            link.name
+        ))),
+        Found::Foreign => Err(ClusterError::SecretNameConflict(format!(
+            "cluster {}: Secret {current} in namespace {namespace} was not made by randomsecret: it is left untouched; delete or rename it there, or change spec.rotation to move to a new name",
+            link.name
+        ))),
+    }
+}
+
+/// Sets each copy's owners from the retention plan, and deletes the copies
+/// it releases. Copies not proven ours (read whole once) are left alone.
+#[allow(clippy::too_many_arguments)]
+async fn retain(
+    key: &Key,
+    rs: &RandomSecret,
+    current: &str,
+    anchor: &OwnerReference,
+    namespace: &str,
+    down: &Downstream,
+    link: &Link,
+    ctx: &Context,
+) -> Result<Vec<String>, ClusterError> {
+    let api = link.secrets(namespace);
+    let mut copies = Vec::new();
+    for (name, c) in down.copies_of(key) {
+        if !link.is_proven(&format!("{}/", c.uid)) {
+            let whole = link
+                .bounded(&format!("reading Secret {name}"), api.get(&name))
+                .await?;
+            if !copy::proven_copy(ctx.caches.secrets.key(), &whole, key.ns()) {
+                continue;
+            }
+            link.mark_proven(format!("{}/", c.uid));
+        }
+        copies.push((name, c));
+    }
+    let observed: Vec<Observed> = copies
+        .iter()
+        .map(|(name, c)| Observed {
+            name: name.clone(),
+            hash: c.hash.clone(),
+            created: c.created.clone(),
+            owners: c.owners.clone(),
+        })
+        .collect();
+    // While a watch here is interrupted, a copy may look unreferenced only
+    // because its ReplicaSet came during the gap: nothing is released.
+    let history = if down.interruptions.which().is_empty() {
+        rs.spec.history.unwrap_or(0).max(0) as usize
+    } else {
+        usize::MAX
+    };
+    let planned = retention::plan(
+        current,
+        anchor,
+        &observed,
+        |n| down.holders_of(&Key::new(namespace, n)),
+        history,
+    );
+    let mut kept = Vec::new();
+    for p in planned {
+        let c = &copies
+            .iter()
+            .find(|(n, _)| *n == p.name)
+            .expect("planned from observed")
+            .1;
+        match p.change {
+            Change::None => {}
+            Change::SetOwners => {
+                let patch = json!({"metadata": {
+                    "resourceVersion": c.resource_version,
+                    "ownerReferences": p.owners,
+                }});
+                let done = link
+                    .bounded(
+                        &format!("setting the owners of Secret {}", p.name),
+                        api.patch(&p.name, &PatchParams::default(), &Patch::Merge(patch)),
+                    )
+                    .await?;
+                down.write_through(&done.metadata, ctx.caches.secrets.key());
+            }
+            Change::Delete => {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: Some(c.uid.clone()),
+                        resource_version: None,
+                    }),
+                    ..Default::default()
+                };
+                let what = format!("deleting Secret {}", p.name);
+                match link
+                    .bounded_raw(&what, api.delete(&p.name, &params))
+                    .await?
+                {
+                    // Gone meanwhile, or another incarnation: the watch says which.
+                    Ok(_) => down.forget(&p.name),
+                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                    Err(e) => return Err(ClusterError::downstream(&link.name, &what, e)),
+                }
+                info!(randomsecret = %key, connection = %link.name, secret = %p.name, namespace, "cluster push: released a copy nothing there references");
+                continue;
+            }
+        }
+        kept.push(p.name);
+    }
+    Ok(kept)
+}
