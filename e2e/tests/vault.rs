@@ -72,6 +72,19 @@ fn vault_synced(
     }
 }
 
+/// The connection's Ready condition has `status` and `reason`.
+fn connection_ready(
+    status: &'static str,
+    reason: &'static str,
+) -> impl Fn(Option<&ClusterVaultConnection>) -> bool {
+    move |c| {
+        c.and_then(|c| c.status.as_ref())
+            .into_iter()
+            .flat_map(|s| &s.conditions)
+            .any(|c| c.type_ == "Ready" && c.status == status && c.reason == reason)
+    }
+}
+
 /// Synced, holding `secret` (the mapping's newest entry).
 fn synced_with(secret: String) -> impl Fn(Option<&RandomSecret>) -> bool {
     move |rs| {
@@ -322,7 +335,9 @@ async fn push_create_rotate_resync_revert_and_delete() -> Result<()> {
 
 /// Retain and --cascade=orphan keep the path; a path written by someone
 /// else is never touched (PathNotManaged); a missing connection, a namespace
-/// not allowed and a denied path give their reasons while Ready stays True;
+/// not allowed, a denied path, a Kubernetes-auth role that does not exist and
+/// a wrong token give their reasons while Ready stays True (the connection's
+/// own Ready is False for the last two, and for a server that is gone);
 /// a deletion that cannot reach the server waits with a reason until the
 /// escape annotation; one whose connection is gone keeps the path and says
 /// so; one that never wrote anything waits on nothing (the namespace goes).
@@ -336,7 +351,35 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     let elsewhere = format!("{}-other-ns", ns.name);
     let unreachable = format!("{}-unreachable", ns.name);
     let removed = format!("{}-removed", ns.name);
+    let no_role = format!("{}-no-role", ns.name);
+    let bad_token = format!("{}-bad-token", ns.name);
     connection(&client, &ns, &bao, &conn, json!({})).await?;
+    connection(
+        &client,
+        &ns,
+        &bao,
+        &no_role,
+        json!({"auth": {"kubernetes": {"role": "no-such-role"}}}),
+    )
+    .await?;
+    // A token OpenBao never issued (recorded: the log check proves it is never logged).
+    let wrong_token = format!("s.not-issued-{}", ns.name);
+    record_values([wrong_token.as_bytes()])?;
+    let token_secret: Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wrong-token"},
+        "stringData": {"token": wrong_token},
+    }))?;
+    ns.api::<Secret>()
+        .create(&PostParams::default(), &token_secret)
+        .await?;
+    connection(
+        &client,
+        &ns,
+        &bao,
+        &bad_token,
+        json!({"auth": {"tokenSecretRef": {"name": "wrong-token", "namespace": ns.name, "key": "token"}}}),
+    )
+    .await?;
     connection(&client, &ns, &bao, &unreachable, json!({})).await?;
     connection(&client, &ns, &bao, &removed, json!({})).await?;
     connection(
@@ -376,6 +419,8 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
         ("gone", push(&removed, "Delete")),
         ("denied", push(&denied, "Delete")),
         ("elsewhere", push(&elsewhere, "Delete")),
+        ("no-role", push(&no_role, "Delete")),
+        ("bad-token", push(&bad_token, "Delete")),
     ] {
         api.create(&PostParams::default(), &random_secret(name, spec)?)
             .await?;
@@ -391,6 +436,8 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
         ("gone", "True", "Synced"),
         ("denied", "False", "PermissionDenied"),
         ("elsewhere", "False", "NamespaceNotAllowed"),
+        ("no-role", "False", "AuthFailed"),
+        ("bad-token", "False", "AuthFailed"),
     ] {
         let rs = wait_for(&api, name, reason, vault_synced(status, reason)).await?;
         ensure!(
@@ -402,6 +449,31 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
         versions.insert(name, (secret_name(&rs)?, value(&s, "token")?));
     }
     ensure!(kv(&bao, &path("keep"))?.1 == json!({"token": versions["keep"].1}));
+    // A refused login or token: the connection is not Ready; a denied path
+    // is a policy matter of a connection that works.
+    let connections = Api::<ClusterVaultConnection>::all(client.clone());
+    for c in [&no_role, &bad_token] {
+        wait_for(
+            &connections,
+            c,
+            "Ready=False AuthFailed",
+            connection_ready("False", "AuthFailed"),
+        )
+        .await?;
+    }
+    wait_for(
+        &connections,
+        &denied,
+        "Ready=True",
+        connection_ready("True", "Authenticated"),
+    )
+    .await?;
+    for name in ["no-role", "bad-token"] {
+        ensure!(
+            bao.kv_metadata(&path(name))?.is_none(),
+            "{name}: nothing written"
+        );
+    }
     ensure!(
         kv(&bao, &path("foreign"))? == (1, json!({"owner": "ci-pipeline-value"})),
         "a path of someone else is never written"
@@ -466,6 +538,13 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
     )
     .await?;
     ensure!(rs.metadata.deletion_timestamp.is_some());
+    wait_for(
+        &connections,
+        &unreachable,
+        "Ready=False Unreachable",
+        connection_ready("False", "Unreachable"),
+    )
+    .await?;
     api.patch(
         "lost",
         &PatchParams::default(),
@@ -518,12 +597,20 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
         "a target removed from the spec is forgotten, not deleted"
     );
 
-    // `missing`, `denied` and `elsewhere` never wrote anything: the
-    // namespace's deletion takes them without waiting on a server.
-    for c in [&conn, &denied, &elsewhere, &unreachable] {
+    // `missing`, `denied`, `elsewhere`, `no-role` and `bad-token` never
+    // wrote anything: the namespace's deletion takes them without waiting
+    // on a server.
+    for c in [
+        &conn,
+        &denied,
+        &elsewhere,
+        &unreachable,
+        &no_role,
+        &bad_token,
+    ] {
         delete_connection(&client, c).await?;
     }
-    for name in ["missing", "denied", "elsewhere"] {
+    for name in ["missing", "denied", "elsewhere", "no-role", "bad-token"] {
         api.delete(name, &DeleteParams::default()).await?;
         wait_deleted(&api, name).await?;
     }

@@ -135,21 +135,48 @@ impl Client {
         format!("{}/v1/{rest}", self.address)
     }
 
-    /// Sends a request; classifies the failures every call shares.
+    /// Sends a request (with `token`, if any); classifies the failures
+    /// every call shares.
     async fn send(
         &self,
         call: &'static str,
+        token: Option<&str>,
         req: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, VaultError> {
+        let req = match token {
+            Some(t) => req.header("X-Vault-Token", t),
+            None => req,
+        };
         let resp = req.send().await.map_err(|e| VaultError::Unreachable {
             call,
             detail: describe(&e),
         })?;
         match resp.status().as_u16() {
             503 if self.sealed().await => Err(VaultError::Sealed { call }),
-            403 => Err(VaultError::PermissionDenied { call }),
+            403 => match token {
+                Some(t) if !self.token_valid(t).await => {
+                    Err(VaultError::AuthFailed { call, status: 403 })
+                }
+                _ => Err(VaultError::PermissionDenied { call }),
+            },
             _ => Ok(resp),
         }
+    }
+
+    /// Whether the server takes `token` at all. Vault and OpenBao answer a
+    /// wrong, expired or revoked token with the same 403 "permission
+    /// denied" as a path the policy does not allow; the token's own lookup
+    /// (`auth/token/lookup-self`, allowed by the `default` policy) tells
+    /// them apart. A token without the `default` policy is taken as wrong.
+    async fn token_valid(&self, token: &str) -> bool {
+        let resp = self
+            .http
+            .get(self.url("auth/token/lookup-self"))
+            .header("X-Vault-Token", token)
+            .send()
+            .await;
+        // No answer says nothing about the token.
+        !matches!(resp, Ok(r) if r.status().as_u16() == 403)
     }
 
     /// Whether the server says it is sealed (sys/health, no token needed).
@@ -177,7 +204,7 @@ impl Client {
             .http
             .post(self.url(&format!("auth/{}/login", auth_mount.trim_matches('/'))))
             .json(&json!({"role": role, "jwt": jwt}));
-        let resp = match self.send(CALL, req).await {
+        let resp = match self.send(CALL, None, req).await {
             Err(VaultError::PermissionDenied { .. }) => {
                 return Err(VaultError::AuthFailed {
                     call: CALL,
@@ -209,9 +236,8 @@ impl Client {
         const CALL: &str = "reading the path's metadata";
         let req = self
             .http
-            .get(self.url(&format!("{}/metadata/{path}", self.mount)))
-            .header("X-Vault-Token", token);
-        let resp = self.send(CALL, req).await?;
+            .get(self.url(&format!("{}/metadata/{path}", self.mount)));
+        let resp = self.send(CALL, Some(token), req).await?;
         let Some(body) = ok_json::<Value>(CALL, resp).await? else {
             return Ok(None);
         };
@@ -228,9 +254,8 @@ impl Client {
         const CALL: &str = "reading the path's data";
         let req = self
             .http
-            .get(self.url(&format!("{}/data/{path}", self.mount)))
-            .header("X-Vault-Token", token);
-        let resp = self.send(CALL, req).await?;
+            .get(self.url(&format!("{}/data/{path}", self.mount)));
+        let resp = self.send(CALL, Some(token), req).await?;
         let status = resp.status().as_u16();
         // 404 with a body names a deleted newest version; without, no path.
         let body: Value = match resp.json::<Value>().await {
@@ -279,9 +304,8 @@ impl Client {
         let req = self
             .http
             .post(self.url(&format!("{}/data/{path}", self.mount)))
-            .header("X-Vault-Token", token)
             .json(&json!({"options": {"cas": cas}, "data": data}));
-        let resp = self.send(CALL, req).await?;
+        let resp = self.send(CALL, Some(token), req).await?;
         // KV v2 answers a check-and-set mismatch with 400.
         if resp.status().as_u16() == 400 {
             return Err(VaultError::CasMismatch { call: CALL });
@@ -304,9 +328,8 @@ impl Client {
         let req = self
             .http
             .post(self.url(&format!("{}/metadata/{path}", self.mount)))
-            .header("X-Vault-Token", token)
             .json(&json!({"custom_metadata": custom}));
-        let resp = self.send(CALL, req).await?;
+        let resp = self.send(CALL, Some(token), req).await?;
         ok_json::<Value>(CALL, resp).await.map(drop)
     }
 
@@ -315,9 +338,8 @@ impl Client {
         const CALL: &str = "deleting the path";
         let req = self
             .http
-            .delete(self.url(&format!("{}/metadata/{path}", self.mount)))
-            .header("X-Vault-Token", token);
-        let resp = self.send(CALL, req).await?;
+            .delete(self.url(&format!("{}/metadata/{path}", self.mount)));
+        let resp = self.send(CALL, Some(token), req).await?;
         ok_json::<Value>(CALL, resp).await.map(drop)
     }
 }
@@ -438,6 +460,55 @@ mod tests {
             c.metadata("t", "p").await.unwrap_err().reason(),
             "Unreachable"
         );
+    }
+
+    /// OpenBao answers a wrong token and a path outside the policy alike
+    /// (403 "permission denied"); the token's own lookup tells them apart.
+    #[tokio::test]
+    async fn a_wrong_token_is_auth_failed_and_a_denied_path_permission_denied() {
+        use axum::http::HeaderMap;
+        const DENIED: (StatusCode, &str) =
+            (StatusCode::FORBIDDEN, r#"{"errors":["permission denied"]}"#);
+        let app = Router::new()
+            .route("/v1/secret/metadata/{*p}", get(|| async { DENIED }))
+            .route("/v1/secret/data/{*p}", post(|| async { DENIED }))
+            .route(
+                "/v1/auth/token/lookup-self",
+                get(|h: HeaderMap| async move {
+                    if h.get("x-vault-token").is_some_and(|t| t == "good") {
+                        (StatusCode::OK, r#"{"data":{}}"#)
+                    } else {
+                        DENIED
+                    }
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let c = Client::new(
+            &format!("http://{addr}"),
+            "secret",
+            None,
+            Duration::from_secs(2),
+        )
+        .unwrap();
+        let wrong = c.metadata("wrong", "p").await.unwrap_err();
+        assert!(
+            matches!(wrong, VaultError::AuthFailed { status: 403, .. }),
+            "{wrong:?}"
+        );
+        assert_eq!(wrong.reason(), "AuthFailed");
+        let wrong = c
+            .write("wrong", "p", 0, &BTreeMap::new())
+            .await
+            .unwrap_err();
+        assert_eq!(wrong.reason(), "AuthFailed");
+        let denied = c.metadata("good", "p").await.unwrap_err();
+        assert!(
+            matches!(denied, VaultError::PermissionDenied { .. }),
+            "{denied:?}"
+        );
+        assert_eq!(denied.reason(), "PermissionDenied");
     }
 
     #[test]
