@@ -208,6 +208,10 @@ pub async fn client(client: &kube::Client, conn: &Connection) -> Result<Client, 
     .map_err(|e| PushError::InvalidConnection(format!("{}: {e}", conn.id())))
 }
 
+/// Why Kubernetes auth cannot log in: the controller was not told its
+/// ServiceAccount (the flag and variable of `randomsecret controller`).
+const NO_IDENTITY: &str = "Kubernetes auth needs the controller's ServiceAccount: run the controller with --service-account-name (or $RANDOMSECRET_SERVICE_ACCOUNT_NAME); the chart sets it";
+
 /// The controller's own ServiceAccount, for Kubernetes auth.
 #[derive(Debug, Clone)]
 pub struct Identity {
@@ -243,11 +247,8 @@ impl Tokens {
         }
         let auth = &conn.server.auth;
         let (token, lease) = if let Some(k) = &auth.kubernetes {
-            let identity = identity.ok_or_else(|| {
-                PushError::InvalidConnection(
-                    "Kubernetes auth needs the controller's ServiceAccount (--service-account-name, or $SERVICE_ACCOUNT_NAME)".into(),
-                )
-            })?;
+            let identity =
+                identity.ok_or_else(|| PushError::InvalidConnection(NO_IDENTITY.into()))?;
             let jwt = service_account_token(
                 kube,
                 identity,
@@ -410,5 +411,25 @@ pub async fn report(ctx: &crate::push::Context, conn: &Connection, result: Resul
         Err(e) => {
             tracing::debug!(connection = %id, error = %e, "writing the connection's status failed")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The message names the controller's real flag and variable.
+    #[test]
+    fn the_missing_identity_names_the_real_flag_and_variable() {
+        let cmd = <crate::cli::ControllerArgs as clap::Args>::augment_args(clap::Command::new("c"));
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "service_account_name")
+            .expect("the --service-account-name argument");
+        let flag = format!("--{}", arg.get_long().expect("a long flag"));
+        let env = format!("${}", arg.get_env().expect("an env var").to_str().unwrap());
+        assert_eq!(flag, "--service-account-name");
+        assert!(NO_IDENTITY.contains(&format!("{flag} ")), "{NO_IDENTITY}");
+        assert!(NO_IDENTITY.contains(&format!("{env})")), "{NO_IDENTITY}");
     }
 }
