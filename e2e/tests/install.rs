@@ -406,3 +406,121 @@ async fn the_kustomize_webhook_component_builds_in_the_install_namespace() -> Re
     std::fs::remove_dir_all(&overlay).ok();
     Ok(())
 }
+
+/// The Grafana dashboard: with `metrics.grafanaDashboard.enabled=true` the
+/// chart renders a ConfigMap with the sidecar's label (and the folder
+/// annotation, in the namespace asked for) whose data is the dashboard JSON
+/// with its panels; it is off by default; and `kubectl kustomize
+/// config/grafana` builds a ConfigMap with the same label and the same JSON.
+#[tokio::test]
+async fn the_chart_and_kustomize_render_the_grafana_dashboard() -> Result<()> {
+    let root = repo_root();
+    let chart = root.join("charts/randomsecret");
+    let chart = chart.to_str().unwrap();
+    let dashboards = |d: &[Value]| -> Vec<Value> {
+        d.iter()
+            .filter(|d| {
+                d["kind"] == "ConfigMap"
+                    && d["metadata"]["name"]
+                        .as_str()
+                        .is_some_and(|n| n.ends_with("-dashboard"))
+            })
+            .cloned()
+            .collect()
+    };
+    let dashboard_json = |cm: &Value| -> Result<Value> {
+        let text = cm["data"]["randomsecret.json"]
+            .as_str()
+            .with_context(|| format!("no data randomsecret.json: {cm}"))?;
+        let json: Value = serde_json::from_str(text).context("the dashboard is not JSON")?;
+        let panels = json["panels"].as_array().context("no panels")?;
+        ensure!(!panels.is_empty(), "the dashboard has no panels");
+        ensure!(
+            panels.iter().all(|p| p["type"].is_string()),
+            "a panel without a type"
+        );
+        Ok(json)
+    };
+    let on_disk: Value = serde_json::from_str(&std::fs::read_to_string(
+        root.join("charts/randomsecret/dashboards/randomsecret.json"),
+    )?)?;
+
+    let template = |extra: &[&str]| -> Result<Vec<Value>> {
+        let mut args = vec![
+            "template",
+            "rs-dash",
+            chart,
+            "--namespace",
+            "rs-install-dash",
+        ];
+        args.extend_from_slice(extra);
+        docs(&run("helm", &args, None)?)
+    };
+    ensure!(
+        dashboards(&template(&[])?).is_empty(),
+        "the dashboard is off by default"
+    );
+    let found = dashboards(&template(&[
+        "--set",
+        "metrics.grafanaDashboard.enabled=true",
+    ])?);
+    ensure!(found.len() == 1, "one dashboard ConfigMap: {found:?}");
+    let cm = &found[0];
+    ensure!(
+        cm["metadata"]["labels"]["grafana_dashboard"] == "1",
+        "the sidecar's default label: {}",
+        cm["metadata"]
+    );
+    ensure!(cm["metadata"]["namespace"] == "rs-install-dash");
+    ensure!(cm["metadata"]["annotations"]["grafana_folder"].is_null());
+    let from_chart = dashboard_json(cm)?;
+    ensure!(
+        from_chart == on_disk,
+        "the chart's ConfigMap holds dashboards/randomsecret.json whole"
+    );
+    let found = dashboards(&template(&[
+        "--set",
+        "metrics.grafanaDashboard.enabled=true",
+        "--set",
+        "metrics.grafanaDashboard.sidecarLabel=team_dashboard",
+        "--set",
+        "metrics.grafanaDashboard.sidecarLabelValue=yes",
+        "--set",
+        "metrics.grafanaDashboard.namespace=monitoring",
+        "--set",
+        "metrics.grafanaDashboard.folder=Platform",
+    ])?);
+    let cm = found.first().context("no dashboard ConfigMap")?;
+    ensure!(
+        cm["metadata"]["labels"]["team_dashboard"] == "yes"
+            && cm["metadata"]["labels"]["grafana_dashboard"].is_null(),
+        "the sidecar label asked for: {}",
+        cm["metadata"]
+    );
+    ensure!(cm["metadata"]["namespace"] == "monitoring");
+    ensure!(cm["metadata"]["annotations"]["grafana_folder"] == "Platform");
+    ensure!(dashboard_json(cm)? == from_chart);
+
+    let built = docs(&run(
+        "kubectl",
+        &["kustomize", root.join("config/grafana").to_str().unwrap()],
+        None,
+    )?)?;
+    ensure!(
+        built.len() == 1,
+        "config/grafana builds one object: {built:?}"
+    );
+    let cm = &built[0];
+    ensure!(
+        cm["kind"] == "ConfigMap"
+            && cm["metadata"]["name"] == "randomsecret-dashboard"
+            && cm["metadata"]["labels"]["grafana_dashboard"] == "1",
+        "config/grafana's ConfigMap: {}",
+        cm["metadata"]
+    );
+    ensure!(
+        dashboard_json(cm)? == from_chart,
+        "config/grafana and the chart hold the same dashboard"
+    );
+    Ok(())
+}
