@@ -242,18 +242,62 @@ metadata: {name: api, namespace: prod}
 spec: {keys: {token: {length: 40}}}
 "#;
 
+    /// Overlap (`previous`), symbols, a Secret type and two statics.
+    const OVERLAP: &str = r#"
+apiVersion: randomsecret.io/v1
+kind: RandomSecret
+metadata: {name: cookie}
+spec:
+  type: example.com/cookie
+  rotation: "7"
+  keys: {key: {length: 24, previous: true}, salt: {length: 8, symbols: true}, pin: {length: 4, charset: numeric, previous: false}}
+  static: {user: admin, host: db}
+"#;
+
+    /// The versions the canonical-form test checks: OLD and OVERLAP, and
+    /// OVERLAP with `rotateEvery` (not computable offline: built at a time,
+    /// three periods after its creation).
+    fn versions() -> Vec<Version> {
+        let mut out: Vec<Version> = named(OLD)
+            .unwrap()
+            .into_iter()
+            .chain(named(OVERLAP).unwrap())
+            .map(|n| n.version)
+            .collect();
+        let doc = &manifests::documents(OVERLAP).unwrap()[0];
+        let mut spec: crate::api::RandomSecretSpec =
+            serde_json::from_value(doc["spec"].clone()).unwrap();
+        spec.rotate_every = Some("24h".into());
+        let (timed, _) = Version::at(&spec, "cookie", 0, 3 * 86_400 + 5).unwrap();
+        assert_eq!(timed.spec.epoch, Some(3));
+        out.push(timed);
+        out
+    }
+
     #[test]
     fn lines_are_the_canonical_form() {
-        for doc in named(OLD).unwrap() {
-            let joined: String = lines(&doc.version.spec)
+        let versions = versions();
+        for v in &versions {
+            let joined: String = lines(&v.spec)
                 .iter()
                 .map(|l| format!("{}\n", l.canonical))
                 .collect();
-            assert_eq!(
-                format!("randomsecret.io/v1\n{joined}"),
-                doc.version.spec.canonical()
-            );
+            assert_eq!(format!("randomsecret.io/v1\n{joined}"), v.spec.canonical());
         }
+        // The inputs reach every kind of line: the timed OVERLAP has them all.
+        let all = lines(&versions.last().unwrap().spec);
+        let line = |field: &str| all.iter().find(|l| l.field == field).cloned();
+        assert_eq!(
+            line("keys.key").unwrap().canonical,
+            "generate:3:key:24:alphanumeric:0::previous"
+        );
+        assert!(line("keys.salt").unwrap().canonical.ends_with(&format!(
+            ":{}:{}",
+            crate::api::DEFAULT_SYMBOLS.len(),
+            crate::api::DEFAULT_SYMBOLS
+        )));
+        assert_eq!(line("rotateEvery").unwrap().canonical, "epoch:3");
+        assert_eq!(line("type").unwrap().value, "\"example.com/cookie\"");
     }
 
     #[test]
