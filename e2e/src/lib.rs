@@ -9,11 +9,13 @@
 //! - [`tools`]: the binary under test, kubectl and other tools.
 //! - [`invariants`]: the fault suite's invariants.
 //! - [`openbao`]: an OpenBao dev server of a test's own, for the Vault push.
+//! - [`downstream`]: a second control plane of a test's own, for the cluster push.
 //!
 //! Everything is re-exported at the top, so suites `use randomsecret_e2e::*`.
 
 pub mod cluster;
 pub mod controller;
+pub mod downstream;
 pub mod invariants;
 pub mod openbao;
 pub mod randomsecrets;

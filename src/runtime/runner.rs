@@ -74,7 +74,10 @@ impl Runner {
         let mut shutdown = std::pin::pin!(shutdown);
         let mut gate = std::pin::pin!(gate);
         loop {
+            // Biased: an open gate is seen before a waiting trigger is
+            // dropped (a runner whose gate is open at once keeps them all).
             tokio::select! {
+                biased;
                 _ = &mut shutdown => return,
                 _ = &mut gate => break,
                 _ = triggers.recv() => {}
@@ -152,6 +155,44 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Keys sent before the runner first runs are kept when its gate is
+    /// open from the start (a downstream cluster's runner, `push::clusters`).
+    #[tokio::test(start_paused = true)]
+    async fn an_open_gate_drops_no_trigger() {
+        for _ in 0..32 {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tx.send(Key::new("n", "a")).unwrap();
+            let runs = Arc::new(AtomicUsize::new(0));
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            let task = {
+                let runs = runs.clone();
+                tokio::spawn(async move {
+                    Runner { concurrency: 1 }
+                        .run(
+                            rx,
+                            async {},
+                            Vec::new,
+                            move |_| {
+                                let runs = runs.clone();
+                                async move {
+                                    runs.fetch_add(1, Ordering::SeqCst);
+                                    Next::AwaitChange
+                                }
+                            },
+                            async move {
+                                let _ = stop_rx.await;
+                            },
+                        )
+                        .await
+                })
+            };
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            stop_tx.send(()).unwrap();
+            task.await.unwrap();
+            assert_eq!(runs.load(Ordering::SeqCst), 1);
+        }
+    }
 
     #[test]
     fn backoff_grows_to_a_bound_with_jitter() {

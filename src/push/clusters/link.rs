@@ -239,6 +239,12 @@ pub struct Copy {
 }
 
 impl Copy {
+    /// Whether `other` is an older state of the same object.
+    fn newer_than(&self, other: &Copy) -> bool {
+        let rv = |c: &Copy| c.resource_version.parse::<u64>().ok();
+        self.uid == other.uid && matches!((rv(self), rv(other)), (Some(a), Some(b)) if a > b)
+    }
+
     fn of(meta: &ObjectMeta, key: &crate::proof::ProofKey) -> Option<(String, Copy)> {
         let labels = meta.labels.as_ref()?;
         let origin = Key::new(labels.get(LABEL_COPY_OF)?, labels.get(LABEL_NAME)?);
@@ -315,14 +321,15 @@ impl Downstream {
             .collect()
     }
 
-    /// What a write's response says, before the watch does.
+    /// What a write's response says, before the watch does (never older
+    /// than what is known).
     pub fn write_through(&self, meta: &ObjectMeta, key: &crate::proof::ProofKey) {
         if let Some((name, c)) = Copy::of(meta, key) {
             let epoch = *self.copies_epoch.lock().expect("epoch lock");
-            self.copies
-                .write()
-                .expect("copies lock")
-                .insert(name, (epoch, c));
+            let mut copies = self.copies.write().expect("copies lock");
+            if !copies.get(&name).is_some_and(|(_, k)| k.newer_than(&c)) {
+                copies.insert(name, (epoch, c));
+            }
         }
     }
 
@@ -355,7 +362,13 @@ impl Downstream {
             Event::InitApply(o) | Event::Apply(o) => match Copy::of(&o.metadata, key) {
                 Some((name, c)) => {
                     let origin = c.origin.clone();
-                    copies.insert(name, (*epoch, c));
+                    match copies.get_mut(&name) {
+                        // An event older than our own write's response.
+                        Some((e, known)) if known.newer_than(&c) => *e = *epoch,
+                        _ => {
+                            copies.insert(name, (*epoch, c));
+                        }
+                    }
                     vec![origin]
                 }
                 None => Vec::new(),

@@ -60,9 +60,11 @@ pub const REFRESH: Duration = Duration::from_secs(10);
 pub const RESYNC: Duration = Duration::from_secs(600);
 /// How often a deletion that waits on a cluster looks again.
 pub const CLEANUP_RECHECK: Duration = Duration::from_secs(5);
-/// How soon a RandomSecret waiting for its version, or for a cluster's
-/// first list, is looked at again.
+/// How soon a RandomSecret waiting for its version is looked at again (the
+/// watch usually brings it sooner).
 pub const AWAIT: Duration = Duration::from_secs(5);
+/// How soon a sync waiting for a namespace's first list looks again.
+pub const FIRST_LIST: Duration = Duration::from_secs(1);
 
 /// Why one cluster is not in sync; `reason()` is the status reason.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -91,9 +93,12 @@ pub enum ClusterError {
     /// The upstream version is not Ready yet.
     #[error("{0}")]
     Waiting(String),
-    /// An upstream call failed, or a write lost a race.
+    /// An upstream call failed.
     #[error("{0}")]
     Retry(String),
+    /// A write lost a race (a resourceVersion moved on): again, quietly.
+    #[error("{0}")]
+    Conflict(String),
     #[error("no longer the leader")]
     LostLease,
 }
@@ -112,6 +117,7 @@ impl ClusterError {
             ClusterError::Connecting(_) => "Connecting",
             ClusterError::Waiting(_) => "Waiting",
             ClusterError::Retry(_) => "Retrying",
+            ClusterError::Conflict(_) => "Conflict",
             ClusterError::LostLease => "LostLease",
         }
     }
@@ -123,7 +129,8 @@ impl ClusterError {
             ClusterError::SecretNameConflict(_) | ClusterError::ValueMismatch(_) => {
                 Next::RequeueAfter(RESYNC)
             }
-            ClusterError::Waiting(_) | ClusterError::Connecting(_) => Next::RequeueAfter(AWAIT),
+            ClusterError::Waiting(_) => Next::RequeueAfter(AWAIT),
+            ClusterError::Connecting(_) => Next::RequeueAfter(FIRST_LIST),
             _ => Next::Retry,
         }
     }
@@ -152,7 +159,7 @@ impl ClusterError {
                     "{message}; create the namespace downstream or change spec.push.clusters[].namespace"
                 ))
             }
-            kube::Error::Api(s) if s.code == 409 => ClusterError::Retry(message),
+            kube::Error::Api(s) if s.code == 409 => ClusterError::Conflict(message),
             kube::Error::Api(_) => ClusterError::Retry(message),
             _ => ClusterError::Unreachable(message),
         }
@@ -549,7 +556,15 @@ pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
         Ok(Next::RequeueAfter(RESYNC))
     };
     result.unwrap_or_else(|e| {
-        warn!(randomsecret = %key, error = %e, "cluster push: writing the finalizer failed; retrying");
+        match &e {
+            // Another writer moved the resourceVersion on: read again.
+            kube::Error::Api(s) if s.code == 409 => {
+                tracing::debug!(randomsecret = %key, "cluster push: the finalizer patch lost a race; again")
+            }
+            e => {
+                warn!(randomsecret = %key, error = %e, "cluster push: writing the finalizer failed; retrying")
+            }
+        }
         Next::Retry
     })
 }

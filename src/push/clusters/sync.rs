@@ -80,6 +80,11 @@ pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
             ctx.record(&key, report::synced(&link.name, &target, &key, kept));
             Next::RequeueAfter(super::RESYNC)
         }
+        Err(ClusterError::Conflict(m)) => {
+            // A lost race is no news: read again, and say nothing.
+            tracing::debug!(randomsecret = %key, connection = %link.name, "cluster push: {m}; again");
+            Next::Retry
+        }
         Err(e) => {
             ctx.metrics
                 .syncs
