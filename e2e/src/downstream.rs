@@ -82,39 +82,41 @@ impl DownstreamCluster {
         kubectl(&all)
     }
 
-    /// The documented least RBAC for a connection, in `namespaces`: a
-    /// ServiceAccount `randomsecret-upstream` in the first of them, bound in
-    /// each; returns a kubeconfig with its token (inline, as required).
+    /// The documented least RBAC for a connection (the Role of
+    /// `examples/fleet/shared/downstream-rbac.yaml`, so the two cannot
+    /// drift), in `namespaces`: a ServiceAccount `randomsecret-upstream` in
+    /// the first of them, bound in each; returns a kubeconfig with its token
+    /// (inline, as required).
     pub fn connection_kubeconfig(&self, namespaces: &[&str]) -> Result<String> {
         let home = namespaces[0];
-        let mut manifest = format!(
-            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: randomsecret-upstream, namespace: {home}}}\n"
-        );
+        let example = std::fs::read_to_string(
+            repo_root().join("examples/fleet/shared/downstream-rbac.yaml"),
+        )?;
+        let rules = crate::tools::docs(&example)?
+            .into_iter()
+            .find(|d| d["kind"] == "Role")
+            .context("the example has a Role")?["rules"]
+            .clone();
+        let mut docs = vec![serde_json::json!({
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "randomsecret-upstream", "namespace": home},
+        })];
         for ns in namespaces {
-            manifest.push_str(&format!(
-                r#"---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {{name: randomsecret-upstream, namespace: {ns}}}
-rules:
-- apiGroups: [""]
-  resources: [secrets]
-  verbs: [get, list, watch, create, patch, delete]
-- apiGroups: [""]
-  resources: [pods]
-  verbs: [list, watch]
-- apiGroups: [apps]
-  resources: [replicasets, controllerrevisions]
-  verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {{name: randomsecret-upstream, namespace: {ns}}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: randomsecret-upstream}}
-subjects: [{{kind: ServiceAccount, name: randomsecret-upstream, namespace: {home}}}]
-"#
-            ));
+            docs.push(serde_json::json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "randomsecret-upstream", "namespace": ns},
+                "rules": rules,
+            }));
+            docs.push(serde_json::json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "randomsecret-upstream", "namespace": ns},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "randomsecret-upstream"},
+                "subjects": [{"kind": "ServiceAccount", "name": "randomsecret-upstream", "namespace": home}],
+            }));
         }
+        let manifest = serde_json::to_string(&serde_json::json!({
+            "apiVersion": "v1", "kind": "List", "items": docs,
+        }))?;
         let kc = self.kubeconfig.display().to_string();
         run(
             "kubectl",

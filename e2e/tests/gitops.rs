@@ -460,22 +460,19 @@ async fn name_resolve_function_and_controller_agree_on_generated_specs() -> Resu
     ns.delete().await
 }
 
-/// The Fleet example: the app bundle's helper values name exactly the
-/// credentials bundle's RandomSecret, and the app applies after it.
-#[tokio::test]
-async fn fleet_bundles_agree_and_deploy() -> Result<()> {
-    let client = client().await?;
+/// A Fleet app bundle (`fleet.yaml`) rendered with its values, and the name
+/// the RandomSecret in `randomsecret` makes: the two must agree.
+fn fleet_app(fleet_yaml: &str, randomsecret: &str) -> Result<(String, String, Value)> {
     let root = repo_root();
-    let fleet: Value = yaml::read(&std::fs::read_to_string(
-        root.join("examples/fleet/app/fleet.yaml"),
-    )?)?;
-    let credentials =
-        std::fs::read_to_string(root.join("examples/fleet/credentials/randomsecret.yaml"))?;
+    let fleet: Value = yaml::read(&std::fs::read_to_string(root.join(fleet_yaml))?)?;
     let chart = example_chart()?;
     let values = std::env::var("E2E_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| root.join("target/e2e"))
-        .join("fleet-values.json");
+        .join(format!(
+            "fleet-values-{}.json",
+            fleet_yaml.replace('/', "-")
+        ));
     std::fs::write(&values, serde_json::to_string(&fleet["helm"]["values"])?)?;
     let release = fleet["helm"]["releaseName"]
         .as_str()
@@ -500,14 +497,59 @@ async fn fleet_bundles_agree_and_deploy() -> Result<()> {
         .iter()
         .find(|d| d["kind"] == "Deployment")
         .context("Deployment")?;
+    let credentials = std::fs::read_to_string(root.join(randomsecret))?;
     let want = run("randomsecret", &["name"], Some(&credentials))?
         .trim()
         .to_string();
     ensure!(
         env_secret(d) == want,
-        "the app references {}, the credentials bundle makes {want}",
+        "{fleet_yaml} references {}, {randomsecret} makes {want}",
         env_secret(d)
     );
+    Ok((app, credentials, fleet))
+}
+
+/// The shared-pattern Fleet example: the downstream app bundle names exactly
+/// the upstream RandomSecret's version (push is not part of the name), and
+/// every upstream and downstream object is accepted by the apiserver.
+#[tokio::test]
+async fn fleet_shared_bundles_agree_and_are_valid() -> Result<()> {
+    fleet_app(
+        "examples/fleet/shared/downstream-app/fleet.yaml",
+        "examples/fleet/shared/upstream/randomsecret.yaml",
+    )?;
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "gitops-fleet-shared").await?;
+    let root = repo_root();
+    for f in [
+        "upstream/connections.yaml",
+        "upstream/randomsecret.yaml",
+        "downstream-rbac.yaml",
+    ] {
+        let text = std::fs::read_to_string(root.join("examples/fleet/shared").join(f))?
+            .replace("namespace: app", &format!("namespace: {}", ns.name));
+        run(
+            "kubectl",
+            &["apply", "--dry-run=server", "-n", &ns.name, "-f", "-"],
+            Some(&text),
+        )
+        .with_context(|| format!("examples/fleet/shared/{f}"))?;
+    }
+    ns.delete().await
+}
+
+/// The Fleet example: the app bundle's helper values name exactly the
+/// credentials bundle's RandomSecret, and the app applies after it.
+#[tokio::test]
+async fn fleet_bundles_agree_and_deploy() -> Result<()> {
+    let client = client().await?;
+    let (app, credentials, fleet) = fleet_app(
+        "examples/fleet/app/fleet.yaml",
+        "examples/fleet/credentials/randomsecret.yaml",
+    )?;
+    let release = fleet["helm"]["releaseName"]
+        .as_str()
+        .context("releaseName")?;
     // Bundle order as Fleet's dependsOn enforces it: credentials Ready, then the app.
     let ns = TestNamespace::new(&client, "gitops-fleet").await?;
     run(
