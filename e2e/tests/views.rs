@@ -197,6 +197,39 @@ async fn status_tree_through_two_rotations_and_a_rollback() -> Result<()> {
             .any(|i| i["namespace"] == n && i["name"] == "db" && i["current"] == v2n.as_str())),
         "-A lists db"
     );
+    // `-o yaml`: YAML (not JSON), the same view: the same versions, in the
+    // same order, with the same states and holders.
+    let bin = randomsecret_bin();
+    let yaml = run(
+        bin.to_str().context("binary path")?,
+        &["status", "-o", "yaml", "-n", n, "db"],
+        None,
+    )?;
+    ensure!(
+        !yaml.trim_start().starts_with('{'),
+        "-o yaml printed JSON:\n{yaml}"
+    );
+    let from_yaml = docs(&yaml).with_context(|| format!("status -o yaml is not YAML:\n{yaml}"))?;
+    ensure!(from_yaml.len() == 1, "one YAML document:\n{yaml}");
+    let from_yaml = &from_yaml[0];
+    let from_json = status_json(&["-n", n, "db"])?;
+    let order = |v: &Value| -> Vec<String> {
+        v["items"][0]["versions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| v["name"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    ensure!(
+        order(from_yaml).len() == 3 && order(from_yaml) == order(&from_json),
+        "-o yaml lists the versions of -o json:\n{yaml}\n{from_json:#}"
+    );
+    ensure!(
+        versions(from_yaml) == expected && versions(from_yaml) == versions(&from_json),
+        "-o yaml and -o json agree on states and holders:\n{yaml}\n{from_json:#}"
+    );
+    ensure!(from_yaml["items"][0]["current"] == v2n.as_str());
 
     // The tree, as a user reads it (plain: stdout is a pipe).
     let bin = randomsecret_bin();

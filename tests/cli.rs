@@ -1,0 +1,132 @@
+//! `randomsecret name --explain` and `randomsecret diff` as a user runs them:
+//! the built binary on two manifests of `testdata/cli/` that differ only in
+//! `spec.rotation` of one RandomSecret. The expected names come from the
+//! library, never from the output under test.
+
+use randomsecret::gitops::manifests::versioned_names;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const OLD: &str = "testdata/cli/rotation-1.yaml";
+const NEW: &str = "testdata/cli/rotation-2.yaml";
+/// The static value of `db`: part of the name, never printed.
+const STATIC_VALUE: &str = "static-user-never-printed";
+
+fn file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// The versioned names of a testdata file, computed by the library.
+fn names(rel: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(file(rel)).unwrap();
+    versioned_names(&text).unwrap()
+}
+
+/// Runs the binary (in the crate's folder) with `args` on `stdin`; it must succeed.
+fn randomsecret(args: &[&str], stdin: &str) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_randomsecret"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "randomsecret {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn diff_names_the_changed_rotation_and_both_names() {
+    let (old, new) = (names(OLD), names(NEW));
+    assert_eq!(old.len(), 2);
+    assert_ne!(old[0], new[0], "a rotation renames db");
+    assert_eq!(old[1], new[1], "api did not change");
+    let expected = format!(
+        "RandomSecret db: {} -> {}\n  rotation: \"1\" -> \"2\"\nRandomSecret prod/api: {} (unchanged)\n",
+        old[0], new[0], old[1]
+    );
+    let out = randomsecret(&["diff", OLD, NEW], "");
+    assert_eq!(out, expected);
+    assert!(!out.contains(STATIC_VALUE), "{out}");
+    // Either side may be standard input.
+    let old_text = std::fs::read_to_string(file(OLD)).unwrap();
+    assert_eq!(randomsecret(&["diff", "-", NEW], &old_text), expected);
+    // The other way round: the change is reversed.
+    let back = randomsecret(&["diff", NEW, OLD], "");
+    assert!(
+        back.starts_with(&format!(
+            "RandomSecret db: {} -> {}\n  rotation: \"2\" -> \"1\"\n",
+            new[0], old[0]
+        )),
+        "{back}"
+    );
+}
+
+/// The canonical lines of the block of `name` in `name --explain` output:
+/// what follows `randomsecret.io/v1` up to the "not in the hash" line, each
+/// without its `# field` comment.
+fn canonical_block(out: &str, name: &str) -> Vec<(String, String)> {
+    let block: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != name)
+        .skip_while(|l| l.trim() != "randomsecret.io/v1")
+        .skip(1)
+        .take_while(|l| !l.trim_start().starts_with("not in the hash"))
+        .collect();
+    block
+        .iter()
+        .map(|l| {
+            let (line, field) = l.rsplit_once(" # ").unwrap_or((l, ""));
+            (line.trim().to_string(), field.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn name_explain_shows_the_rotation_and_the_form_each_name_hashes() {
+    for (rel, rotation) in [(OLD, "1"), (NEW, "2")] {
+        let expected = names(rel);
+        let out = randomsecret(&["name", "--explain", "-f", rel], "");
+        assert!(out.starts_with(&format!("{}\n", expected[0])), "{out}");
+        assert!(out.contains(&format!("\n{}\n", expected[1])), "{out}");
+        let (_, hash) = expected[0].rsplit_once('-').unwrap();
+        assert!(
+            out.contains(&format!(
+                "RandomSecret db: base name \"db\" (spec.secretName, else metadata.name), hash {hash}\n"
+            )),
+            "{out}"
+        );
+        let db = canonical_block(&out, &expected[0]);
+        assert!(
+            db.contains(&(format!("rotation:1:{rotation}"), "rotation".to_string())),
+            "{rel}: {db:?}"
+        );
+        assert!(!out.contains(STATIC_VALUE), "{out}");
+        // api has no static value: its lines, as printed, are the canonical
+        // form, and hash to its name.
+        let api = canonical_block(&out, &expected[1]);
+        let canonical: String = std::iter::once("randomsecret.io/v1".to_string())
+            .chain(api.iter().map(|(l, _)| l.clone()))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(
+            format!("api-{}", randomsecret::version::hash_canonical(&canonical)),
+            expected[1],
+            "{canonical}"
+        );
+        assert!(api.iter().any(|(_, f)| f == "keys.token"), "{api:?}");
+    }
+}
