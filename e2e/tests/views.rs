@@ -423,6 +423,32 @@ async fn status_needs_only_read_access_and_works_as_a_kubectl_plugin() -> Result
         notes.contains("ControllerRevisions are not shown") && notes.contains("Pods are not shown"),
         "what the credentials could not list is said: {notes}"
     );
+    // What the README says of such a Role: it is no wall around the values.
+    // The same credentials get no Secret by name, but a plain list (another
+    // client than `status`) returns the values whole (compared, never printed).
+    ensure!(
+        kubectl(&["--kubeconfig", kc, "get", "secret", &v1n]).is_err(),
+        "the viewer must not be able to get a Secret"
+    );
+    let listed: Value = serde_json::from_str(&kubectl(&[
+        "--kubeconfig",
+        kc,
+        "get",
+        "secrets",
+        "-o",
+        "json",
+    ])?)?;
+    let listed_data = listed["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["metadata"]["name"] == v1n.as_str())
+        .map(|s| s["data"].clone());
+    let data = serde_json::to_value(&v1.data)?;
+    ensure!(
+        listed_data.is_some_and(|d| !d["token"].is_null() && d == data),
+        "list on Secrets gives the viewer the values of {v1n}"
+    );
 
     // kubectl's plugin lookup: `kubectl-randomsecret` on PATH.
     let dir = kubeconfig.with_extension("plugin");
