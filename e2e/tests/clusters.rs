@@ -149,6 +149,13 @@ fn assert_same(copy: &Secret, up: &Secret, upstream_ns: &str) -> Result<()> {
     for (k, v) in up.labels() {
         ensure!(labels.get(k) == Some(v), "label {k} differs downstream");
     }
+    let annotations = copy.annotations();
+    for (k, v) in up.annotations() {
+        ensure!(
+            annotations.get(k) == Some(v),
+            "annotation {k} differs downstream"
+        );
+    }
     ensure!(
         labels.get("randomsecret.io/copy-of").map(String::as_str) == Some(upstream_ns),
         "the copy does not say where it came from: {labels:?}"
@@ -180,7 +187,8 @@ async fn versions_are_copied_and_kept_by_the_downstream_history() -> Result<()> 
     let api: Api<RandomSecret> = ns.api();
     let secrets: Api<Secret> = ns.api();
     let dsecrets: Api<Secret> = Api::namespaced(dc.clone(), &ns.name);
-    let v1 = first_version(&api, &secrets, "db", pushing(&[(&conn, None)], json!({}))).await?;
+    let extra = json!({"secretLabels": {"team": "a"}, "secretAnnotations": {"owner": "team-a@example.com"}});
+    let v1 = first_version(&api, &secrets, "db", pushing(&[(&conn, None)], extra)).await?;
     let rs = wait_for(
         &api,
         "db",

@@ -151,6 +151,11 @@ async fn every_metric_the_dashboard_queries_is_exported() -> Result<()> {
     randomsecrets
         .create(&PostParams::default(), &random_secret("pushed", pushed)?)
         .await?;
+    let copied = json!({"keys": {"k": {"length": 8}},
+        "push": {"clusters": [{"connectionRef": {"name": format!("{}-none", ns.name)}}]}});
+    randomsecrets
+        .create(&PostParams::default(), &random_secret("copied", copied)?)
+        .await?;
 
     let families = [
         "randomsecret_webhook_requests",
@@ -160,6 +165,8 @@ async fn every_metric_the_dashboard_queries_is_exported() -> Result<()> {
         "randomsecret_webhook_certificate_changes",
         "randomsecret_pushes",
         "randomsecret_push_errors",
+        "randomsecret_cluster_syncs",
+        "randomsecret_cluster_sync_errors",
     ];
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut metrics = String::new();

@@ -468,6 +468,8 @@ mod tests {
             "push: {vault: {connectionRef: {name: a}}}",
             "push: {vault: {connectionRef: {name: b, kind: VaultConnection}, path: 'x/{name}', keys: [k], keyPrefix: P_, deletionPolicy: Delete}}",
             "push: {}",
+            "push: {clusters: [{connectionRef: {name: east}}]}",
+            "push: {clusters: [{connectionRef: {name: east}, namespace: apps, deletionPolicy: Delete}, {connectionRef: {name: west}}], vault: {connectionRef: {name: a}}}",
         ] {
             assert_eq!(
                 name(&format!("keys: {{k: {{length: 8}}}}\n{push}")),

@@ -234,8 +234,23 @@ pub struct Context {
 }
 
 impl Context {
-    /// Records one cluster's result for `key` and has the status written.
+    /// Records one cluster's result for `key` (counted, by result and
+    /// reason) and has the status written.
     pub fn record(&self, key: &Key, status: ClusterPushStatus) {
+        use crate::runtime::metrics::{ReasonLabel, ResultLabel};
+        let result = if status.synced { "synced" } else { "error" };
+        self.metrics
+            .syncs
+            .get_or_create(&ResultLabel { result })
+            .inc();
+        if !status.synced {
+            self.metrics
+                .errors
+                .get_or_create(&ReasonLabel {
+                    reason: status.reason.clone(),
+                })
+                .inc();
+        }
         let mut results = self.results.lock().expect("results lock");
         let entry = results.entry(key.clone()).or_default();
         let changed = entry.get(&status.connection) != Some(&status);

@@ -73,10 +73,6 @@ pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
         .map(|s| s.reason.clone());
     match result {
         Ok(kept) => {
-            ctx.metrics
-                .syncs
-                .get_or_create(&crate::runtime::metrics::ResultLabel { result: "synced" })
-                .inc();
             ctx.record(&key, report::synced(&link.name, &target, &key, kept));
             Next::RequeueAfter(super::RESYNC)
         }
@@ -86,16 +82,6 @@ pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
             Next::Retry
         }
         Err(e) => {
-            ctx.metrics
-                .syncs
-                .get_or_create(&crate::runtime::metrics::ResultLabel { result: "error" })
-                .inc();
-            ctx.metrics
-                .errors
-                .get_or_create(&crate::runtime::metrics::ReasonLabel {
-                    reason: e.reason().into(),
-                })
-                .inc();
             let quiet = matches!(e, ClusterError::Waiting(_) | ClusterError::Connecting(_));
             if previous.as_deref() != Some(e.reason()) && !quiet {
                 warn!(randomsecret = %key, connection = %link.name, reason = e.reason(), "cluster push failed: {e}");
