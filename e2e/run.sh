@@ -3,7 +3,9 @@
 # control plane. Starts it if it is not running and stops it afterwards (also on
 # failure); a control plane that was already running is left running. Runs the
 # controller under test in the background, logging to target/e2e/controller.log,
-# and finally checks that no generated value the tests saw is in that log.
+# and finally checks that no generated value the tests saw is in that log, in
+# the other controllers' logs, the metrics, or any Event or RandomSecret
+# (status included) written during the run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -20,8 +22,10 @@ cargo build --bin randomsecret
 cargo test -p randomsecret-e2e --no-run
 
 controller_pid=
+recorders=()
 cleanup() {
   if [[ -n $controller_pid ]]; then kill -TERM "$controller_pid" 2>/dev/null || true; wait "$controller_pid" 2>/dev/null || true; fi
+  stop_recorders
   [[ ${keep_cluster:-0} == 1 ]] || "$here/cluster.sh" down
 }
 keep_cluster=0
@@ -34,9 +38,26 @@ env_line=$(E2E_AUDIT=1 E2E_FRESH=$((1 - keep_cluster)) "$here/cluster.sh" up)   
 eval "$env_line"
 kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
 
+# Every Event and every RandomSecret (status included) written during the run,
+# for the leak check at the end: watched from now on, as JSON. A watch that
+# ends (the fault suite restarts the apiserver) is started again.
+record() {  # file kubectl-get-args...
+  local out=$1; shift
+  ( while :; do kubectl get "$@" -A --watch -o json --request-timeout=0 >>"$out" 2>/dev/null || true; sleep 1; done ) &
+  recorders+=($!)
+}
+stop_recorders() {
+  local p; for p in "${recorders[@]}"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
+  recorders=()
+}
+
 # The controller under test runs with the Helm chart's ServiceAccount and RBAC
 # (not the admin credentials), so every suite also proves the RBAC is enough.
 controller_credentials
+
+: >"$E2E_DIR/events.json"; : >"$E2E_DIR/randomsecrets.json"
+record "$E2E_DIR/events.json" events.events.k8s.io
+record "$E2E_DIR/randomsecrets.json" randomsecrets.randomsecret.io
 
 export RUST_LIB_BACKTRACE=0
 export RANDOMSECRET_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/randomsecret
@@ -83,15 +104,18 @@ if (( $# == 0 )); then
   CHAOS_BURST=${CHAOS_BURST:-30} cargo test -p randomsecret-e2e --no-fail-fast --test chaos -- --ignored --test-threads=1 \
     apiserver_killed controller_sigkilled concurrent_edits 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
 fi
+stop_recorders
+grep -q '"kind": "Event"' "$E2E_DIR/events.json" || { echo "run.sh: FAILED: no Event was recorded for the leak check" >&2; status=1; }
+grep -q '"status"' "$E2E_DIR/randomsecrets.json" || { echo "run.sh: FAILED: no RandomSecret status was recorded for the leak check" >&2; status=1; }
 values=$(grep -c . "$E2E_VALUES_FILE" || true)
 # Blank lines would match everything: only whole values are patterns.
 grep -v '^$' "$E2E_VALUES_FILE" >"$E2E_DIR/value-patterns.txt" || true
-if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-vault.log "$E2E_DIR"/controller-clusters.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-dashboard.log "$E2E_DIR"/controller-chaos-*.log 2>/dev/null; then
-  echo "run.sh: FAILED: a generated Secret value appears in the controller's log or metrics" >&2; status=1
+if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-vault.log "$E2E_DIR"/controller-clusters.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-dashboard.log "$E2E_DIR"/controller-chaos-*.log "$E2E_DIR/events.json" "$E2E_DIR/randomsecrets.json" 2>/dev/null; then
+  echo "run.sh: FAILED: a generated Secret value appears in a controller's log, the metrics, an Event or a RandomSecret's status" >&2; status=1
 elif (( values == 0 && $# == 0 )); then
   echo "run.sh: FAILED: the suites recorded no generated values to check the log against" >&2; status=1
 else
-  echo "run.sh: none of the $values generated values the suites saw is in the controller's log or metrics" >&2
+  echo "run.sh: none of the $values generated values the suites saw is in the controllers' logs, the metrics, the $(grep -c '"kind": "Event"' "$E2E_DIR/events.json") Events or the RandomSecrets' statuses recorded" >&2
 fi
 read -r passed failed < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$E2E_DIR/test-output.txt")
 (( status == 0 )) || failed=$((failed > 0 ? failed : 1))

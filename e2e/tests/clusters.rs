@@ -33,8 +33,15 @@ async fn downstream_namespace(down: &Client, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// A kubeconfig Secret upstream and a ClusterConnection `name` to it.
-async fn connection(client: &Client, name: &str, kubeconfig: &str, allowed: &str) -> Result<()> {
+/// A kubeconfig Secret upstream and a ClusterConnection `name` to it, for
+/// RandomSecrets of `allowed`, into their own namespace's name or `targets`.
+async fn connection(
+    client: &Client,
+    name: &str,
+    kubeconfig: &str,
+    allowed: &str,
+    targets: &[&str],
+) -> Result<()> {
     let secret: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": format!("kubeconfig-{name}"), "namespace": SYSTEM},
@@ -51,7 +58,7 @@ async fn connection(client: &Client, name: &str, kubeconfig: &str, allowed: &str
         "apiVersion": "randomsecret.io/v1", "kind": "ClusterConnection",
         "metadata": {"name": name},
         "spec": {"kubeconfigSecretRef": {"name": format!("kubeconfig-{name}"), "namespace": SYSTEM},
-                 "allowedNamespaces": [allowed], "timeoutSeconds": 3},
+                 "allowedNamespaces": [allowed], "targetNamespaces": targets, "timeoutSeconds": 3},
     }))?;
     Api::<ClusterConnection>::all(client.clone())
         .patch(name, &PatchParams::apply("e2e").force(), &Patch::Apply(&c))
@@ -180,6 +187,7 @@ async fn versions_are_copied_and_kept_by_the_downstream_history() -> Result<()> 
         &conn,
         &down.connection_kubeconfig(&[&ns.name])?,
         &ns.name,
+        &[],
     )
     .await?;
     let controller = ControllerProcess::start("clusters", 18240, &[])?;
@@ -317,8 +325,8 @@ async fn isolation_refusals_outage_and_deletion() -> Result<()> {
     downstream_namespace(&dc, &b).await?;
     let kubeconfig = down.connection_kubeconfig(&[&a, &b])?;
     let (good_a, good_b) = (format!("a-{}", ns.name), format!("b-{}", ns.name));
-    connection(&client, &good_a, &kubeconfig, &ns.name).await?;
-    connection(&client, &good_b, &kubeconfig, &ns.name).await?;
+    connection(&client, &good_a, &kubeconfig, &ns.name, &[&a]).await?;
+    connection(&client, &good_b, &kubeconfig, &ns.name, &[&b]).await?;
     // A server that accepts connections and never answers.
     let silent = std::net::TcpListener::bind("127.0.0.1:0")?;
     let silent_port = silent.local_addr()?.port();
@@ -340,7 +348,7 @@ async fn isolation_refusals_outage_and_deletion() -> Result<()> {
         dead_kubeconfig != kubeconfig,
         "the kubeconfig names the downstream server"
     );
-    connection(&client, &dead, &dead_kubeconfig, &ns.name).await?;
+    connection(&client, &dead, &dead_kubeconfig, &ns.name, &[&a]).await?;
     // A kubeconfig that would run a command.
     let marker = log_dir().join(format!("exec-ran-{}", ns.name));
     let exec = format!("exec-{}", ns.name);
@@ -355,7 +363,7 @@ async fn isolation_refusals_outage_and_deletion() -> Result<()> {
         exec_kubeconfig.contains("command: /bin/touch"),
         "{exec_kubeconfig}"
     );
-    connection(&client, &exec, &exec_kubeconfig, &ns.name).await?;
+    connection(&client, &exec, &exec_kubeconfig, &ns.name, &[&a]).await?;
     let controller = ControllerProcess::start("clusters", 18240, &[])?;
 
     let api: Api<RandomSecret> = ns.api();
@@ -447,6 +455,35 @@ async fn isolation_refusals_outage_and_deletion() -> Result<()> {
     ensure!(
         da.get_opt(&refused.name_any()).await?.is_none(),
         "nothing was copied through it"
+    );
+
+    // A target namespace the connection does not list is refused: a tenant
+    // cannot place copies in another's namespace.
+    let elsewhere = first_version(
+        &api,
+        &secrets,
+        "elsewhere",
+        pushing(&[(&good_b, Some(&a))], json!({})),
+    )
+    .await?;
+    let rs = wait_for(
+        &api,
+        "elsewhere",
+        "NamespaceNotAllowed",
+        clusters_synced("False", "NamespaceNotAllowed"),
+    )
+    .await?;
+    let message = condition(&rs, "ClustersSynced")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    ensure!(message.contains("targetNamespaces"), "{message}");
+    ensure!(
+        da.get_opt(&elsewhere.name_any()).await?.is_none(),
+        "copied into an unlisted namespace"
+    );
+    ensure!(
+        da.get_opt("elsewhere-anchor").await?.is_none(),
+        "an anchor in an unlisted namespace"
     );
 
     // A foreign Secret downstream under the next name: reported, untouched.
@@ -553,10 +590,10 @@ async fn isolation_refusals_outage_and_deletion() -> Result<()> {
 
     // The rest, with their finalizers, while the controller runs; a
     // deletion through the dead connection (Retain) does not wait on it.
-    for n in ["shared", "refused", "planted"] {
+    for n in ["shared", "refused", "planted", "elsewhere"] {
         api.delete(n, &DeleteParams::default()).await?;
     }
-    for n in ["shared", "refused", "planted"] {
+    for n in ["shared", "refused", "planted", "elsewhere"] {
         wait_deleted(&api, n).await?;
     }
     controller.terminate()?;

@@ -31,7 +31,8 @@ pub struct PushSpec {
 pub struct ClusterPush {
     /// The ClusterConnection to the downstream cluster.
     pub connection_ref: ClusterConnectionRef,
-    /// Namespace in the downstream cluster (default: the RandomSecret's own).
+    /// Namespace in the downstream cluster (default: the RandomSecret's own
+    /// namespace's name; another must be in the connection's targetNamespaces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63))]
     #[x_kube(validation = Rule::new("self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')").message("namespace must be a DNS label: lower-case letters, digits and '-'"))]
@@ -440,6 +441,12 @@ pub struct ClusterConnectionSpec {
     /// Namespaces whose RandomSecrets may use this connection (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_namespaces: Option<Vec<String>>,
+    /// Downstream namespaces that RandomSecrets of any allowed namespace may
+    /// copy into besides their own namespace's name (default: none). Each of
+    /// them is open to all of allowedNamespaces: a tenant could place a copy
+    /// under another tenant's next version name there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_namespaces: Option<Vec<String>>,
     /// Timeout of each request to the downstream cluster, in seconds
     /// (default 10): a cluster that does not answer delays nothing else.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -81,8 +81,12 @@ impl Index {
                 }
             }
             Event::Delete(obj) => {
-                map.remove(&Key::of(&obj.metadata));
-                Vec::new()
+                // Gone: a cluster push forgets what it recorded of it.
+                let key = Key::of(&obj.metadata);
+                match map.remove(&key) {
+                    Some((_, true)) => vec![key],
+                    _ => Vec::new(),
+                }
             }
             Event::Init => {
                 *relisting = Some(Default::default());
@@ -217,5 +221,16 @@ mod tests {
         assert!(idx.wants_clusters(&key));
         idx.handle(&Event::Apply(obj(json!({}), json!({}), &[])));
         assert!(!idx.wants_clusters(&key));
+        // Deleted with cluster work: its key goes out once more (to forget it).
+        let clusters = json!({"push": {"clusters": [{"connectionRef": {"name": "east"}}]}});
+        idx.handle(&Event::Apply(obj(clusters.clone(), json!({}), &[])));
+        assert_eq!(
+            idx.handle(&Event::Delete(obj(clusters, json!({}), &[]))),
+            vec![key.clone()]
+        );
+        assert!(
+            idx.handle(&Event::Delete(obj(json!({}), json!({}), &[])))
+                .is_empty()
+        );
     }
 }

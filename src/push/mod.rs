@@ -171,6 +171,9 @@ pub async fn push(key: Key, ctx: std::sync::Arc<Context>) -> Next {
     };
     match step(&key, &rs, &api, &ctx).await {
         Ok(next) => next,
+        // Another writer (the cluster push's finalizer, a status write)
+        // moved the resourceVersion on: read again, quietly.
+        Err(kube::Error::Api(s)) if s.code == 409 => Next::Retry,
         Err(e) => {
             warn!(randomsecret = %key, error = %e, "push: writing to the apiserver failed; retrying");
             Next::Retry
@@ -178,17 +181,32 @@ pub async fn push(key: Key, ctx: std::sync::Arc<Context>) -> Next {
     }
 }
 
+fn standby(ctx: &Context) -> Option<Next> {
+    standby_of(&ctx.leader)
+}
+
 /// What a replica that does not lead does with a push: nothing, unless its
 /// lease only lapsed (a renewal may yet succeed, with no take-over to bring
 /// the push back), then it looks again soon.
-fn standby(ctx: &Context) -> Option<Next> {
-    if ctx.leader.leading() {
+pub(crate) fn standby_of(leader: &Leadership) -> Option<Next> {
+    if leader.leading() {
         None
-    } else if ctx.leader.lapsed() {
+    } else if leader.lapsed() {
         Some(Next::RequeueAfter(crate::reconciler::LAPSED_RETRY))
     } else {
         Some(Next::AwaitChange)
     }
+}
+
+/// The current version's name once the version's writer has made it Ready
+/// for this generation: what every push waits for.
+pub(crate) fn ready_secret_name(rs: &RandomSecret) -> Option<String> {
+    let s = rs.status.as_ref()?;
+    let ready = s.observed_generation == rs.metadata.generation
+        && s.conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+    ready.then(|| s.secret_name.clone()).flatten()
 }
 
 async fn step(
@@ -208,7 +226,7 @@ async fn step(
     let Some(target) = target else {
         // A target removed from the spec is forgotten, never deleted.
         if has_finalizer {
-            set_finalizer(api, rs, false).await?;
+            set_finalizer(api, rs, FINALIZER, false).await?;
         }
         if has_push_status(rs) {
             apply_status(api, rs, None, None).await?;
@@ -217,19 +235,12 @@ async fn step(
         return Ok(Next::AwaitChange);
     };
     if !has_finalizer {
-        set_finalizer(api, rs, true).await?;
+        set_finalizer(api, rs, FINALIZER, true).await?;
         // The patch is a change of its own: the watch brings it back here.
         return Ok(Next::AwaitChange);
     }
     // The version's writer decides what is current; wait for it.
-    let status = rs.status.as_ref();
-    let ready = status.is_some_and(|s| {
-        s.observed_generation == rs.metadata.generation
-            && s.conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-    });
-    let Some(secret_name) = status.and_then(|s| s.secret_name.clone()).filter(|_| ready) else {
+    let Some(secret_name) = ready_secret_name(rs) else {
         // Ready is not in what brings a RandomSecret back here (only the
         // spec, the current version and the deletion are): look again.
         return Ok(Next::RequeueAfter(AWAIT_READY));
@@ -401,7 +412,7 @@ async fn cleanup(
         return Ok(next);
     }
     ctx.mark(key, true);
-    set_finalizer(api, rs, false).await?;
+    set_finalizer(api, rs, FINALIZER, false).await?;
     Ok(Next::AwaitChange)
 }
 
@@ -504,21 +515,23 @@ async fn apply_status(
     .map(drop)
 }
 
-/// Adds or removes our finalizer; the resourceVersion makes a concurrent
-/// change of the list a conflict (retried) instead of a lost finalizer.
-async fn set_finalizer(
+/// Adds or removes the finalizer `name` (each push target has its own);
+/// the resourceVersion makes a concurrent change of the list a conflict
+/// (retried) instead of a lost finalizer.
+pub(crate) async fn set_finalizer(
     api: &Api<RandomSecret>,
     rs: &RandomSecret,
+    name: &str,
     on: bool,
 ) -> Result<(), kube::Error> {
     let mut list: Vec<String> = rs
         .finalizers()
         .iter()
-        .filter(|f| *f != FINALIZER)
+        .filter(|f| *f != name)
         .cloned()
         .collect();
     if on {
-        list.push(FINALIZER.into());
+        list.push(name.into());
     }
     let patch = json!({"metadata": {"resourceVersion": rs.resource_version(), "finalizers": list}});
     api.patch(
@@ -530,7 +543,7 @@ async fn set_finalizer(
     .map(drop)
 }
 
-fn reference(rs: &RandomSecret) -> ObjectReference {
+pub(crate) fn reference(rs: &RandomSecret) -> ObjectReference {
     ObjectReference {
         api_version: Some("randomsecret.io/v1".into()),
         kind: Some("RandomSecret".into()),

@@ -172,7 +172,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         caches: caches.clone(),
         links: Default::default(),
         results: Default::default(),
+        cleaned: Default::default(),
         reports,
+        dispatches: cluster_pushes.clone(),
         index: push_index.clone(),
         shutdown: shutdown.clone(),
     });

@@ -119,6 +119,7 @@ impl Watch {
             &self.caches.interruptions,
             &self.triggers,
             apply,
+            |_| {},
             || {
                 // Decisions deferred meanwhile are taken now, on current caches.
                 info!(
@@ -135,10 +136,11 @@ impl Watch {
 }
 
 /// Runs a watch of `api` (paginated, with backoff), handing each event to
-/// `apply` and sending the keys it returns to `triggers`. Failures and
-/// relists are recorded in `interruptions`; when every watch recorded there
-/// flows again, `recovered` runs. Also used for downstream clusters
+/// `apply` and sending the keys it returns to `triggers`. Failures go to
+/// `failed` and, with relists, to `interruptions`; when every watch recorded
+/// there flows again, `recovered` runs. Also used for downstream clusters
 /// (`push::clusters`), each with interruptions of its own.
+#[allow(clippy::too_many_arguments)]
 pub async fn feed<K>(
     api: Api<K>,
     what: &'static str,
@@ -146,6 +148,7 @@ pub async fn feed<K>(
     interruptions: &crate::cache::interruptions::Interruptions,
     triggers: &Triggers,
     mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
+    failed: impl Fn(&watcher::Error),
     recovered: impl Fn(),
 ) where
     K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
@@ -165,6 +168,7 @@ pub async fn feed<K>(
                 }
                 Some(Err(e)) => {
                     warn!(watch = what, error = %e, "watch failed; retrying with backoff (no version is released until every watch flows again)");
+                    failed(&e);
                     interruptions.failed(what, std::time::Instant::now());
                     false
                 }

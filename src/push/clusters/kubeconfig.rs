@@ -113,7 +113,8 @@ pub fn check(k: &Kubeconfig) -> Result<(), String> {
         .and_then(|c| c.cluster.as_ref())
         .and_then(|c| c.server.as_deref())
         .ok_or_else(|| format!("the kubeconfig has no server for cluster {cluster}"))?;
-    if !(server.starts_with("https://") || server.starts_with("http://")) {
+    // The credentials go with every request: never in plain text.
+    if !server.starts_with("https://") {
         return Err(format!(
             "cluster {cluster}: server must be an https:// address"
         ));
@@ -259,6 +260,11 @@ current-context: down
             (
                 "https://127.0.0.1:6443",
                 "ftp://127.0.0.1:6443",
+                "server must be an https",
+            ),
+            (
+                "https://127.0.0.1:6443",
+                "http://127.0.0.1:6443",
                 "server must be an https",
             ),
         ];

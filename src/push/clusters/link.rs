@@ -35,6 +35,10 @@ use tokio::task::JoinSet;
 
 /// Syncs at once per cluster (each is a few calls to that cluster).
 const CONCURRENCY: usize = 2;
+/// After a call got no answer, calls fail at once for this long (with the
+/// same reason), so a dead cluster holds each of its syncs for moments, not
+/// for its timeout every time.
+pub const HOLD_DOWN: Duration = Duration::from_secs(10);
 
 pub struct Link {
     pub name: String,
@@ -46,6 +50,10 @@ pub struct Link {
     /// Copies read whole and proven ours: `copy-uid/upstream-uid` (the same
     /// values as that upstream version), or `copy-uid/` (proven ours). Never data.
     proven: Mutex<HashSet<String>>,
+    /// The RandomSecrets sent here (a link that replaces this one gets them).
+    served: Mutex<HashSet<Key>>,
+    /// Calls fail at once until then (`HOLD_DOWN`).
+    down_until: Mutex<Option<std::time::Instant>>,
     tasks: Mutex<JoinSet<()>>,
 }
 
@@ -65,6 +73,8 @@ impl Link {
             triggers,
             namespaces: Mutex::default(),
             proven: Mutex::default(),
+            served: Mutex::default(),
+            down_until: Mutex::default(),
             tasks: Mutex::default(),
         });
         let runner = {
@@ -94,7 +104,23 @@ impl Link {
 
     /// Has RandomSecret `key` synced with this cluster.
     pub fn trigger(&self, key: &Key) {
+        self.served.lock().expect("served lock").insert(key.clone());
         let _ = self.triggers.send(key.clone());
+    }
+
+    /// Every RandomSecret sent here.
+    pub fn served(&self) -> Vec<Key> {
+        self.served
+            .lock()
+            .expect("served lock")
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// RandomSecret `key` has no more business here (its target went).
+    pub fn forget(&self, key: &Key) {
+        self.served.lock().expect("served lock").remove(key);
     }
 
     /// One call to this cluster, bounded by its timeout.
@@ -115,7 +141,29 @@ impl Link {
         what: &str,
         call: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<Result<T, kube::Error>, ClusterError> {
-        tokio::time::timeout(self.timeout, call).await.map_err(|_| {
+        let now = std::time::Instant::now();
+        if self
+            .down_until
+            .lock()
+            .expect("down lock")
+            .is_some_and(|t| now < t)
+        {
+            return Err(ClusterError::Unreachable(format!(
+                "cluster {}: {what}: not tried, the cluster did not answer moments ago",
+                self.name
+            )));
+        }
+        let result = tokio::time::timeout(self.timeout, call).await;
+        // No answer at all (a timeout, no connection): hold the cluster down.
+        let unanswered = match &result {
+            Err(_) => true,
+            Ok(Err(e)) => !matches!(e, kube::Error::Api(_)),
+            Ok(Ok(_)) => false,
+        };
+        if unanswered {
+            *self.down_until.lock().expect("down lock") = Some(now + HOLD_DOWN);
+        }
+        result.map_err(|_| {
             ClusterError::Unreachable(format!(
                 "cluster {}: {what}: no answer within {:?}",
                 self.name, self.timeout
@@ -136,37 +184,55 @@ impl Link {
         let d = Arc::new(Downstream::default());
         map.insert(namespace.to_string(), d.clone());
         let mut tasks = self.tasks.lock().expect("tasks lock");
+        // Their log lines name the cluster and the namespace.
+        let span = tracing::info_span!("downstream", connection = %self.name, namespace);
         let (client, ns) = (self.client.clone(), namespace);
         let key = ctx.caches.secrets.key().clone();
-        tasks.spawn(copies(
-            Api::namespaced(client.clone(), ns),
-            d.clone(),
-            key,
-            self.triggers.clone(),
+        tasks.spawn(tracing::Instrument::instrument(
+            copies(
+                Api::namespaced(client.clone(), ns),
+                d.clone(),
+                key,
+                self.triggers.clone(),
+                self.name.clone(),
+            ),
+            span.clone(),
         ));
-        tasks.spawn(holders::<ReplicaSetRefs>(
-            Api::namespaced(client.clone(), ns),
-            "replicasets",
-            Stream::ReplicaSets,
-            references::replica_set,
-            d.clone(),
-            self.triggers.clone(),
+        tasks.spawn(tracing::Instrument::instrument(
+            holders::<ReplicaSetRefs>(
+                Api::namespaced(client.clone(), ns),
+                "replicasets",
+                Stream::ReplicaSets,
+                references::replica_set,
+                d.clone(),
+                self.triggers.clone(),
+                self.name.clone(),
+            ),
+            span.clone(),
         ));
-        tasks.spawn(holders::<ControllerRevisionRefs>(
-            Api::namespaced(client.clone(), ns),
-            "controllerrevisions",
-            Stream::ControllerRevisions,
-            references::controller_revision,
-            d.clone(),
-            self.triggers.clone(),
+        tasks.spawn(tracing::Instrument::instrument(
+            holders::<ControllerRevisionRefs>(
+                Api::namespaced(client.clone(), ns),
+                "controllerrevisions",
+                Stream::ControllerRevisions,
+                references::controller_revision,
+                d.clone(),
+                self.triggers.clone(),
+                self.name.clone(),
+            ),
+            span.clone(),
         ));
-        tasks.spawn(holders::<PodRefs>(
-            Api::namespaced(client, ns),
-            "pods",
-            Stream::Pods,
-            references::pod,
-            d.clone(),
-            self.triggers.clone(),
+        tasks.spawn(tracing::Instrument::instrument(
+            holders::<PodRefs>(
+                Api::namespaced(client, ns),
+                "pods",
+                Stream::Pods,
+                references::pod,
+                d.clone(),
+                self.triggers.clone(),
+                self.name.clone(),
+            ),
+            span.clone(),
         ));
         d
     }
@@ -289,9 +355,41 @@ pub struct Downstream {
     copies_listed: AtomicBool,
     /// Failing or relisting watches here: nothing is released meanwhile.
     pub interruptions: Interruptions,
+    /// Each watch's last failure, until its next event (for the status,
+    /// while a first list has not come).
+    failures: Mutex<HashMap<&'static str, ClusterError>>,
 }
 
 impl Downstream {
+    /// Why a watch here fails now (while it has not listed once).
+    pub fn failure(&self) -> Option<ClusterError> {
+        self.failures
+            .lock()
+            .expect("failures lock")
+            .values()
+            .next()
+            .cloned()
+    }
+
+    fn failed(&self, what: &'static str, cluster: &str, e: &watcher::Error) {
+        let err = match e {
+            watcher::Error::InitialListFailed(e)
+            | watcher::Error::WatchStartFailed(e)
+            | watcher::Error::WatchFailed(e) => {
+                ClusterError::of(cluster, &format!("watching {what}"), e)
+            }
+            e => ClusterError::Unreachable(format!("cluster {cluster}: watching {what}: {e}")),
+        };
+        self.failures
+            .lock()
+            .expect("failures lock")
+            .insert(what, err);
+    }
+
+    fn flowing(&self, what: &'static str) {
+        self.failures.lock().expect("failures lock").remove(what);
+    }
+
     /// Whether every watch here has listed once.
     pub fn listed(&self) -> bool {
         self.copies_listed.load(Ordering::Acquire)
@@ -403,6 +501,7 @@ async fn copies(
     d: Arc<Downstream>,
     key: crate::proof::ProofKey,
     triggers: Triggers,
+    cluster: String,
 ) {
     let config = watcher::Config::default().labels(LABEL_COPY_OF);
     let (down, interruptions) = (d.clone(), &d.interruptions);
@@ -412,7 +511,11 @@ async fn copies(
         config,
         interruptions,
         &triggers,
-        |ev| down.handle_copy(ev, &key),
+        |ev| {
+            down.flowing("secrets");
+            down.handle_copy(ev, &key)
+        },
+        |e| down.failed("secrets", &cluster, e),
         || resync(&down, &triggers),
     )
     .await
@@ -427,6 +530,7 @@ async fn holders<K: Watched>(
     extract: fn(&K) -> Held,
     d: Arc<Downstream>,
     triggers: Triggers,
+    cluster: String,
 ) {
     let (down, interruptions) = (d.clone(), &d.interruptions);
     feed(
@@ -436,6 +540,7 @@ async fn holders<K: Watched>(
         interruptions,
         &triggers,
         |ev| {
+            down.flowing(what);
             let changed = down
                 .holders
                 .write()
@@ -447,6 +552,7 @@ async fn holders<K: Watched>(
                 .filter_map(|secret| copies.get(&*secret.name).map(|(_, c)| c.origin.clone()))
                 .collect()
         },
+        |e| down.failed(what, &cluster, e),
         || resync(&down, &triggers),
     )
     .await

@@ -39,7 +39,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -55,8 +55,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection (and its kubeconfig Secret) is read again after this long:
 /// an edit takes effect within it.
 pub const REFRESH: Duration = Duration::from_secs(10);
-/// A synced RandomSecret is looked at again this often in each cluster (a
-/// copy deleted there by hand is copied again; the watch usually says sooner).
+/// The dispatcher has each RandomSecret synced again this often in each of
+/// its clusters (the watches there usually say sooner).
 pub const RESYNC: Duration = Duration::from_secs(600);
 /// How often a deletion that waits on a cluster looks again.
 pub const CLEANUP_RECHECK: Duration = Duration::from_secs(5);
@@ -126,8 +126,9 @@ impl ClusterError {
     /// brings the change); waiting looks again soon; the rest back off.
     pub fn next(&self) -> Next {
         match self {
+            // The dispatcher's resync ([`RESYNC`]) looks again.
             ClusterError::SecretNameConflict(_) | ClusterError::ValueMismatch(_) => {
-                Next::RequeueAfter(RESYNC)
+                Next::AwaitChange
             }
             ClusterError::Waiting(_) => Next::RequeueAfter(AWAIT),
             ClusterError::Connecting(_) => Next::RequeueAfter(FIRST_LIST),
@@ -135,20 +136,14 @@ impl ClusterError {
         }
     }
 
-    /// Whether the connection itself is at fault (for its Ready condition).
-    fn about_the_connection(&self) -> bool {
-        matches!(
-            self,
-            ClusterError::InvalidConnection(_)
-                | ClusterError::Unreachable(_)
-                | ClusterError::Forbidden(_)
-        )
-    }
-
     /// A downstream call's error, for cluster `cluster`, doing `what`.
     pub fn downstream(cluster: &str, what: &str, e: kube::Error) -> Self {
+        Self::of(cluster, what, &e)
+    }
+
+    pub fn of(cluster: &str, what: &str, e: &kube::Error) -> Self {
         let message = format!("cluster {cluster}: {what}: {e}");
-        match &e {
+        match e {
             kube::Error::Api(s) if s.code == 401 || s.code == 403 => {
                 ClusterError::Forbidden(format!(
                     "{message}; the connection's credentials need create, get, list, watch, patch and delete on secrets, and list and watch on replicasets, controllerrevisions and pods, in the target namespace"
@@ -226,8 +221,12 @@ pub struct Context {
     pub links: Links,
     /// The last result per RandomSecret and connection, for [`report`].
     pub results: Mutex<HashMap<Key, BTreeMap<String, ClusterPushStatus>>>,
+    /// Per RandomSecret being deleted: the connections whose cleanup is done.
+    pub cleaned: Mutex<HashMap<Key, HashSet<String>>>,
     /// Keys whose status [`report`] writes.
     pub reports: Triggers,
+    /// Keys for [`dispatch`] (a link's cleanup is done: the finalizer may go).
+    pub dispatches: Triggers,
     /// Which RandomSecrets have cluster work (spec or finalizer), from the watch.
     pub index: Arc<crate::push::index::Index>,
     pub shutdown: Signal,
@@ -253,14 +252,12 @@ impl Context {
         }
         let mut results = self.results.lock().expect("results lock");
         let entry = results.entry(key.clone()).or_default();
-        let changed = entry.get(&status.connection) != Some(&status);
-        entry.insert(status.connection.clone(), status);
-        let out = results
-            .values()
-            .flat_map(|m| m.values())
-            .filter(|s| !s.synced)
-            .count();
-        self.metrics.out_of_sync.set(out as i64);
+        let before = entry.insert(status.connection.clone(), status.clone());
+        let changed = before.as_ref() != Some(&status);
+        let (was_out, is_out) = (before.is_some_and(|b| !b.synced), !status.synced);
+        if was_out != is_out {
+            self.metrics.out_of_sync.inc_by(if is_out { 1 } else { -1 });
+        }
         drop(results);
         if changed {
             let _ = self.reports.send(key.clone());
@@ -270,18 +267,22 @@ impl Context {
     /// Keeps only `connections`' results for `key`; has the status written.
     fn keep_only(&self, key: &Key, connections: &[&str]) {
         let mut results = self.results.lock().expect("results lock");
-        let changed = match results.get_mut(key) {
-            Some(m) => {
-                let before = m.len();
-                m.retain(|c, _| connections.contains(&c.as_str()));
-                let changed = m.len() != before;
-                if m.is_empty() {
-                    results.remove(key);
+        let mut changed = false;
+        if let Some(m) = results.get_mut(key) {
+            m.retain(|c, s| {
+                let keep = connections.contains(&c.as_str());
+                if !keep {
+                    changed = true;
+                    if !s.synced {
+                        self.metrics.out_of_sync.dec();
+                    }
                 }
-                changed
+                keep
+            });
+            if m.is_empty() {
+                results.remove(key);
             }
-            None => false,
-        };
+        }
         drop(results);
         if changed || connections.is_empty() {
             let _ = self.reports.send(key.clone());
@@ -289,13 +290,34 @@ impl Context {
     }
 
     fn standby(&self) -> Option<Next> {
+        crate::push::standby_of(&self.leader)
+    }
+
+    /// Checked before every write: a replica whose lease is uncertain writes nothing.
+    pub fn may_write(&self) -> Result<(), ClusterError> {
         if self.leader.leading() {
-            None
-        } else if self.leader.lapsed() {
-            Some(Next::RequeueAfter(crate::reconciler::LAPSED_RETRY))
+            Ok(())
         } else {
-            Some(Next::AwaitChange)
+            Err(ClusterError::LostLease)
         }
+    }
+
+    fn is_cleaned(&self, key: &Key, connection: &str) -> bool {
+        self.cleaned
+            .lock()
+            .expect("cleaned lock")
+            .get(key)
+            .is_some_and(|c| c.contains(connection))
+    }
+
+    /// The cleanup of `connection` for `key` is done (or not needed).
+    pub fn mark_cleaned(&self, key: &Key, connection: &str) {
+        self.cleaned
+            .lock()
+            .expect("cleaned lock")
+            .entry(key.clone())
+            .or_default()
+            .insert(connection.to_string());
     }
 }
 
@@ -304,6 +326,9 @@ impl Context {
 #[derive(Default)]
 pub struct Links {
     map: Mutex<HashMap<String, Linked>>,
+    /// One read (and link) at a time: two dispatches never link one
+    /// connection twice.
+    reading: tokio::sync::Mutex<()>,
     /// The Ready condition last written per connection.
     written: Mutex<HashMap<String, (bool, &'static str)>>,
 }
@@ -313,28 +338,15 @@ struct Linked {
     /// The resourceVersions of the connection and of its kubeconfig Secret.
     version: (String, String),
     allowed: Option<Vec<String>>,
+    targets: Option<Vec<String>>,
     read_at: Instant,
 }
 
-impl Links {
-    /// The link of connection `name`, for a RandomSecret in `namespace`.
-    pub async fn get(
-        &self,
-        name: &str,
-        namespace: &str,
-        ctx: &Arc<Context>,
-    ) -> Result<Arc<Link>, ClusterError> {
-        let cached = {
-            let map = self.map.lock().expect("links lock");
-            map.get(name)
-                .filter(|l| l.read_at.elapsed() < REFRESH)
-                .map(|l| (l.link.clone(), l.allowed.clone()))
-        };
-        let (link, allowed) = match cached {
-            Some(c) => c,
-            None => self.read(name, ctx).await?,
-        };
-        if allowed
+impl Linked {
+    /// Whether a RandomSecret of `namespace` may copy into `target` through it.
+    fn permits(&self, name: &str, namespace: &str, target: &str) -> Result<(), ClusterError> {
+        if self
+            .allowed
             .as_ref()
             .is_some_and(|a| !a.iter().any(|n| n == namespace))
         {
@@ -342,30 +354,74 @@ impl Links {
                 "ClusterConnection {name} does not list namespace {namespace} in allowedNamespaces"
             )));
         }
-        Ok(link)
+        if target != namespace && !self.targets.iter().flatten().any(|t| t == target) {
+            return Err(ClusterError::NamespaceNotAllowed(format!(
+                "ClusterConnection {name} does not list the downstream namespace {target} in targetNamespaces (without it, a RandomSecret copies only into the namespace of its own namespace's name)"
+            )));
+        }
+        Ok(())
     }
+}
 
-    /// Reads the connection and its Secret; links anew when either changed.
-    async fn read(
+impl Links {
+    /// The link of connection `name`, for a RandomSecret in `namespace`
+    /// copying into `target`, read again when older than [`REFRESH`].
+    pub async fn get(
         &self,
         name: &str,
+        namespace: &str,
+        target: &str,
         ctx: &Arc<Context>,
-    ) -> Result<(Arc<Link>, Option<Vec<String>>), ClusterError> {
+    ) -> Result<Arc<Link>, ClusterError> {
+        if let Some(link) = self.fresh(name, namespace, target) {
+            return link;
+        }
+        let _one = self.reading.lock().await;
+        // Another dispatch may have read it while this one waited.
+        if let Some(link) = self.fresh(name, namespace, target) {
+            return link;
+        }
+        self.read(name, ctx).await?;
+        self.fresh(name, namespace, target)
+            .unwrap_or_else(|| Err(ClusterError::Retry(format!("linking {name}"))))
+    }
+
+    fn fresh(
+        &self,
+        name: &str,
+        namespace: &str,
+        target: &str,
+    ) -> Option<Result<Arc<Link>, ClusterError>> {
+        let map = self.map.lock().expect("links lock");
+        let l = map.get(name).filter(|l| l.read_at.elapsed() < REFRESH)?;
+        Some(l.permits(name, namespace, target).map(|_| l.link.clone()))
+    }
+
+    /// Reads the connection and its Secret; links anew when either changed
+    /// (the old link's RandomSecrets go to the new one).
+    async fn read(&self, name: &str, ctx: &Arc<Context>) -> Result<(), ClusterError> {
         let upstream = |what: String| {
             move |e: kube::Error| ClusterError::Retry(format!("reading {what}: {e}"))
         };
-        let conn = Api::<ClusterConnection>::all(ctx.client.clone())
+        let Some(conn) = Api::<ClusterConnection>::all(ctx.client.clone())
             .get_opt(name)
             .await
             .map_err(upstream(format!("ClusterConnection {name}")))?
-            .ok_or_else(|| {
-                ClusterError::ConnectionNotFound(format!("ClusterConnection {name} does not exist"))
-            })?;
+        else {
+            self.unlink(name);
+            // A connection made again under this name gets its own status.
+            self.written.lock().expect("written lock").remove(name);
+            return Err(ClusterError::ConnectionNotFound(format!(
+                "ClusterConnection {name} does not exist"
+            )));
+        };
         let r = &conn.spec.kubeconfig_secret_ref;
         let refused = |message: String| {
             let e = ClusterError::InvalidConnection(format!("ClusterConnection {name}: {message}"));
             (e, "InvalidKubeconfig")
         };
+        let allowed = conn.spec.allowed_namespaces.clone();
+        let targets = conn.spec.target_namespaces.clone();
         let built = async {
             let secret = Api::<Secret>::namespaced(ctx.client.clone(), &r.namespace)
                 .get_opt(&r.name)
@@ -390,8 +446,7 @@ impl Links {
                 && l.version == version
             {
                 l.read_at = Instant::now();
-                l.allowed = conn.spec.allowed_namespaces.clone();
-                return Ok((l.link.clone(), l.allowed.clone()));
+                return Ok(());
             }
             let data: BTreeMap<String, Vec<u8>> = secret
                 .data
@@ -422,28 +477,51 @@ impl Links {
                 .map_err(|e| refused(format!("no client for the kubeconfig: {e}")))?;
             let link = Link::start(name, client, timeout, ctx.clone());
             info!(connection = name, "linked a downstream cluster");
-            let mut map = self.map.lock().expect("links lock");
-            if let Some(old) = map.insert(
+            let old = self.map.lock().expect("links lock").insert(
                 name.to_string(),
                 Linked {
                     link: link.clone(),
                     version,
-                    allowed: conn.spec.allowed_namespaces.clone(),
+                    allowed: allowed.clone(),
+                    targets: targets.clone(),
                     read_at: Instant::now(),
                 },
-            ) {
+            );
+            if let Some(old) = old {
                 old.link.stop();
+                for key in old.link.served() {
+                    link.trigger(&key);
+                }
             }
-            Ok((link, conn.spec.allowed_namespaces.clone()))
+            Ok(())
         }
         .await;
-        if let Err((e, reason)) = &built
-            && reason != &"ApiError"
-        {
-            self.connection_ready(ctx, name, false, reason, &e.to_string())
-                .await;
+        match &built {
+            // An upstream read failed: the link stays as it was.
+            Err((_, "ApiError")) => {}
+            Err((e, reason)) => {
+                // The connection can no longer be used as it was: its old
+                // link (and the watches it runs downstream) stops.
+                self.unlink(name);
+                self.connection_ready(ctx, name, false, reason, &e.to_string())
+                    .await;
+            }
+            Ok(()) => {
+                if let Some(l) = self.map.lock().expect("links lock").get_mut(name) {
+                    l.allowed = allowed;
+                    l.targets = targets;
+                }
+            }
         }
         built.map_err(|(e, _)| e)
+    }
+
+    /// Stops and forgets the link of connection `name`, if any.
+    fn unlink(&self, name: &str) {
+        if let Some(old) = self.map.lock().expect("links lock").remove(name) {
+            old.link.stop();
+            info!(connection = name, "unlinked a downstream cluster");
+        }
     }
 
     /// Writes the connection's Ready condition when it changes.
@@ -487,14 +565,22 @@ impl Links {
         }
     }
 
-    /// Reports how a call through connection `name` went.
+    /// Reports how a call through connection `name` went: Ready is about
+    /// reaching the cluster with usable credentials (a namespace's missing
+    /// RBAC is that RandomSecret's reason, not the connection's).
     pub async fn observed(&self, ctx: &Context, name: &str, result: Result<(), &ClusterError>) {
         match result {
             Ok(()) => {
-                self.connection_ready(ctx, name, true, "Connected", "reachable and authorized")
-                    .await
+                self.connection_ready(
+                    ctx,
+                    name,
+                    true,
+                    "Connected",
+                    "reachable, credentials accepted",
+                )
+                .await
             }
-            Err(e) if e.about_the_connection() => {
+            Err(e @ (ClusterError::Unreachable(_) | ClusterError::InvalidConnection(_))) => {
                 self.connection_ready(ctx, name, false, e.reason(), &e.to_string())
                     .await
             }
@@ -513,19 +599,23 @@ fn targets(rs: &RandomSecret) -> &[crate::push::api::ClusterPush] {
 }
 
 /// One RandomSecret's cluster work: the finalizer in line with the spec,
-/// each target's runner told, and the deletion policy on deletion.
+/// each target's runner told (also on deletion, for its cleanup), and the
+/// finalizer removed once every target's cleanup is done.
 pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
     if let Some(next) = ctx.standby() {
         return next;
     }
-    if !ctx.index.wants_clusters(&key) {
+    let wanted = ctx.index.wants_clusters(&key);
+    if !wanted && !ctx.results.lock().expect("results lock").contains_key(&key) {
         return Next::AwaitChange;
     }
     let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), key.ns());
     let rs = match api.get_opt(&key.name).await {
-        Ok(Some(rs)) => rs,
-        Ok(None) => {
+        Ok(Some(rs)) if wanted => rs,
+        Ok(_) => {
+            // Gone, or no cluster work any more: forget what was recorded.
             ctx.keep_only(&key, &[]);
+            ctx.cleaned.lock().expect("cleaned lock").remove(&key);
             return Next::AwaitChange;
         }
         Err(e) => {
@@ -544,7 +634,7 @@ pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
         // A target removed from the spec is forgotten, never deleted.
         ctx.keep_only(&key, &[]);
         if has_finalizer {
-            set_finalizer(&api, &rs, false)
+            crate::push::set_finalizer(&api, &rs, FINALIZER, false)
                 .await
                 .map(|_| Next::AwaitChange)
         } else {
@@ -552,7 +642,7 @@ pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
         }
     } else if !has_finalizer {
         // The patch is a change of its own: the watch brings it back here.
-        set_finalizer(&api, &rs, true)
+        crate::push::set_finalizer(&api, &rs, FINALIZER, true)
             .await
             .map(|_| Next::AwaitChange)
     } else {
@@ -563,7 +653,8 @@ pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
         ctx.keep_only(&key, &names);
         for t in targets {
             let name = &t.connection_ref.name;
-            match ctx.links.get(name, key.ns(), &ctx).await {
+            let target = report::target_namespace(t, &key);
+            match ctx.links.get(name, key.ns(), &target, &ctx).await {
                 Ok(link) => link.trigger(&key),
                 Err(e) => ctx.record(&key, report::failed(name, t, &key, &e)),
             }
@@ -584,48 +675,53 @@ pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
     })
 }
 
-/// The RandomSecret is being deleted: with `Delete` (and neither an orphan
-/// deletion nor the skip annotation) each cluster's anchor is deleted, so
-/// that cluster's collector removes every copy nothing there references;
-/// then the finalizer goes. A cluster that cannot be reached holds the
-/// deletion, saying why and how to skip.
+/// Whether the deletion of `rs` removes the copies in target `t`: with
+/// `Delete`, unless it is an orphan deletion or the skip annotation is set.
+pub(crate) async fn deletes_copies(
+    client: &kube::Client,
+    rs: &RandomSecret,
+    t: &crate::push::api::ClusterPush,
+) -> Result<bool, kube::Error> {
+    if t.deletion_policy.unwrap_or_default() != DeletionPolicy::Delete
+        || rs
+            .annotations()
+            .get(crate::push::SKIP_CLEANUP)
+            .is_some_and(|v| v == "true")
+        || rs.finalizers().iter().any(|f| f == "orphan")
+    {
+        return Ok(false);
+    }
+    Ok(!crate::push::orphaned(client, rs).await?)
+}
+
+/// The RandomSecret is being deleted: each target whose copies go
+/// (`deletes_copies`) is cleaned up by its own cluster's runner, one at a
+/// time with that cluster's syncs ([`sync`]), so a cluster that does not
+/// answer holds only its own deletions; the finalizer goes once every
+/// target is done. A target whose connection is gone keeps its copies, and
+/// an Event says so.
 async fn cleanup(
     key: &Key,
     rs: &RandomSecret,
     api: &Api<RandomSecret>,
     ctx: &Arc<Context>,
 ) -> Result<Next, kube::Error> {
-    let orphan = rs.finalizers().iter().any(|f| f == "orphan")
-        || crate::push::orphaned(&ctx.client, rs).await?;
-    let skip = rs
-        .annotations()
-        .get(crate::push::SKIP_CLEANUP)
-        .is_some_and(|v| v == "true");
-    let base = rs
-        .spec
-        .secret_name
-        .clone()
-        .unwrap_or_else(|| key.name.to_string());
+    let mut waiting = false;
     for t in targets(rs) {
         let name = &t.connection_ref.name;
-        if t.deletion_policy.unwrap_or_default() != DeletionPolicy::Delete || orphan || skip {
-            info!(randomsecret = %key, connection = %name, orphan, skip, "cluster push: kept the copies downstream on deletion");
+        if ctx.is_cleaned(key, name) {
             continue;
         }
-        let ns = t.namespace.clone().unwrap_or_else(|| key.ns().to_string());
-        let removed = match ctx.links.get(name, key.ns(), ctx).await {
-            Ok(link) => {
-                link.delete_anchor(key, &base, &ns, ctx.caches.secrets.key())
-                    .await
-            }
-            Err(e) => Err(e),
-        };
-        if let Some(next) = ctx.standby() {
-            return Ok(next);
+        if !deletes_copies(&ctx.client, rs, t).await? {
+            info!(randomsecret = %key, connection = %name, "cluster push: kept the copies downstream on deletion");
+            ctx.mark_cleaned(key, name);
+            continue;
         }
-        match removed {
-            Ok(found) => {
-                info!(randomsecret = %key, connection = %name, found, "cluster push: deleted the anchor downstream (deletionPolicy Delete); that cluster's collector removes the copies nothing there references")
+        let target = report::target_namespace(t, key);
+        match ctx.links.get(name, key.ns(), &target, ctx).await {
+            Ok(link) => {
+                link.trigger(key);
+                waiting = true;
             }
             Err(
                 e @ (ClusterError::ConnectionNotFound(_)
@@ -634,74 +730,48 @@ async fn cleanup(
             ) => {
                 // No one can reach that cluster through this connection now:
                 // the copies are kept (never lost), and said so.
+                let base = rs.spec.secret_name.as_deref().unwrap_or(&key.name);
                 let note = format!(
-                    "kept the copies in cluster {name}: {e}; delete the anchor Secret {} there by hand if they are no longer needed",
-                    copy::anchor_name(&base)
+                    "kept the copies in cluster {name}: {e}; delete the anchor Secret {} in namespace {target} there by hand if they are no longer needed",
+                    copy::anchor_name(base)
                 );
                 warn!(randomsecret = %key, reason = e.reason(), "cluster push cleanup: {note}");
                 ctx.events.publish(
-                    rs_reference(rs),
+                    crate::push::reference(rs),
                     EventType::Warning,
                     "ClusterCopiesKept",
                     "DeleteClusterCopies",
                     note,
                 );
+                ctx.mark_cleaned(key, name);
             }
             Err(e) => {
-                let message = format!(
-                    "deletion waits to delete the anchor in cluster {name}: {e}; to delete without it, annotate {}=true",
-                    crate::push::SKIP_CLEANUP
-                );
-                warn!(randomsecret = %key, reason = e.reason(), "cluster push cleanup: {message}");
                 let mut status = report::failed(name, t, key, &e);
-                status.message = Some(message);
+                status.message = Some(waits_message(name, &e));
                 ctx.record(key, status);
-                return Ok(Next::RequeueAfter(CLEANUP_RECHECK));
+                waiting = true;
             }
         }
+    }
+    if waiting {
+        // The links say when they are done (`dispatches`); this is the fallback.
+        return Ok(Next::RequeueAfter(CLEANUP_RECHECK));
     }
     if let Some(next) = ctx.standby() {
         return Ok(next);
     }
-    set_finalizer(api, rs, false).await?;
+    crate::push::set_finalizer(api, rs, FINALIZER, false).await?;
+    ctx.cleaned.lock().expect("cleaned lock").remove(key);
+    ctx.keep_only(key, &[]);
     Ok(Next::AwaitChange)
 }
 
-/// Adds or removes our finalizer; the resourceVersion makes a concurrent
-/// change of the list a conflict (retried) instead of a lost finalizer.
-async fn set_finalizer(
-    api: &Api<RandomSecret>,
-    rs: &RandomSecret,
-    on: bool,
-) -> Result<(), kube::Error> {
-    let mut list: Vec<String> = rs
-        .finalizers()
-        .iter()
-        .filter(|f| *f != FINALIZER)
-        .cloned()
-        .collect();
-    if on {
-        list.push(FINALIZER.into());
-    }
-    let patch = json!({"metadata": {"resourceVersion": rs.resource_version(), "finalizers": list}});
-    api.patch(
-        &rs.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(patch),
+/// What a deletion waiting on cluster `name` says.
+pub(crate) fn waits_message(name: &str, e: &ClusterError) -> String {
+    format!(
+        "deletion waits to delete the anchor in cluster {name}: {e}; to delete without it, annotate {}=true",
+        crate::push::SKIP_CLEANUP
     )
-    .await
-    .map(drop)
-}
-
-pub(crate) fn rs_reference(rs: &RandomSecret) -> k8s_openapi::api::core::v1::ObjectReference {
-    k8s_openapi::api::core::v1::ObjectReference {
-        api_version: Some("randomsecret.io/v1".into()),
-        kind: Some("RandomSecret".into()),
-        name: rs.metadata.name.clone(),
-        namespace: rs.metadata.namespace.clone(),
-        uid: rs.metadata.uid.clone(),
-        ..Default::default()
-    }
 }
 
 #[cfg(test)]
@@ -735,13 +805,11 @@ mod tests {
         assert_eq!(missing.reason(), "NamespaceNotFound");
         assert_eq!(
             ClusterError::ValueMismatch(String::new()).next(),
-            Next::RequeueAfter(RESYNC)
+            Next::AwaitChange
         );
         assert_eq!(
             ClusterError::Waiting(String::new()).next(),
             Next::RequeueAfter(AWAIT)
         );
-        assert!(ClusterError::Unreachable(String::new()).about_the_connection());
-        assert!(!ClusterError::SecretNameConflict(String::new()).about_the_connection());
     }
 }

@@ -57,6 +57,7 @@ pub fn failed(connection: &str, t: &ClusterPush, key: &Key, e: &ClusterError) ->
 /// seen), and the condition's status, reason and message.
 pub fn desired(
     targets: &[ClusterPush],
+    key: &Key,
     results: &BTreeMap<String, ClusterPushStatus>,
     last: &[ClusterPushStatus],
 ) -> (Vec<ClusterPushStatus>, bool, String, String) {
@@ -66,7 +67,7 @@ pub fn desired(
             let name = &t.connection_ref.name;
             let mut s = results.get(name).cloned().unwrap_or(ClusterPushStatus {
                 connection: name.clone(),
-                namespace: t.namespace.clone().unwrap_or_default(),
+                namespace: target_namespace(t, key),
                 synced: false,
                 reason: "Pending".into(),
                 message: Some("not synced yet".into()),
@@ -149,6 +150,7 @@ pub async fn write(key: Key, ctx: Arc<Context>) -> Next {
             .unwrap_or_default();
         let (entries, ok, reason, message) = desired(
             targets,
+            &key,
             &results,
             stored_entries.as_deref().unwrap_or_default(),
         );
@@ -207,9 +209,13 @@ mod tests {
             "east".to_string(),
             synced("east", &targets[0], &key, vec!["db-1".into()]),
         );
-        let (entries, ok, reason, message) = desired(&targets, &results, &[]);
+        let (entries, ok, reason, message) = desired(&targets, &key, &results, &[]);
         assert!(!ok);
         assert_eq!(reason, "Pending");
+        assert_eq!(
+            entries[1].namespace, "team-a",
+            "a pending entry names its namespace"
+        );
         assert!(message.starts_with("west: Pending"), "{message}");
         assert_eq!(entries[0].namespace, "team-a");
         results.insert(
@@ -222,7 +228,7 @@ mod tests {
             ),
         );
         let last = vec![synced("west", &targets[1], &key, vec!["db-0".into()])];
-        let (entries, ok, reason, message) = desired(&targets, &results, &last);
+        let (entries, ok, reason, message) = desired(&targets, &key, &results, &last);
         assert!(!ok);
         assert_eq!(reason, "Unreachable");
         assert_eq!(message, "west: Unreachable (cluster west: no answer)");
@@ -232,7 +238,7 @@ mod tests {
             "west".to_string(),
             synced("west", &targets[1], &key, vec!["db-1".into()]),
         );
-        let (_, ok, reason, message) = desired(&targets, &results, &[]);
+        let (_, ok, reason, message) = desired(&targets, &key, &results, &[]);
         assert!(ok);
         assert_eq!(reason, "Synced");
         assert!(message.ends_with("east, west"), "{message}");

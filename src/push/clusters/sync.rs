@@ -50,10 +50,30 @@ pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
         .cloned()
     else {
         // Removed from the spec: forgotten (the dispatcher drops its status).
+        link.forget(&key);
         return Next::AwaitChange;
     };
-    if rs.metadata.deletion_timestamp.is_some() {
-        return Next::AwaitChange;
+    let deleting = rs.metadata.deletion_timestamp.is_some();
+    // The connection as it is now: edited (a new link), deleted, or no
+    // longer open to this namespace or target.
+    let namespace = report::target_namespace(&target, &key);
+    match ctx.links.get(&link.name, key.ns(), &namespace, &ctx).await {
+        Ok(now) if !Arc::ptr_eq(&now, &link) => {
+            link.forget(&key);
+            now.trigger(&key);
+            return Next::AwaitChange;
+        }
+        Ok(_) => {}
+        // The dispatcher reports a deletion's connection problems.
+        Err(_) if deleting => return Next::AwaitChange,
+        Err(e) => {
+            link.forget(&key);
+            ctx.record(&key, report::failed(&link.name, &target, &key, &e));
+            return e.next();
+        }
+    }
+    if deleting {
+        return cleanup(&key, &rs, &target, &link, &ctx).await;
     }
     let start = Instant::now();
     let result = step(&key, &rs, &target, &link, &ctx).await;
@@ -74,7 +94,8 @@ pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
     match result {
         Ok(kept) => {
             ctx.record(&key, report::synced(&link.name, &target, &key, kept));
-            Next::RequeueAfter(super::RESYNC)
+            // The dispatcher's resync brings it back.
+            Next::AwaitChange
         }
         Err(ClusterError::Conflict(m)) => {
             // A lost race is no news: read again, and say nothing.
@@ -86,7 +107,7 @@ pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
             if previous.as_deref() != Some(e.reason()) && !quiet {
                 warn!(randomsecret = %key, connection = %link.name, reason = e.reason(), "cluster push failed: {e}");
                 ctx.events.publish(
-                    super::rs_reference(&rs),
+                    crate::push::reference(&rs),
                     EventType::Warning,
                     e.reason(),
                     "PushCluster",
@@ -108,11 +129,8 @@ async fn step(
     ctx: &Arc<Context>,
 ) -> Result<Vec<String>, ClusterError> {
     let namespace = report::target_namespace(target, key);
-    let down = link.namespace(&namespace, ctx);
-    if !down.listed() {
-        return Err(probe(link, &namespace).await);
-    }
-    let current = ready_version(rs).ok_or_else(|| {
+    let down = first_listed(link, &namespace, ctx)?;
+    let current = crate::push::ready_secret_name(rs).ok_or_else(|| {
         ClusterError::Waiting("waiting for the version to be Ready upstream".into())
     })?;
     let base = rs
@@ -125,33 +143,104 @@ async fn step(
     retain(key, rs, &current, &anchor, &namespace, &down, link, ctx).await
 }
 
-/// The current version's name once it is Ready for this generation.
-fn ready_version(rs: &RandomSecret) -> Option<String> {
-    let s = rs.status.as_ref()?;
-    let ready = s.observed_generation == rs.metadata.generation
-        && s.conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-    ready.then(|| s.secret_name.clone()).flatten()
-}
-
-/// Why a namespace's watches have not listed: one call says (refused,
-/// unreachable), or they are still listing.
-async fn probe(link: &Link, namespace: &str) -> ClusterError {
-    let params = kube::api::ListParams::default().limit(1);
-    match link
-        .bounded(
-            &format!("listing Secrets in namespace {namespace}"),
-            link.secrets(namespace).list_metadata(&params),
-        )
-        .await
-    {
-        Err(e) => e,
-        Ok(_) => ClusterError::Connecting(format!(
+/// The watched state of `namespace` once every watch there has listed;
+/// before that, why not (a refused or failed list), or Connecting.
+fn first_listed(
+    link: &Arc<Link>,
+    namespace: &str,
+    ctx: &Arc<Context>,
+) -> Result<Arc<Downstream>, ClusterError> {
+    let down = link.namespace(namespace, ctx);
+    if down.listed() {
+        return Ok(down);
+    }
+    Err(down.failure().unwrap_or_else(|| {
+        ClusterError::Connecting(format!(
             "cluster {}: reading namespace {namespace} for the first time",
             link.name
-        )),
+        ))
+    }))
+}
+
+/// The RandomSecret is being deleted, and this target's copies go (the
+/// dispatcher decided, `deletes_copies`): a last retention pass makes every
+/// downstream holder an owner, then the anchor is deleted, so the collector
+/// there removes what nothing references. In this cluster's runner, so no
+/// sync of the same RandomSecret runs meanwhile.
+async fn cleanup(
+    key: &Key,
+    rs: &RandomSecret,
+    target: &ClusterPush,
+    link: &Arc<Link>,
+    ctx: &Arc<Context>,
+) -> Next {
+    if ctx.is_cleaned(key, &link.name) {
+        return Next::AwaitChange;
     }
+    let done = match super::deletes_copies(&ctx.client, rs, target).await {
+        Ok(false) => Ok(false),
+        Ok(true) => release(key, rs, target, link, ctx).await,
+        Err(e) => Err(ClusterError::Retry(format!(
+            "reading the current version upstream: {e}"
+        ))),
+    };
+    if let Some(next) = ctx.standby() {
+        return next;
+    }
+    match done {
+        Ok(found) => {
+            info!(randomsecret = %key, connection = %link.name, found, "cluster push: cleanup done (the anchor deleted, if there was one of ours); that cluster's collector removes the copies nothing there references");
+            ctx.mark_cleaned(key, &link.name);
+            let _ = ctx.dispatches.send(key.clone());
+            Next::AwaitChange
+        }
+        Err(e) => {
+            let message = super::waits_message(&link.name, &e);
+            warn!(randomsecret = %key, connection = %link.name, reason = e.reason(), "cluster push cleanup: {message}");
+            let mut status = report::failed(&link.name, target, key, &e);
+            status.message = Some(message);
+            ctx.record(key, status);
+            Next::RequeueAfter(super::CLEANUP_RECHECK)
+        }
+    }
+}
+
+/// The last retention pass and the anchor's deletion; whether an anchor of
+/// ours was found. Nothing is done while a watch there is catching up.
+async fn release(
+    key: &Key,
+    rs: &RandomSecret,
+    target: &ClusterPush,
+    link: &Arc<Link>,
+    ctx: &Arc<Context>,
+) -> Result<bool, ClusterError> {
+    let namespace = report::target_namespace(target, key);
+    let down = first_listed(link, &namespace, ctx)?;
+    if !down.interruptions.which().is_empty() {
+        return Err(ClusterError::Connecting(format!(
+            "cluster {}: a watch of namespace {namespace} is catching up",
+            link.name
+        )));
+    }
+    let base = rs
+        .spec
+        .secret_name
+        .clone()
+        .unwrap_or_else(|| key.name.to_string());
+    let name = copy::anchor_name(&base);
+    let Some(anchor) = down
+        .copy(&name)
+        .filter(|c| c.anchor && c.proven_anchor && c.origin == *key)
+    else {
+        return Ok(false);
+    };
+    if let Some(current) = rs.status.as_ref().and_then(|s| s.secret_name.clone()) {
+        let owner = copy::anchor_owner(&name, &anchor.uid);
+        retain(key, rs, &current, &owner, &namespace, &down, link, ctx).await?;
+    }
+    ctx.may_write()?;
+    link.delete_anchor(key, &base, &namespace, ctx.caches.secrets.key())
+        .await
 }
 
 /// The anchor as the copies' owner: found and proven, or created.
@@ -183,6 +272,7 @@ async fn ensure_anchor(
     }
     let anchor = copy::anchor(ctx.caches.secrets.key(), &origin, base, namespace);
     let api = link.secrets(namespace);
+    ctx.may_write()?;
     let what = "creating the anchor";
     let created = match link
         .bounded_raw(what, api.create(&PostParams::default(), &anchor))
@@ -260,6 +350,7 @@ async fn ensure_copy(
             )
             .collect();
         let copy = copy::copy_of(&upstream, namespace, owners);
+        ctx.may_write()?;
         let what = format!("creating Secret {current}");
         match link
             .bounded_raw(&what, api.create(&PostParams::default(), &copy))
@@ -274,7 +365,7 @@ async fn ensure_copy(
                 ctx.metrics.copies_created.inc();
                 info!(randomsecret = %key, connection = %link.name, secret = current, namespace, "cluster push: copied the version");
                 ctx.events.publish(
-                    super::rs_reference(rs),
+                    crate::push::reference(rs),
                     EventType::Normal,
                     "ClusterVersionCopied",
                     "PushCluster",
@@ -370,6 +461,9 @@ async fn retain(
             .find(|(n, _)| *n == p.name)
             .expect("planned from observed")
             .1;
+        if p.change != Change::None {
+            ctx.may_write()?;
+        }
         match p.change {
             Change::None => {}
             Change::SetOwners => {
@@ -387,9 +481,11 @@ async fn retain(
             }
             Change::Delete => {
                 let params = DeleteParams {
+                    // The state planned on: an owner added since (a new
+                    // holder) makes this a conflict, and the next sync sees it.
                     preconditions: Some(Preconditions {
                         uid: Some(c.uid.clone()),
-                        resource_version: None,
+                        resource_version: Some(c.resource_version.clone()),
                     }),
                     ..Default::default()
                 };
