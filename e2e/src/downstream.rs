@@ -131,22 +131,7 @@ impl DownstreamCluster {
             "randomsecret-upstream",
             "--duration=2h",
         ])?;
-        let server = self.kubectl(&[
-            "config",
-            "view",
-            "--raw",
-            "--minify",
-            "-o",
-            "jsonpath={.clusters[0].cluster.server}",
-        ])?;
-        let ca = self.kubectl(&[
-            "config",
-            "view",
-            "--raw",
-            "--minify",
-            "-o",
-            "jsonpath={.clusters[0].cluster.certificate-authority-data}",
-        ])?;
+        let (server, ca) = crate::tools::server_and_ca(Some(&kc))?;
         Ok(format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: downstream\n  cluster: {{server: \"{server}\", certificate-authority-data: \"{ca}\"}}\nusers:\n- name: upstream\n  user: {{token: \"{}\"}}\ncontexts:\n- name: downstream\n  context: {{cluster: downstream, user: upstream}}\ncurrent-context: downstream\n",
             token.trim()

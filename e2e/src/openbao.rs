@@ -105,24 +105,8 @@ impl OpenBao {
     /// allows only `secret/{data,metadata}/randomsecret/*`.
     fn configure(&self) -> Result<()> {
         let reviewer = reviewer_token()?;
-        let server = kubectl(&[
-            "config",
-            "view",
-            "--raw",
-            "--minify",
-            "-o",
-            "jsonpath={.clusters[0].cluster.server}",
-        ])?;
-        // The apiserver's CA, from the kubeconfig (the e2e and bench clusters alike).
-        let ca_data = kubectl(&[
-            "config",
-            "view",
-            "--raw",
-            "--minify",
-            "--flatten",
-            "-o",
-            "jsonpath={.clusters[0].cluster.certificate-authority-data}",
-        ])?;
+        // The apiserver's address and CA, from the kubeconfig (the e2e and bench clusters alike).
+        let (server, ca_data) = crate::tools::server_and_ca(None)?;
         let ca = log_dir().join(format!("openbao-{}/kube-ca.crt", self.port));
         std::fs::write(&ca, run("base64", &["-d"], Some(ca_data.trim()))?)?;
         self.cli(&["auth", "enable", "kubernetes"])?;

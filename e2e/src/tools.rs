@@ -58,6 +58,29 @@ pub fn kubectl(args: &[&str]) -> Result<String> {
     run("kubectl", args, None)
 }
 
+/// The apiserver address and CA (base64 PEM) of the kubeconfig kubectl uses
+/// (`kubeconfig`: another file), for kubeconfigs and auth methods the suites write.
+pub fn server_and_ca(kubeconfig: Option<&str>) -> Result<(String, String)> {
+    let field = |path: &str| -> Result<String> {
+        let jsonpath = format!("jsonpath={{.clusters[0].cluster.{path}}}");
+        let mut args = Vec::new();
+        if let Some(k) = kubeconfig {
+            args.extend(["--kubeconfig", k]);
+        }
+        args.extend([
+            "config",
+            "view",
+            "--raw",
+            "--minify",
+            "--flatten",
+            "-o",
+            &jsonpath,
+        ]);
+        Ok(kubectl(&args)?.trim().to_string())
+    };
+    Ok((field("server")?, field("certificate-authority-data")?))
+}
+
 /// The documents of a YAML stream, as JSON values.
 pub fn docs(yaml: &str) -> Result<Vec<Value>> {
     Ok(randomsecret::manifests::documents(yaml)?)

@@ -330,22 +330,7 @@ async fn status_tree_through_two_rotations_and_a_rollback() -> Result<()> {
 /// A kubeconfig for `sa` in `ns`, with a token of its own.
 fn service_account_kubeconfig(ns: &str, sa: &str) -> Result<std::path::PathBuf> {
     let token = kubectl(&["-n", ns, "create", "token", sa, "--duration=1h"])?;
-    let server = kubectl(&[
-        "config",
-        "view",
-        "--raw",
-        "--minify",
-        "-o",
-        "jsonpath={.clusters[0].cluster.server}",
-    ])?;
-    let ca = kubectl(&[
-        "config",
-        "view",
-        "--raw",
-        "--minify",
-        "-o",
-        "jsonpath={.clusters[0].cluster.certificate-authority-data}",
-    ])?;
+    let (server, ca) = server_and_ca(None)?;
     let dir = std::env::var("E2E_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| repo_root().join("target/e2e"));

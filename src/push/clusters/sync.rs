@@ -138,9 +138,17 @@ async fn step(
         .secret_name
         .clone()
         .unwrap_or_else(|| key.name.to_string());
-    let anchor = ensure_anchor(key, &base, &namespace, &down, link, ctx).await?;
-    ensure_copy(key, rs, &current, &anchor, &namespace, &down, link, ctx).await?;
-    retain(key, rs, &current, &anchor, &namespace, &down, link, ctx).await
+    let here = Here {
+        key,
+        rs,
+        namespace: &namespace,
+        down: &down,
+        link,
+        ctx,
+    };
+    let anchor = here.ensure_anchor(&base).await?;
+    here.ensure_copy(&current, &anchor).await?;
+    here.retain(&current, &anchor).await
 }
 
 /// The watched state of `namespace` once every watch there has listed;
@@ -236,274 +244,299 @@ async fn release(
     };
     if let Some(current) = rs.status.as_ref().and_then(|s| s.secret_name.clone()) {
         let owner = copy::anchor_owner(&name, &anchor.uid);
-        retain(key, rs, &current, &owner, &namespace, &down, link, ctx).await?;
+        let here = Here {
+            key,
+            rs,
+            namespace: &namespace,
+            down: &down,
+            link,
+            ctx,
+        };
+        here.retain(&current, &owner).await?;
     }
     ctx.may_write()?;
     link.delete_anchor(key, &base, &namespace, ctx.caches.secrets.key())
         .await
 }
 
-/// The anchor as the copies' owner: found and proven, or created.
-async fn ensure_anchor(
-    key: &Key,
-    base: &str,
-    namespace: &str,
-    down: &Downstream,
-    link: &Link,
-    ctx: &Context,
-) -> Result<OwnerReference, ClusterError> {
-    let name = copy::anchor_name(base);
-    let origin = Origin {
-        namespace: key.ns(),
-        randomsecret: &key.name,
-    };
-    let conflict = || {
-        ClusterError::SecretNameConflict(format!(
-            "cluster {}: Secret {name} in namespace {namespace} was not made by randomsecret for {key}: it is left untouched; remove it, or give this RandomSecret another spec.secretName",
-            link.name
-        ))
-    };
-    if let Some(c) = down.copy(&name) {
-        return if c.anchor && c.proven_anchor && c.origin == *key {
-            Ok(copy::anchor_owner(&name, &c.uid))
-        } else {
-            Err(conflict())
-        };
-    }
-    let anchor = copy::anchor(ctx.caches.secrets.key(), &origin, base, namespace);
-    let api = link.secrets(namespace);
-    ctx.may_write()?;
-    let what = "creating the anchor";
-    let created = match link
-        .bounded_raw(what, api.create(&PostParams::default(), &anchor))
-        .await?
-    {
-        Ok(s) => s,
-        Err(kube::Error::Api(s)) if s.code == 409 => {
-            // Made meanwhile (by us, or by someone else): read and prove it.
-            let found = link
-                .bounded("reading the anchor", api.get_metadata(&name))
-                .await?;
-            if !copy::proven_anchor(ctx.caches.secrets.key(), &found.metadata, &origin) {
-                return Err(conflict());
-            }
-            down.write_through(&found.metadata, ctx.caches.secrets.key());
-            return Ok(copy::anchor_owner(
-                &name,
-                found.metadata.uid.as_deref().unwrap_or_default(),
-            ));
-        }
-        Err(e) => return Err(ClusterError::downstream(&link.name, what, e)),
-    };
-    down.write_through(&created.metadata, ctx.caches.secrets.key());
-    Ok(copy::anchor_owner(
-        &name,
-        created.metadata.uid.as_deref().unwrap_or_default(),
-    ))
+/// One RandomSecret in one namespace of one cluster: what each step reads.
+struct Here<'a> {
+    key: &'a Key,
+    rs: &'a RandomSecret,
+    namespace: &'a str,
+    down: &'a Downstream,
+    link: &'a Link,
+    ctx: &'a Context,
 }
 
-/// The current version's copy: there and proven the same, or created.
-#[allow(clippy::too_many_arguments)]
-async fn ensure_copy(
-    key: &Key,
-    rs: &RandomSecret,
-    current: &str,
-    anchor: &OwnerReference,
-    namespace: &str,
-    down: &Downstream,
-    link: &Link,
-    ctx: &Context,
-) -> Result<(), ClusterError> {
-    let upstream_uid = ctx
-        .caches
-        .secrets
-        .get(&key.sibling(current))
-        .map(|v| v.uid.to_string());
-    let existing = down.copy(current);
-    if let (Some(c), Some(up)) = (&existing, &upstream_uid)
-        && link.is_proven(&format!("{}/{up}", c.uid))
-    {
-        return Ok(());
-    }
-    // The values pass through here once, from the upstream version to the
-    // copy (or to compare with one found); they are never kept.
-    let upstream = Api::<Secret>::namespaced(ctx.client.clone(), key.ns())
-        .get(current)
-        .await
-        .map_err(|e| ClusterError::Retry(format!("reading Secret {current} upstream: {e}")))?;
-    let up_uid = upstream.metadata.uid.clone().unwrap_or_default();
-    let api = link.secrets(namespace);
-    let found = if existing.is_some() {
-        Some(
-            link.bounded(&format!("reading Secret {current}"), api.get(current))
-                .await?,
-        )
-    } else {
-        let holders = down.holders_of(&Key::new(namespace, current));
-        let owners = std::iter::once(anchor.clone())
-            .chain(
-                holders
-                    .iter()
-                    .filter(|h| !h.covered)
-                    .take(retention::MAX_HOLDER_OWNERS)
-                    .map(|h| h.owner_reference()),
-            )
-            .collect();
-        let copy = copy::copy_of(&upstream, namespace, owners);
+impl Here<'_> {
+    /// The anchor as the copies' owner: found and proven, or created.
+    async fn ensure_anchor(&self, base: &str) -> Result<OwnerReference, ClusterError> {
+        let Here {
+            key,
+            namespace,
+            down,
+            link,
+            ctx,
+            ..
+        } = *self;
+        let name = copy::anchor_name(base);
+        let origin = Origin {
+            namespace: key.ns(),
+            randomsecret: &key.name,
+        };
+        let conflict = || {
+            ClusterError::SecretNameConflict(format!(
+                "cluster {}: Secret {name} in namespace {namespace} was not made by randomsecret for {key}: it is left untouched; remove it, or give this RandomSecret another spec.secretName",
+                link.name
+            ))
+        };
+        if let Some(c) = down.copy(&name) {
+            return if c.anchor && c.proven_anchor && c.origin == *key {
+                Ok(copy::anchor_owner(&name, &c.uid))
+            } else {
+                Err(conflict())
+            };
+        }
+        let anchor = copy::anchor(ctx.caches.secrets.key(), &origin, base, namespace);
+        let api = link.secrets(namespace);
         ctx.may_write()?;
-        let what = format!("creating Secret {current}");
-        match link
-            .bounded_raw(&what, api.create(&PostParams::default(), &copy))
+        let what = "creating the anchor";
+        let created = match link
+            .bounded_raw(what, api.create(&PostParams::default(), &anchor))
             .await?
         {
-            Ok(made) => {
-                down.write_through(&made.metadata, ctx.caches.secrets.key());
-                if let Some(uid) = &made.metadata.uid {
+            Ok(s) => s,
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Made meanwhile (by us, or by someone else): read and prove it.
+                let found = link
+                    .bounded("reading the anchor", api.get_metadata(&name))
+                    .await?;
+                if !copy::proven_anchor(ctx.caches.secrets.key(), &found.metadata, &origin) {
+                    return Err(conflict());
+                }
+                down.write_through(&found.metadata, ctx.caches.secrets.key());
+                return Ok(copy::anchor_owner(
+                    &name,
+                    found.metadata.uid.as_deref().unwrap_or_default(),
+                ));
+            }
+            Err(e) => return Err(ClusterError::downstream(&link.name, what, e)),
+        };
+        down.write_through(&created.metadata, ctx.caches.secrets.key());
+        Ok(copy::anchor_owner(
+            &name,
+            created.metadata.uid.as_deref().unwrap_or_default(),
+        ))
+    }
+
+    /// The current version's copy: there and proven the same, or created.
+    async fn ensure_copy(
+        &self,
+        current: &str,
+        anchor: &OwnerReference,
+    ) -> Result<(), ClusterError> {
+        let Here {
+            key,
+            rs,
+            namespace,
+            down,
+            link,
+            ctx,
+        } = *self;
+        let upstream_uid = ctx
+            .caches
+            .secrets
+            .get(&key.sibling(current))
+            .map(|v| v.uid.to_string());
+        let existing = down.copy(current);
+        if let (Some(c), Some(up)) = (&existing, &upstream_uid)
+            && link.is_proven(&format!("{}/{up}", c.uid))
+        {
+            return Ok(());
+        }
+        // The values pass through here once, from the upstream version to the
+        // copy (or to compare with one found); they are never kept.
+        let upstream = Api::<Secret>::namespaced(ctx.client.clone(), key.ns())
+            .get(current)
+            .await
+            .map_err(|e| ClusterError::Retry(format!("reading Secret {current} upstream: {e}")))?;
+        let up_uid = upstream.metadata.uid.clone().unwrap_or_default();
+        let api = link.secrets(namespace);
+        let found = if existing.is_some() {
+            Some(
+                link.bounded(&format!("reading Secret {current}"), api.get(current))
+                    .await?,
+            )
+        } else {
+            let holders = down.holders_of(&Key::new(namespace, current));
+            let owners = std::iter::once(anchor.clone())
+                .chain(
+                    holders
+                        .iter()
+                        .filter(|h| !h.covered)
+                        .take(retention::MAX_HOLDER_OWNERS)
+                        .map(|h| h.owner_reference()),
+                )
+                .collect();
+            let copy = copy::copy_of(&upstream, namespace, owners);
+            ctx.may_write()?;
+            let what = format!("creating Secret {current}");
+            match link
+                .bounded_raw(&what, api.create(&PostParams::default(), &copy))
+                .await?
+            {
+                Ok(made) => {
+                    down.write_through(&made.metadata, ctx.caches.secrets.key());
+                    if let Some(uid) = &made.metadata.uid {
+                        link.mark_proven(format!("{uid}/{up_uid}"));
+                        link.mark_proven(format!("{uid}/"));
+                    }
+                    ctx.metrics.copies_created.inc();
+                    info!(randomsecret = %key, connection = %link.name, secret = current, namespace, "cluster push: copied the version");
+                    ctx.events.publish(
+                        crate::push::reference(rs),
+                        EventType::Normal,
+                        "ClusterVersionCopied",
+                        "PushCluster",
+                        format!(
+                            "Copied Secret {current} to namespace {namespace} of cluster {}",
+                            link.name
+                        ),
+                    );
+                    None
+                }
+                Err(kube::Error::Api(s)) if s.code == 409 => Some(
+                    link.bounded(&format!("reading Secret {current}"), api.get(current))
+                        .await?,
+                ),
+                Err(e) => return Err(ClusterError::downstream(&link.name, &what, e)),
+            }
+        };
+        let Some(found) = found else { return Ok(()) };
+        match copy::classify(ctx.caches.secrets.key(), &found, &upstream) {
+            Found::Ours => {
+                down.write_through(&found.metadata, ctx.caches.secrets.key());
+                if let Some(uid) = &found.metadata.uid {
                     link.mark_proven(format!("{uid}/{up_uid}"));
                     link.mark_proven(format!("{uid}/"));
                 }
-                ctx.metrics.copies_created.inc();
-                info!(randomsecret = %key, connection = %link.name, secret = current, namespace, "cluster push: copied the version");
-                ctx.events.publish(
-                    crate::push::reference(rs),
-                    EventType::Normal,
-                    "ClusterVersionCopied",
-                    "PushCluster",
-                    format!(
-                        "Copied Secret {current} to namespace {namespace} of cluster {}",
-                        link.name
-                    ),
-                );
-                None
+                Ok(())
             }
-            Err(kube::Error::Api(s)) if s.code == 409 => Some(
-                link.bounded(&format!("reading Secret {current}"), api.get(current))
-                    .await?,
-            ),
-            Err(e) => return Err(ClusterError::downstream(&link.name, &what, e)),
+            Found::Mismatch => Err(ClusterError::ValueMismatch(format!(
+                "cluster {}: Secret {current} in namespace {namespace} is our copy of an earlier version of that name, with other values (the version was re-created upstream since): it is never overwritten; change spec.rotation to move to a new name, or delete that copy downstream once nothing there uses it, to have it copied again",
+                link.name
+            ))),
+            Found::Foreign => Err(ClusterError::SecretNameConflict(format!(
+                "cluster {}: Secret {current} in namespace {namespace} was not made by randomsecret: it is left untouched; delete or rename it there, or change spec.rotation to move to a new name",
+                link.name
+            ))),
         }
-    };
-    let Some(found) = found else { return Ok(()) };
-    match copy::classify(ctx.caches.secrets.key(), &found, &upstream) {
-        Found::Ours => {
-            down.write_through(&found.metadata, ctx.caches.secrets.key());
-            if let Some(uid) = &found.metadata.uid {
-                link.mark_proven(format!("{uid}/{up_uid}"));
-                link.mark_proven(format!("{uid}/"));
-            }
-            Ok(())
-        }
-        Found::Mismatch => Err(ClusterError::ValueMismatch(format!(
-            "cluster {}: Secret {current} in namespace {namespace} is our copy of an earlier version of that name, with other values (the version was re-created upstream since): it is never overwritten; change spec.rotation to move to a new name, or delete that copy downstream once nothing there uses it, to have it copied again",
-            link.name
-        ))),
-        Found::Foreign => Err(ClusterError::SecretNameConflict(format!(
-            "cluster {}: Secret {current} in namespace {namespace} was not made by randomsecret: it is left untouched; delete or rename it there, or change spec.rotation to move to a new name",
-            link.name
-        ))),
     }
-}
 
-/// Sets each copy's owners from the retention plan, and deletes the copies
-/// it releases. Copies not proven ours (read whole once) are left alone.
-#[allow(clippy::too_many_arguments)]
-async fn retain(
-    key: &Key,
-    rs: &RandomSecret,
-    current: &str,
-    anchor: &OwnerReference,
-    namespace: &str,
-    down: &Downstream,
-    link: &Link,
-    ctx: &Context,
-) -> Result<Vec<String>, ClusterError> {
-    let api = link.secrets(namespace);
-    let mut copies = Vec::new();
-    for (name, c) in down.copies_of(key) {
-        if !link.is_proven(&format!("{}/", c.uid)) {
-            let whole = link
-                .bounded(&format!("reading Secret {name}"), api.get(&name))
-                .await?;
-            if !copy::proven_copy(ctx.caches.secrets.key(), &whole, key.ns()) {
-                continue;
-            }
-            link.mark_proven(format!("{}/", c.uid));
-        }
-        copies.push((name, c));
-    }
-    let observed: Vec<Observed> = copies
-        .iter()
-        .map(|(name, c)| Observed {
-            name: name.clone(),
-            hash: c.hash.clone(),
-            created: c.created.clone(),
-            owners: c.owners.clone(),
-        })
-        .collect();
-    // While a watch here is interrupted, a copy may look unreferenced only
-    // because its ReplicaSet came during the gap: nothing is released.
-    let history = if down.interruptions.which().is_empty() {
-        rs.spec.history.unwrap_or(0).max(0) as usize
-    } else {
-        usize::MAX
-    };
-    let planned = retention::plan(
-        current,
-        anchor,
-        &observed,
-        |n| down.holders_of(&Key::new(namespace, n)),
-        history,
-    );
-    let mut kept = Vec::new();
-    for p in planned {
-        let c = &copies
-            .iter()
-            .find(|(n, _)| *n == p.name)
-            .expect("planned from observed")
-            .1;
-        if p.change != Change::None {
-            ctx.may_write()?;
-        }
-        match p.change {
-            Change::None => {}
-            Change::SetOwners => {
-                let patch = json!({"metadata": {
-                    "resourceVersion": c.resource_version,
-                    "ownerReferences": p.owners,
-                }});
-                let done = link
-                    .bounded(
-                        &format!("setting the owners of Secret {}", p.name),
-                        api.patch(&p.name, &PatchParams::default(), &Patch::Merge(patch)),
-                    )
+    /// Sets each copy's owners from the retention plan, and deletes the copies
+    /// it releases. Copies not proven ours (read whole once) are left alone.
+    async fn retain(
+        &self,
+        current: &str,
+        anchor: &OwnerReference,
+    ) -> Result<Vec<String>, ClusterError> {
+        let Here {
+            key,
+            rs,
+            namespace,
+            down,
+            link,
+            ctx,
+        } = *self;
+        let api = link.secrets(namespace);
+        let mut copies = Vec::new();
+        for (name, c) in down.copies_of(key) {
+            if !link.is_proven(&format!("{}/", c.uid)) {
+                let whole = link
+                    .bounded(&format!("reading Secret {name}"), api.get(&name))
                     .await?;
-                down.write_through(&done.metadata, ctx.caches.secrets.key());
-            }
-            Change::Delete => {
-                let params = DeleteParams {
-                    // The state planned on: an owner added since (a new
-                    // holder) makes this a conflict, and the next sync sees it.
-                    preconditions: Some(Preconditions {
-                        uid: Some(c.uid.clone()),
-                        resource_version: Some(c.resource_version.clone()),
-                    }),
-                    ..Default::default()
-                };
-                let what = format!("deleting Secret {}", p.name);
-                match link
-                    .bounded_raw(&what, api.delete(&p.name, &params))
-                    .await?
-                {
-                    // Gone meanwhile, or another incarnation: the watch says which.
-                    Ok(_) => down.forget(&p.name),
-                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                    Err(e) => return Err(ClusterError::downstream(&link.name, &what, e)),
+                if !copy::proven_copy(ctx.caches.secrets.key(), &whole, key.ns()) {
+                    continue;
                 }
-                info!(randomsecret = %key, connection = %link.name, secret = %p.name, namespace, "cluster push: released a copy nothing there references");
-                continue;
+                link.mark_proven(format!("{}/", c.uid));
             }
+            copies.push((name, c));
         }
-        kept.push(p.name);
+        let observed: Vec<Observed> = copies
+            .iter()
+            .map(|(name, c)| Observed {
+                name: name.clone(),
+                hash: c.hash.clone(),
+                created: c.created.clone(),
+                owners: c.owners.clone(),
+            })
+            .collect();
+        // While a watch here is interrupted, a copy may look unreferenced only
+        // because its ReplicaSet came during the gap: nothing is released.
+        let history = if down.interruptions.which().is_empty() {
+            rs.spec.history.unwrap_or(0).max(0) as usize
+        } else {
+            usize::MAX
+        };
+        let planned = retention::plan(
+            current,
+            anchor,
+            &observed,
+            |n| down.holders_of(&Key::new(namespace, n)),
+            history,
+        );
+        let mut kept = Vec::new();
+        for p in planned {
+            let c = &copies
+                .iter()
+                .find(|(n, _)| *n == p.name)
+                .expect("planned from observed")
+                .1;
+            if p.change != Change::None {
+                ctx.may_write()?;
+            }
+            match p.change {
+                Change::None => {}
+                Change::SetOwners => {
+                    let patch = json!({"metadata": {
+                        "resourceVersion": c.resource_version,
+                        "ownerReferences": p.owners,
+                    }});
+                    let done = link
+                        .bounded(
+                            &format!("setting the owners of Secret {}", p.name),
+                            api.patch(&p.name, &PatchParams::default(), &Patch::Merge(patch)),
+                        )
+                        .await?;
+                    down.write_through(&done.metadata, ctx.caches.secrets.key());
+                }
+                Change::Delete => {
+                    let params = DeleteParams {
+                        // The state planned on: an owner added since (a new
+                        // holder) makes this a conflict, and the next sync sees it.
+                        preconditions: Some(Preconditions {
+                            uid: Some(c.uid.clone()),
+                            resource_version: Some(c.resource_version.clone()),
+                        }),
+                        ..Default::default()
+                    };
+                    let what = format!("deleting Secret {}", p.name);
+                    match link
+                        .bounded_raw(&what, api.delete(&p.name, &params))
+                        .await?
+                    {
+                        // Gone meanwhile, or another incarnation: the watch says which.
+                        Ok(_) => down.forget(&p.name),
+                        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                        Err(e) => return Err(ClusterError::downstream(&link.name, &what, e)),
+                    }
+                    info!(randomsecret = %key, connection = %link.name, secret = %p.name, namespace, "cluster push: released a copy nothing there references");
+                    continue;
+                }
+            }
+            kept.push(p.name);
+        }
+        Ok(kept)
     }
-    Ok(kept)
 }
