@@ -94,7 +94,8 @@ pub async fn delete_namespaces(client: &Client, prefix: &str, count: usize) -> R
 
 /// The floor's writes for object `i`, as a tight client does them: create the
 /// RandomSecret, create a Secret like the controller's (same labels,
-/// annotation, owner and data sizes), and apply the same status.
+/// annotation, owner and data sizes), then apply the same status and post
+/// the same Event at once.
 pub async fn floor_object(
     client: &Client,
     prefix: &str,
@@ -113,7 +114,7 @@ pub async fn floor_object(
 /// `spec.rotation`, then do the controller's writes for the new version at
 /// once, with no watch in between: create its Secret, change the owners of
 /// the one before (as retention does when a ReplicaSet holds it), apply the
-/// status that lists both.
+/// status that lists both and post the Event.
 pub async fn floor_rotation(
     client: &Client,
     prefix: &str,
@@ -202,6 +203,7 @@ async fn floor_version(
         old.state = VersionState::Retained;
         live.push(old);
     }
+    let note = format!("Created Secret {} (version {})", v.secret_name, v.hash);
     let status = status::desired(
         &Previous::of(rs.status.as_ref()),
         rs.metadata.generation,
@@ -216,13 +218,37 @@ async fn floor_version(
     );
     let patch =
         json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": status});
-    Api::<RandomSecret>::namespaced(client.clone(), &ns)
-        .patch_status(
-            &name,
-            &PatchParams::apply("bench-floor").force(),
-            &Patch::Apply(patch),
-        )
-        .await?;
+    // The controller's Event for a new version, built as it builds it; the
+    // controller posts it off the reconcile path, so here it goes alongside
+    // the status apply.
+    let event = randomsecret::runtime::events::build(
+        &randomsecret::runtime::events::Reporter {
+            controller: "bench-floor".into(),
+            instance: "bench-floor".into(),
+        },
+        k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some("randomsecret.io/v1".into()),
+            kind: Some("RandomSecret".into()),
+            name: Some(name.clone()),
+            namespace: Some(ns.clone()),
+            uid: rs.metadata.uid.clone(),
+            ..Default::default()
+        },
+        randomsecret::runtime::events::EventType::Normal,
+        "VersionCreated",
+        "CreateVersion",
+        note,
+    );
+    let events = Api::<k8s_openapi::api::events::v1::Event>::namespaced(client.clone(), &ns);
+    let rss = Api::<RandomSecret>::namespaced(client.clone(), &ns);
+    let apply = PatchParams::apply("bench-floor").force();
+    let patch = Patch::Apply(patch);
+    let (status, event) = tokio::join!(
+        rss.patch_status(&name, &apply, &patch),
+        events.create(&pp, &event),
+    );
+    status?;
+    event?;
     Ok(())
 }
 
