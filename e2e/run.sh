@@ -38,12 +38,13 @@ env_line=$(E2E_AUDIT=1 E2E_FRESH=$((1 - keep_cluster)) "$here/cluster.sh" up)   
 eval "$env_line"
 kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
 
-# Every Event and every RandomSecret (status included) written during the run,
-# for the leak check at the end: watched from now on, as JSON. A watch that
-# ends (the fault suite restarts the apiserver) is started again.
+# Every Event and every RandomSecret status written during the run, for the
+# leak check at the end: watched from now on. Statuses only, not specs: a
+# spec holds the user's static values, which the suites record as values
+# too. A watch that ends (the fault suite restarts the apiserver) is started again.
 record() {  # file kubectl-get-args...
   local out=$1; shift
-  ( while :; do kubectl get "$@" -A --watch -o json --request-timeout=0 >>"$out" 2>/dev/null || true; sleep 1; done ) &
+  ( while :; do kubectl get "$@" -A --watch --request-timeout=0 >>"$out" 2>/dev/null || true; sleep 1; done ) &
   recorders+=($!)
 }
 stop_recorders() {
@@ -56,8 +57,8 @@ stop_recorders() {
 controller_credentials
 
 : >"$E2E_DIR/events.json"; : >"$E2E_DIR/randomsecrets.json"
-record "$E2E_DIR/events.json" events.events.k8s.io
-record "$E2E_DIR/randomsecrets.json" randomsecrets.randomsecret.io
+record "$E2E_DIR/events.json" events.events.k8s.io -o json
+record "$E2E_DIR/randomsecrets.json" randomsecrets.randomsecret.io -o 'jsonpath={.metadata.namespace}/{.metadata.name} {.status}{"\n"}'
 
 export RUST_LIB_BACKTRACE=0
 export RANDOMSECRET_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/randomsecret
@@ -106,7 +107,7 @@ if (( $# == 0 )); then
 fi
 stop_recorders
 grep -q '"kind": "Event"' "$E2E_DIR/events.json" || { echo "run.sh: FAILED: no Event was recorded for the leak check" >&2; status=1; }
-grep -q '"status"' "$E2E_DIR/randomsecrets.json" || { echo "run.sh: FAILED: no RandomSecret status was recorded for the leak check" >&2; status=1; }
+grep -q '"conditions"' "$E2E_DIR/randomsecrets.json" || { echo "run.sh: FAILED: no RandomSecret status was recorded for the leak check" >&2; status=1; }
 values=$(grep -c . "$E2E_VALUES_FILE" || true)
 # Blank lines would match everything: only whole values are patterns.
 grep -v '^$' "$E2E_VALUES_FILE" >"$E2E_DIR/value-patterns.txt" || true
