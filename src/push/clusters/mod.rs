@@ -52,8 +52,8 @@ pub const MANAGER: &str = "randomsecret-push-clusters";
 pub const CLUSTERS_SYNCED: &str = "ClustersSynced";
 /// Default timeout of each request to a downstream cluster.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// A connection (and its kubeconfig Secret) is read again after this long:
-/// an edit takes effect within it.
+/// A connection (and its kubeconfig Secret) is read again at a sync through
+/// it once the last read is this old (nothing watches connections).
 pub const REFRESH: Duration = Duration::from_secs(10);
 /// The dispatcher has each RandomSecret synced again this often in each of
 /// its clusters (the watches there usually say sooner).
