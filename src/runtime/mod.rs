@@ -224,11 +224,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
     .run(
         push_keys,
-        async {
-            while !caches.listed() {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        },
+        until_listed(&caches),
         || push_index.keys(),
         |key| crate::push::push(key, push_ctx.clone()),
         shutdown.clone(),
@@ -237,25 +233,20 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     // runners (one per connection, `push::clusters::link`) and carries out
     // deletions; a second runner writes their status.
     let clusters = async {
-        let listed = || async {
-            while !caches.listed() {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        };
         futures::future::join(
             Runner {
                 concurrency: crate::push::CONCURRENCY,
             }
             .run(
                 cluster_keys,
-                listed(),
+                until_listed(&caches),
                 || push_index.keys(),
                 |key| crate::push::clusters::dispatch(key, cluster_ctx.clone()),
                 shutdown.clone(),
             ),
             Runner { concurrency: 2 }.run(
                 report_keys,
-                listed(),
+                until_listed(&caches),
                 Vec::new,
                 |key| crate::push::clusters::report::write(key, cluster_ctx.clone()),
                 shutdown.clone(),
@@ -300,6 +291,14 @@ async fn listed(caches: &Caches, readiness: &Readiness) {
     );
     crate::runtime::allocator::release_free_memory();
     readiness.set(true);
+}
+
+/// Resolves once every cache has listed (the pushes' gate; the reconcile's
+/// is [`listed`], which also marks the process ready).
+async fn until_listed(caches: &Caches) {
+    while !caches.listed() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Who reports Events: this replica (the pod name), else the controller.
