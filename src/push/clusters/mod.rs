@@ -56,10 +56,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// it once the last read is this old (nothing watches connections).
 pub const REFRESH: Duration = Duration::from_secs(10);
 /// The dispatcher has each RandomSecret synced again this often in each of
-/// its clusters (the watches there usually say sooner).
-pub const RESYNC: Duration = Duration::from_secs(600);
-/// How often a deletion that waits on a cluster looks again.
-pub const CLEANUP_RECHECK: Duration = Duration::from_secs(5);
+/// its clusters (the watches there usually say sooner), and a deletion that
+/// waits on a cluster looks again this often: as the Vault push does.
+pub use crate::push::{CLEANUP_RECHECK, RESYNC};
 /// How soon a RandomSecret waiting for its version is looked at again (the
 /// watch usually brings it sooner).
 pub const AWAIT: Duration = Duration::from_secs(5);
