@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 
 
-.PHONY: all build static dist crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench chaos fuzz clean-e2e
+.PHONY: all build static dist crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench orderfile chaos fuzz clean-e2e
 
 all: build
 
@@ -17,6 +17,7 @@ static:
 	@f=target/static/x86_64-unknown-linux-gnu/release/randomsecret; \
 	  if ldd $$f 2>&1 | grep -qv "not a dynamic executable\|statically linked"; then ldd $$f; echo "$$f is not static" >&2; exit 1; fi; \
 	  $$f --version && $$f crd | grep -q "kind: CustomResourceDefinition" && echo "make static: $$f is static and runs"
+	@e2e/orderfile.sh check target/static/x86_64-unknown-linux-gnu/release/randomsecret
 	@# The kubectl plugin: the same binary as kubectl-randomsecret (kubectl randomsecret status).
 	@d=target/static/x86_64-unknown-linux-gnu/release; ln -sf randomsecret $$d/kubectl-randomsecret; \
 	  $$d/kubectl-randomsecret --help | grep -q "Usage: kubectl randomsecret" && echo "make static: $$d/kubectl-randomsecret is the kubectl plugin"
@@ -81,6 +82,11 @@ run: build
 	kubectl apply -f examples/basic; \
 	echo "make run: try: kubectl get rsec; kubectl get secrets -l app.kubernetes.io/managed-by=randomsecret"; \
 	exec target/release/randomsecret controller --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
+
+## orderfile: regenerate link/hot-functions.txt, the functions laid out first in the release
+## binary (build.rs), from the benchmark run small under callgrind (about 15 minutes)
+orderfile:
+	e2e/orderfile.sh
 
 ## bench: the benchmarks against a control plane of their own (about 40 minutes;
 ## BENCH_ARGS="--no-big" skips the last phase, growing to 50,000 objects);

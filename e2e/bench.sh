@@ -3,7 +3,10 @@
 # benchmark, the control plane and the peer (e2e/build-peer.sh), starts a fresh
 # control plane of its own (ports apart from the test one's, state under
 # target/bench/cluster), runs target/release/bench and stops the control plane.
-# Results: target/bench/results.json and table.md; logs in target/bench/.
+# Results: target/bench/results.json and table.md; logs in target/bench/
+# (BENCH_OUT=DIR puts them elsewhere). The controller measured is the static
+# release binary, the one `make dist` ships, with its hot code laid out first
+# (build.rs); RANDOMSECRET_BIN may name another.
 # BENCH_NO_PEER=1 skips building and running the peer; OpenBao for the push
 # phase comes from e2e/build-openbao.sh (--no-push skips it); --no-big skips the last
 # phase (growing the largest set to 5 times its size: 50,000 by default).
@@ -11,11 +14,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cd "$root"
-out=$root/target/bench
+out=${BENCH_OUT:-$root/target/bench}
 mkdir -p "$out"
 BIN_DIR=$("$here/build-controlplane.sh")
 export BIN_DIR PATH="$BIN_DIR:$PATH"
-cargo build --release --bin randomsecret -p randomsecret
+make -s static >/dev/null
 cargo build --release --bin bench -p randomsecret-e2e
 peer=()
 if [[ ${BENCH_NO_PEER:-0} == 1 ]]; then peer=(--no-peer); else PEER_DIR=$("$here/build-peer.sh"); export PEER_DIR; fi
@@ -29,5 +32,5 @@ env_line=$(E2E_FRESH=1 "$here/cluster.sh" up)
 eval "$env_line"
 
 # The controllers log next to the results (ControllerProcess writes to $E2E_DIR).
-export RANDOMSECRET_BIN=${RANDOMSECRET_BIN:-$root/target/release/randomsecret}   # a wrapper (heaptrack, perf) may stand in
+export RANDOMSECRET_BIN=${RANDOMSECRET_BIN:-$root/target/static/x86_64-unknown-linux-gnu/release/randomsecret}   # a wrapper (heaptrack, perf) may stand in
 E2E_DIR=$out "$root/target/release/bench" --out "$out" "${peer[@]}" "$@"
