@@ -64,6 +64,12 @@ pub struct Args {
     /// Skip the peer controller.
     #[arg(long)]
     no_peer: bool,
+    /// Diagnostic: at the largest size, run the floor a second time with
+    /// the controller's two convergence watches open (RandomSecrets, and
+    /// our Secrets metadata-only), to tell what the watches cost the
+    /// apiserver from what the controller adds.
+    #[arg(long)]
+    floor_watches: bool,
     /// The scale phase (last): grow the largest size's set to this many
     /// RandomSecrets (each with its Secret; no more ReplicaSets) in 4 equal
     /// steps, with the steady RSS after each, then restart the controller with
@@ -176,13 +182,22 @@ async fn main() -> Result<()> {
         let (floor, floor_done, rotation_floor) = if args.no_floor {
             (None, Vec::new(), None)
         } else {
-            let (took, done, rotated) = floor(&client, &args, n, n == largest).await?;
+            let (took, done, rotated) = floor(&client, &args, n, n == largest, false).await?;
             (Some(took), done, rotated)
+        };
+        let watched = if args.floor_watches && n == largest {
+            eprintln!("bench: N={n}: floor with the controller's watches open");
+            Some(crate::floor(&client, &args, n, false, true).await?.0)
+        } else {
+            None
         };
         eprintln!("bench: N={n}: floor {floor:?}; randomsecret");
         let mut ctl = start_controller(&args, "bench", &[])?;
         let ours = converge(&client, &args, n, &ctl).await?;
         report.convergence(n, floor, &floor_done, &ours);
+        if let Some(watched) = watched {
+            report.floor_watched(n, watched, ours.took);
+        }
         if n == largest {
             memory(&client, &args, n, &mut ctl, &mut report).await?;
             rotation(&client, &args, n, rotation_floor, &mut report).await?;
@@ -276,15 +291,20 @@ fn start_controller(args: &Args, log: &str, extra: &[&str]) -> Result<Controller
 /// The floor: a tight client doing the controller's writes itself.
 /// With `rotations`, also the floor of the rotation phase on the same set.
 /// Returns how long it took, and when each object was done (for the charts).
+/// With `watches`, the controller's convergence watches are open meanwhile
+/// (a set of its own, `floorw`).
 async fn floor(
     client: &Client,
     args: &Args,
     n: usize,
     rotations: bool,
+    watches: bool,
 ) -> Result<(Duration, Vec<Duration>, Option<Vec<Duration>>)> {
-    let pre = prefix("floor", n);
+    let what = if watches { "floorw" } else { "floor" };
+    let pre = prefix(what, n);
     workload::create_namespaces(client, &pre, args.namespaces).await?;
-    let run = format!("floor-{n}");
+    let run = format!("{what}-{n}");
+    let watching = watches.then(|| workload::controller_watches(client));
     let start = Instant::now();
     let done = Arc::new(Mutex::new(Vec::with_capacity(n)));
     run_concurrently(n, args.concurrency, |i| {
@@ -300,6 +320,9 @@ async fn floor(
     })
     .await?;
     let took = start.elapsed();
+    for w in watching.into_iter().flatten() {
+        w.abort();
+    }
     let mut done = std::mem::take(&mut *done.lock().expect("floor times"));
     done.sort();
     let rotated = if rotations {

@@ -127,6 +127,24 @@ impl Report {
         self.push("notes", json!(text));
     }
 
+    /// The floor's diagnostic run with the controller's watches open
+    /// (`--floor-watches`): the writes plus what sending those events costs.
+    pub fn floor_watched(&mut self, n: usize, took: Duration, ours: Duration) {
+        let ratio = ours.as_secs_f64() / took.as_secs_f64();
+        self.push(
+            "floor_watched",
+            json!({"n": n, "floor_watched_s": secs(took), "randomsecret_s": secs(ours), "ratio": ratio}),
+        );
+        self.row(
+            format!("Diagnostic, N={n}: the floor with the controller's watches open (RandomSecrets; Secrets metadata-only)"),
+            format!(
+                "{:.2} s; randomsecret / it = {ratio:.2}x",
+                took.as_secs_f64()
+            ),
+            "(no target)".into(),
+        );
+    }
+
     /// `floor_done`: when each object of the floor was done (sorted; empty without a floor).
     pub fn convergence(
         &mut self,

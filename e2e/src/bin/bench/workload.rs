@@ -404,3 +404,28 @@ pub fn bulk_secret(name: &str, run: &str, bytes: usize) -> Result<Secret> {
         "stringData": {"blob": blob}
     }))?)
 }
+
+/// The watches a controller holds open while it converges, drained and
+/// dropped: RandomSecrets whole, and our Secrets metadata-only by label
+/// (as `runtime::watches` opens them). For the floor's diagnostic run.
+pub fn controller_watches(client: &Client) -> Vec<tokio::task::JoinHandle<()>> {
+    let randomsecrets: Api<RandomSecret> = Api::all(client.clone());
+    let secrets: Api<kube::core::PartialObjectMeta<Secret>> = Api::all(client.clone());
+    let selector = format!(
+        "{}={}",
+        randomsecret::api::LABEL_MANAGED_BY,
+        randomsecret::api::MANAGED_BY
+    );
+    vec![
+        tokio::spawn(async move {
+            watcher::watcher(randomsecrets, watcher::Config::default())
+                .for_each(|_| async {})
+                .await
+        }),
+        tokio::spawn(async move {
+            watcher::watcher(secrets, watcher::Config::default().labels(&selector))
+                .for_each(|_| async {})
+                .await
+        }),
+    ]
+}
