@@ -13,6 +13,19 @@ use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::json;
 use tracing::info;
 
+/// Deletes only the state a retention plan was made on: another
+/// incarnation, or an owner added since (a new holder), makes it a
+/// conflict, and the next pass sees why. Upstream and downstream alike.
+pub fn planned_delete(uid: String, resource_version: String) -> DeleteParams {
+    DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid),
+            resource_version: Some(resource_version),
+        }),
+        ..Default::default()
+    }
+}
+
 fn observed(name: &str, v: &Cached) -> Observed {
     Observed {
         name: name.to_string(),
@@ -104,13 +117,8 @@ pub async fn apply(
                 ctx.caches.secrets.write_through(&patched.metadata, false);
             }
             Change::Delete => {
-                let dp = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid: Some(cached.uid.to_string()),
-                        resource_version: Some(cached.resource_version.to_string()),
-                    }),
-                    ..Default::default()
-                };
+                let dp =
+                    planned_delete(cached.uid.to_string(), cached.resource_version.to_string());
                 ctx.may_write()?;
                 match api.delete(&p.name, &dp).await {
                     Ok(_) => {

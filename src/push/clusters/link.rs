@@ -237,12 +237,21 @@ impl Link {
         d
     }
 
-    pub fn is_proven(&self, proof: &str) -> bool {
-        self.proven.lock().expect("proven lock").contains(proof)
+    /// Whether copy `copy_uid` was proven ours; with `upstream_uid`, proven
+    /// to hold that upstream version's values too.
+    pub fn is_proven(&self, copy_uid: &dyn std::fmt::Display, upstream_uid: Option<&str>) -> bool {
+        let proof = format!("{copy_uid}/{}", upstream_uid.unwrap_or_default());
+        self.proven.lock().expect("proven lock").contains(&proof)
     }
 
-    pub fn mark_proven(&self, proof: String) {
-        self.proven.lock().expect("proven lock").insert(proof);
+    /// Records copy `copy_uid` as proven ours; with `upstream_uid`, as holding
+    /// that upstream version's values too (which proves it ours as well).
+    pub fn mark_proven(&self, copy_uid: &dyn std::fmt::Display, upstream_uid: Option<&str>) {
+        let mut proven = self.proven.lock().expect("proven lock");
+        proven.insert(format!("{copy_uid}/"));
+        if let Some(up) = upstream_uid {
+            proven.insert(format!("{copy_uid}/{up}"));
+        }
     }
 
     /// Deletes the anchor of `origin`'s copies in `namespace` if it is ours

@@ -23,7 +23,7 @@ use crate::runtime::runner::Next;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
@@ -351,7 +351,7 @@ impl Here<'_> {
             .map(|v| v.uid.to_string());
         let existing = down.copy(current);
         if let (Some(c), Some(up)) = (&existing, &upstream_uid)
-            && link.is_proven(&format!("{}/{up}", c.uid))
+            && link.is_proven(&c.uid, Some(up))
         {
             return Ok(());
         }
@@ -389,8 +389,7 @@ impl Here<'_> {
                 Ok(made) => {
                     down.write_through(&made.metadata, ctx.caches.secrets.key());
                     if let Some(uid) = &made.metadata.uid {
-                        link.mark_proven(format!("{uid}/{up_uid}"));
-                        link.mark_proven(format!("{uid}/"));
+                        link.mark_proven(uid, Some(&up_uid));
                     }
                     ctx.metrics.copies_created.inc();
                     info!(randomsecret = %key, connection = %link.name, secret = current, namespace, "cluster push: copied the version");
@@ -418,8 +417,7 @@ impl Here<'_> {
             Found::Ours => {
                 down.write_through(&found.metadata, ctx.caches.secrets.key());
                 if let Some(uid) = &found.metadata.uid {
-                    link.mark_proven(format!("{uid}/{up_uid}"));
-                    link.mark_proven(format!("{uid}/"));
+                    link.mark_proven(uid, Some(&up_uid));
                 }
                 Ok(())
             }
@@ -452,14 +450,14 @@ impl Here<'_> {
         let api = link.secrets(namespace);
         let mut copies = Vec::new();
         for (name, c) in down.copies_of(key) {
-            if !link.is_proven(&format!("{}/", c.uid)) {
+            if !link.is_proven(&c.uid, None) {
                 let whole = link
                     .bounded(&format!("reading Secret {name}"), api.get(&name))
                     .await?;
                 if !copy::proven_copy(ctx.caches.secrets.key(), &whole, key.ns()) {
                     continue;
                 }
-                link.mark_proven(format!("{}/", c.uid));
+                link.mark_proven(&c.uid, None);
             }
             copies.push((name, c));
         }
@@ -512,15 +510,10 @@ impl Here<'_> {
                     down.write_through(&done.metadata, ctx.caches.secrets.key());
                 }
                 Change::Delete => {
-                    let params = DeleteParams {
-                        // The state planned on: an owner added since (a new
-                        // holder) makes this a conflict, and the next sync sees it.
-                        preconditions: Some(Preconditions {
-                            uid: Some(c.uid.clone()),
-                            resource_version: Some(c.resource_version.clone()),
-                        }),
-                        ..Default::default()
-                    };
+                    let params = crate::reconciler::retain::planned_delete(
+                        c.uid.clone(),
+                        c.resource_version.clone(),
+                    );
                     let what = format!("deleting Secret {}", p.name);
                     match link
                         .bounded_raw(&what, api.delete(&p.name, &params))
