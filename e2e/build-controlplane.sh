@@ -17,9 +17,24 @@ OUT=$CACHE/controlplane/k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSIO
 K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 have() { local b; for b in "$@"; do [[ -x $OUT/$b ]] || return 1; done; }
-if have "${K8S_BINS[@]}" etcd kwok; then echo "$OUT"; exit 0; fi
-
 log() { echo "build-controlplane: $*" >&2; }
+
+# A cached binary must also run: one written while the disk filled up can be
+# executable and broken (it then dies at start with an empty log). Such a one
+# is moved aside and built again.
+runs() {  # name
+  case $1 in
+    kubectl) timeout 60 "$OUT/kubectl" version --client ;;
+    *) timeout 60 "$OUT/$1" --version ;;
+  esac >/dev/null 2>&1
+}
+for b in "${K8S_BINS[@]}" etcd kwok; do
+  if [[ -x $OUT/$b ]] && ! runs "$b"; then
+    log "cached $OUT/$b does not run ($b --version fails): building it again"
+    mv -f "$OUT/$b" "$OUT/$b.broken"
+  fi
+done
+if have "${K8S_BINS[@]}" etcd kwok; then echo "$OUT"; exit 0; fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 bin=$work/bin; mkdir -p "$bin" "$OUT"
 start=$SECONDS

@@ -30,7 +30,7 @@ COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 NODE=kwok-node-0
 
 usage() { echo "usage: $0 up|down|status|env|stop NAME|kill NAME (NAME: ${COMPONENTS[*]})" >&2; exit 2; }
-[[ $cmd =~ ^(up|down|status|env|stop|kill)$ ]] || usage
+[[ $cmd =~ ^(up|up-once|down|status|env|stop|kill)$ ]] || usage
 
 # A pid is ours only if alive and its command line names $DIR/ (every process
 # started here gets paths under DIR): never stop anything by name.
@@ -126,22 +126,47 @@ KC
   )
 }
 
+declare -A started=()   # name -> pid, for the components this run started
 start() {  # name binary args...
   local name=$1; shift
   running "$name" && return 0
   [[ -x $1 ]] || fail "missing binary $1"
   nohup "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
-  local pid=$!
+  local pid=$! deadline=$((SECONDS + START_TIMEOUT))
+  started[$name]=$pid
   echo "$pid" >"$DIR/$name.pid"
-  # Until the exec, /proc/PID/cmdline is this script's: wait for it to name DIR.
-  for _ in $(seq 50); do owned "$pid" || ! kill -0 "$pid" 2>/dev/null && break; sleep 0.1; done
+  # Until the exec, /proc/PID/cmdline is this script's: wait for it to name DIR
+  # (on a loaded machine that can take a while).
+  until owned "$pid" || ! kill -0 "$pid" 2>/dev/null || (( SECONDS >= deadline )); do sleep 0.1; done
+}
+
+# Why a component started here is gone: its exit status or signal, and the
+# machine's free disk and memory (a full disk or the OOM killer ends a
+# component before it writes a line of log).
+why_gone() {  # name
+  local pid=${started[$1]:-} rc=0
+  [[ -n $pid ]] || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "cluster.sh: $1 (pid $pid) is alive, but its command line does not name $DIR/" >&2
+  else
+    wait "$pid" || rc=$?
+    if (( rc > 128 )); then
+      echo "cluster.sh: $1 was ended by signal $((rc - 128)) ($(kill -l $((rc - 128)) 2>/dev/null))" >&2
+    else
+      echo "cluster.sh: $1 exited with status $rc" >&2
+    fi
+  fi
+  [[ -s $LOGS/$1.log ]] || echo "cluster.sh: $LOGS/$1.log is empty" >&2
+  df -h "$DIR" >&2 || true
+  free -m >&2 2>/dev/null || true
+  dmesg 2>/dev/null | tail -n 5 >&2 || true
 }
 
 wait_for() {  # name description command...
   local name=$1 what=$2; shift 2
   local deadline=$((SECONDS + START_TIMEOUT))
   until "$@" >/dev/null 2>&1; do
-    running "$name" || { show_log "$name"; fail "$name exited while waiting for $what"; }
+    running "$name" || { show_log "$name"; why_gone "$name"; fail "$name exited while waiting for $what"; }
     (( SECONDS < deadline )) || { show_log "$name"; fail "timed out after ${START_TIMEOUT}s waiting for $what"; }
     sleep 0.3
   done
@@ -266,7 +291,14 @@ NODE
 }
 
 case $cmd in
-  up) mkdir -p "$DIR"; up ;;
+  # A component that dies while the control plane starts (a machine short of
+  # memory or disk for a moment) gets one more try, after the reason is shown.
+  up) mkdir -p "$DIR"
+    if ! "$here/cluster.sh" up-once; then
+      echo "cluster.sh: the control plane did not come up (reason above); trying once more" >&2
+      "$here/cluster.sh" up-once
+    fi ;;
+  up-once) mkdir -p "$DIR"; up ;;
   down) down ;;
   env) echo "export KUBECONFIG=$DIR/kubeconfig" ;;
   stop|kill)

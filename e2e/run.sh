@@ -23,6 +23,20 @@ cargo test -p randomsecret-e2e --no-run
 
 controller_pid=
 recorders=()
+# Every Event and every RandomSecret status written during the run, for the
+# leak check at the end: watched from now on. Statuses only, not specs: a
+# spec holds the user's static values, which the suites record as values
+# too. A watch that ends (the fault suite restarts the apiserver) is started again.
+record() {  # file kubectl-get-args...
+  local out=$1; shift
+  ( while :; do kubectl get "$@" -A --watch --request-timeout=0 >>"$out" 2>/dev/null || true; sleep 1; done ) &
+  recorders+=($!)
+}
+stop_recorders() {  # also from the EXIT trap, so defined before it
+  local p; for p in "${recorders[@]}"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
+  recorders=()
+}
+
 cleanup() {
   if [[ -n $controller_pid ]]; then kill -TERM "$controller_pid" 2>/dev/null || true; wait "$controller_pid" 2>/dev/null || true; fi
   stop_recorders
@@ -37,20 +51,6 @@ trap cleanup EXIT
 env_line=$(E2E_AUDIT=1 E2E_FRESH=$((1 - keep_cluster)) "$here/cluster.sh" up)   # fails the script if the control plane does not come up
 eval "$env_line"
 kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
-
-# Every Event and every RandomSecret status written during the run, for the
-# leak check at the end: watched from now on. Statuses only, not specs: a
-# spec holds the user's static values, which the suites record as values
-# too. A watch that ends (the fault suite restarts the apiserver) is started again.
-record() {  # file kubectl-get-args...
-  local out=$1; shift
-  ( while :; do kubectl get "$@" -A --watch --request-timeout=0 >>"$out" 2>/dev/null || true; sleep 1; done ) &
-  recorders+=($!)
-}
-stop_recorders() {
-  local p; for p in "${recorders[@]}"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
-  recorders=()
-}
 
 # The controller under test runs with the Helm chart's ServiceAccount and RBAC
 # (not the admin credentials), so every suite also proves the RBAC is enough.
