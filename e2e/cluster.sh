@@ -207,8 +207,17 @@ up() {
   # With E2E_AUDIT=1 (e2e/run.sh), the audit log: who did what to Secrets
   # (Metadata level: never their data), so a test can prove the controller
   # leaves unlabelled Secrets alone. Off otherwise: it would slow the benchmarks.
-  local audit=()
-  if [[ ${E2E_AUDIT:-0} == 1 ]]; then
+  # A component started again into a running control plane (the fault suite's
+  # restarts) gets the flags it had: the first start's choice is kept in DIR.
+  local audit=() audit_on=${E2E_AUDIT:-0}
+  if (( any )); then
+    if [[ -f $DIR/audit.on ]]; then audit_on=1; else audit_on=0; fi
+  elif [[ $audit_on == 1 ]]; then
+    touch "$DIR/audit.on"
+  else
+    rm -f "$DIR/audit.on"
+  fi
+  if [[ $audit_on == 1 ]]; then
     cat >"$DIR/audit-policy.yaml" <<'AUDIT'
 apiVersion: audit.k8s.io/v1
 kind: Policy
