@@ -11,6 +11,7 @@
 
 mod apimetrics;
 mod charts;
+mod etcd;
 mod peer;
 mod procstat;
 mod push;
@@ -179,22 +180,25 @@ async fn main() -> Result<()> {
 
     for &n in &args.sizes {
         eprintln!("bench: N={n}: floor");
-        let (floor, floor_done, rotation_floor) = if args.no_floor {
-            (None, Vec::new(), None)
+        let mut floor = if args.no_floor {
+            None
         } else {
-            let (took, done, rotated) = floor(&client, &args, n, n == largest, false).await?;
-            (Some(took), done, rotated)
+            Some(floor(&client, &args, n, n == largest, false).await?)
         };
+        let rotation_floor = floor.as_mut().and_then(|f| f.rotated.take());
         let watched = if args.floor_watches && n == largest {
             eprintln!("bench: N={n}: floor with the controller's watches open");
-            Some(crate::floor(&client, &args, n, false, true).await?.0)
+            Some(crate::floor(&client, &args, n, false, true).await?.took)
         } else {
             None
         };
-        eprintln!("bench: N={n}: floor {floor:?}; randomsecret");
+        eprintln!(
+            "bench: N={n}: floor {:?}; randomsecret",
+            floor.as_ref().map(|f| f.took)
+        );
         let mut ctl = start_controller(&args, "bench", &[])?;
         let ours = converge(&client, &args, n, &ctl).await?;
-        report.convergence(n, floor, &floor_done, &ours);
+        report.convergence(n, floor.as_ref(), &ours);
         if let Some(watched) = watched {
             report.floor_watched(n, watched, ours.took);
         }
@@ -250,6 +254,22 @@ async fn main() -> Result<()> {
     report.finish(&args.out, &args.charts)
 }
 
+/// Before each convergence run: etcd compacted and defragmented
+/// (`etcd::reset`), so that every run starts from the same storage.
+pub fn fresh_storage(what: &str) -> Result<()> {
+    let Some(port) = etcd::port() else {
+        eprintln!("bench: ETCD_PORT is not set: etcd is not compacted between runs");
+        return Ok(());
+    };
+    let (before, after) = etcd::reset(port).context("compacting etcd between runs")?;
+    eprintln!(
+        "bench: {what}: etcd compacted and defragmented ({:.1} -> {:.1} MiB)",
+        before as f64 / 1048576.0,
+        after as f64 / 1048576.0
+    );
+    Ok(())
+}
+
 fn prefix(what: &str, n: usize) -> String {
     format!("bench-{what}-{n}")
 }
@@ -290,41 +310,48 @@ fn start_controller(args: &Args, log: &str, extra: &[&str]) -> Result<Controller
 
 /// The floor: a tight client doing the controller's writes itself.
 /// With `rotations`, also the floor of the rotation phase on the same set.
-/// Returns how long it took, and when each object was done (for the charts).
 /// With `watches`, the controller's convergence watches are open meanwhile
 /// (a set of its own, `floorw`).
+///
+/// Timed as the controller's run is: from the first create until the
+/// benchmark's own watch has seen every object Ready, so that both pay for
+/// that watch and its delivery alike (`writes`: until the last write
+/// returned, as the floor was timed before 2026-12-02).
 async fn floor(
     client: &Client,
     args: &Args,
     n: usize,
     rotations: bool,
     watches: bool,
-) -> Result<(Duration, Vec<Duration>, Option<Vec<Duration>>)> {
+) -> Result<Floor> {
     let what = if watches { "floorw" } else { "floor" };
+    fresh_storage(what)?;
     let pre = prefix(what, n);
     workload::create_namespaces(client, &pre, args.namespaces).await?;
     let run = format!("{what}-{n}");
     let watching = watches.then(|| workload::controller_watches(client));
+    let ready = ReadyWatch::start(
+        Api::<RandomSecret>::all(client.clone()),
+        &format!("{RUN_LABEL}={run}"),
+        n,
+        workload::randomsecret_ready,
+    )
+    .await?;
     let start = Instant::now();
-    let done = Arc::new(Mutex::new(Vec::with_capacity(n)));
     run_concurrently(n, args.concurrency, |i| {
-        let (done, object) = (
-            done.clone(),
-            workload::floor_object(client, &pre, args.namespaces, &run, i),
-        );
-        async move {
-            object.await?;
-            done.lock().expect("floor times").push(start.elapsed());
-            Ok(())
-        }
+        workload::floor_object(client, &pre, args.namespaces, &run, i)
     })
     .await?;
-    let took = start.elapsed();
+    let writes = start.elapsed();
+    let each = ready.wait_each(LIMIT).await?;
+    let done: Vec<Duration> = each
+        .iter()
+        .map(|t| t.saturating_duration_since(start))
+        .collect();
+    let took = *done.last().context("no floor object became Ready")?;
     for w in watching.into_iter().flatten() {
         w.abort();
     }
-    let mut done = std::mem::take(&mut *done.lock().expect("floor times"));
-    done.sort();
     let rotated = if rotations {
         Some(rotation_floor(client, args, n).await?)
     } else {
@@ -332,7 +359,23 @@ async fn floor(
     };
     // Gone before the controller starts, or it would take them over.
     workload::delete_namespaces(client, &pre, args.namespaces).await?;
-    Ok((took, done, rotated))
+    Ok(Floor {
+        took,
+        writes,
+        done,
+        rotated,
+    })
+}
+
+pub struct Floor {
+    /// Until every object was seen Ready.
+    pub took: Duration,
+    /// Until the last write returned.
+    pub writes: Duration,
+    /// When each object was seen Ready, since the first create, in order.
+    pub done: Vec<Duration>,
+    /// The rotation floor's latencies (`rotations`).
+    pub rotated: Option<Vec<Duration>>,
 }
 
 pub struct Converged {
@@ -380,6 +423,7 @@ async fn converge(
     n: usize,
     ctl: &ControllerProcess,
 ) -> Result<Converged> {
+    fresh_storage("randomsecret")?;
     let pre = prefix("ours", n);
     workload::create_namespaces(client, &pre, args.namespaces).await?;
     let run = format!("ours-{n}");

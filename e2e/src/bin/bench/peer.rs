@@ -132,6 +132,7 @@ impl Peer {
 
     pub async fn converge(&self, client: &Client, args: &Args, n: usize) -> Result<PeerResult> {
         std::fs::create_dir_all(&args.out)?;
+        crate::fresh_storage("peer")?;
         let pre = format!("bench-peer-{n}");
         workload::create_namespaces(client, &pre, args.namespaces).await?;
         let passwords = resource(PASSWORD);
