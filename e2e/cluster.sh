@@ -13,7 +13,8 @@
 # For fault tests (e2e/chaos.sh): `stop NAME` (SIGTERM, then SIGKILL after 10 s)
 # and `kill NAME` (SIGKILL) end one component (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kwok) and keep its state; `up` then
-# starts again only the components that are not running.
+# starts again only the components that are not running. `up` tries a second
+# time when a component dies while starting (`up-once` is a single try).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
