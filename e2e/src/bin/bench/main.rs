@@ -343,12 +343,7 @@ async fn floor(
     })
     .await?;
     let writes = start.elapsed();
-    let each = ready.wait_each(LIMIT).await?;
-    let done: Vec<Duration> = each
-        .iter()
-        .map(|t| t.saturating_duration_since(start))
-        .collect();
-    let took = *done.last().context("no floor object became Ready")?;
+    let (took, done) = ready.wait_since(start, LIMIT).await.context("the floor")?;
     for w in watching.into_iter().flatten() {
         w.abort();
     }
@@ -444,13 +439,10 @@ async fn converge(
     );
     let start = Instant::now();
     create_randomsecrets(client, args, &pre, &run, 0..n).await?;
-    let each = watch.wait_each(LIMIT).await?;
-    let done = *each.last().context("no RandomSecret became Ready")?;
-    let took = done - start;
-    let ready: Vec<Duration> = each
-        .iter()
-        .map(|t| t.saturating_duration_since(start))
-        .collect();
+    let (took, ready) = watch
+        .wait_since(start, LIMIT)
+        .await
+        .context("randomsecret")?;
     settle(ctl).await?;
     let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     // The benchmark's own requests.

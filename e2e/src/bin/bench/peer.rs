@@ -185,12 +185,10 @@ impl Peer {
             }
         })
         .await?;
-        let each = watch.wait_each(crate::LIMIT).await?;
-        let took = *each.last().context("no object became ready")? - start;
-        let ready: Vec<Duration> = each
-            .iter()
-            .map(|t| t.saturating_duration_since(start))
-            .collect();
+        let (took, ready) = watch
+            .wait_since(start, crate::LIMIT)
+            .await
+            .context("the peer")?;
         tokio::time::sleep(Duration::from_secs(2)).await;
         let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
         apimetrics::subtract(&mut requests, "POST", "externalsecrets", n as f64);

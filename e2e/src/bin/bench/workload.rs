@@ -327,7 +327,24 @@ impl ReadyWatch {
             .context("no object became ready")
     }
 
-    /// When each of the `n` objects was first seen ready, in that order (for the charts).
+    /// How long after `start` the last of the `n` objects was seen ready,
+    /// and when each was, in that order (for the charts).
+    pub async fn wait_since(
+        self,
+        start: Instant,
+        timeout: Duration,
+    ) -> Result<(Duration, Vec<Duration>)> {
+        let each: Vec<Duration> = self
+            .wait_each(timeout)
+            .await?
+            .iter()
+            .map(|t| t.saturating_duration_since(start))
+            .collect();
+        let took = *each.last().context("no object became ready")?;
+        Ok((took, each))
+    }
+
+    /// When each of the `n` objects was first seen ready, in that order.
     pub async fn wait_each(self, timeout: Duration) -> Result<Vec<Instant>> {
         tokio::time::timeout(timeout, self.done)
             .await
