@@ -45,10 +45,12 @@ dense = hot_bytes / max(end - start, 1)
 print(f"layout: {found} of {len(listed)} listed functions ({share:.0%}), "
       f"{hot_bytes / 1048576:.1f} MiB, in the first {(end - start) / 1048576:.1f} MiB "
       f"of {(syms[-1][0] + syms[-1][1] - start) / 1048576:.1f} MiB of code ({dense:.0%} dense)")
-# build.rs leaves the list out on request, or for a linker of the build's own choosing.
+# build.rs leaves the list out on request, or for a linker of the build's own
+# choosing: the same conditions as there.
 import os
-off = os.environ.get("RANDOMSECRET_NO_ORDER") or any(
-    f in os.environ.get("RUSTFLAGS", "") for f in ("linker", "fuse-ld"))
+off = (os.environ.get("RANDOMSECRET_NO_ORDER")
+       or os.environ.get("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER")
+       or any(f in os.environ.get("RUSTFLAGS", "") for f in ("linker", "fuse-ld")))
 if found and dense < 0.9:
     if off:
         print("layout: not applied (RANDOMSECRET_NO_ORDER, or RUSTFLAGS choose the linker)")
