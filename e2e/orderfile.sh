@@ -53,7 +53,7 @@ off = (os.environ.get("RANDOMSECRET_NO_ORDER")
        or any(f in os.environ.get("RUSTFLAGS", "") for f in ("linker", "fuse-ld")))
 if found and dense < 0.9:
     if off:
-        print("layout: not applied (RANDOMSECRET_NO_ORDER, or RUSTFLAGS choose the linker)")
+        print("layout: not applied (RANDOMSECRET_NO_ORDER, or the build chose its linker)")
     else:
         sys.exit("layout: the listed functions are not first: did the linker (rust-lld) take the list?")
 if share < 0.8:
