@@ -8,6 +8,9 @@
 # versions never mix (etcd and kwok keep theirs; Kubernetes gets its staging
 # modules pinned to the matching v0.N.M releases).
 set -euo pipefail
+# shellcheck source=e2e/steps.sh
+source "$(dirname "$0")/steps.sh"
+on_error_name_the_step
 K8S_VERSION=${K8S_VERSION:-1.34.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-0.7.0}
@@ -34,13 +37,20 @@ for b in "${K8S_BINS[@]}" etcd kwok; do
     mv -f "$OUT/$b" "$OUT/$b.broken"
   fi
 done
-if have "${K8S_BINS[@]}" etcd kwok; then echo "$OUT"; exit 0; fi
+if have "${K8S_BINS[@]}" etcd kwok && [[ -s $OUT/VERSIONS ]]; then echo "$OUT"; exit 0; fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 bin=$work/bin; mkdir -p "$bin" "$OUT"
 start=$SECONDS
 
-# Binaries land in $OUT one by one, each only after a complete build (mv is
-# atomic), so an interrupted build leaves no broken file behind.
+# Binaries land in $OUT one by one, each only after a complete build that
+# runs: copied beside its final name, then renamed (atomic within $OUT, even
+# when the temporary folder is on another file system), so an interrupted
+# build leaves no broken file behind.
+land() {  # built-binary name
+  cp "$1" "$OUT/.$2.partial"
+  mv -f "$OUT/.$2.partial" "$OUT/$2"
+  runs "$2" || { log "$OUT/$2 was built but does not run ($2 --version fails)"; exit 1; }
+}
 
 # tools.go in a wrapper module: imports keep `go mod tidy` from dropping the requirement.
 wrapper() {  # dir module require-line import...
@@ -77,7 +87,7 @@ build_kubernetes() {
       have "$c" && continue
       log "go build $c"
       go build -trimpath -ldflags "$ld" -o "$bin/$c" "k8s.io/kubernetes/cmd/$c"
-      mv "$bin/$c" "$OUT/$c"
+      land "$bin/$c" "$c"
     done )
 }
 have "${K8S_BINS[@]}" || build_kubernetes
@@ -88,7 +98,7 @@ if ! have etcd; then
   wrapper "$work/etcd" e2e-etcd "go.etcd.io/etcd/server/v3 v$ETCD_VERSION" go.etcd.io/etcd/server/v3
   ( cd "$work/etcd"; go mod tidy
     go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3 )
-  mv "$bin/etcd" "$OUT/etcd"
+  land "$bin/etcd" etcd
 fi
 
 # 3) kwok: simulates a node so that pods are scheduled, Running and Ready.
@@ -97,9 +107,14 @@ if ! have kwok; then
   wrapper "$work/kwok" e2e-kwok "sigs.k8s.io/kwok v$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
   ( cd "$work/kwok"; go mod tidy
     go build -trimpath -ldflags "-s -w" -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok )
-  mv "$bin/kwok" "$OUT/kwok"
+  land "$bin/kwok" kwok
 fi
 
-{ "$OUT/etcd" --version | head -1; "$OUT/kube-apiserver" --version; "$OUT/kwok" --version 2>&1 | head -1; } >"$OUT/VERSIONS"
+# VERSIONS is written last and atomically: the cache is trusted (the early exit
+# above) only with it. No `| head` here: under pipefail a reader that stops
+# early makes the writer's next line a SIGPIPE and fails the script (exit 141).
+first_line() { local out; out=$("$@" 2>&1) || { log "$* failed"; return 1; }; printf '%s\n' "${out%%$'\n'*}"; }
+{ first_line "$OUT/etcd" --version; first_line "$OUT/kube-apiserver" --version; first_line "$OUT/kwok" --version; } >"$OUT/VERSIONS.tmp"
+mv -f "$OUT/VERSIONS.tmp" "$OUT/VERSIONS"
 log "built in $((SECONDS - start))s: $(du -sh "$OUT" | cut -f1)"
 echo "$OUT"

@@ -10,6 +10,9 @@
 # Built in a wrapper module that requires it and copies its replace directives
 # (a dependency's replaces are ignored), so its dependency versions are kept.
 set -euo pipefail
+# shellcheck source=e2e/steps.sh
+source "$(dirname "$0")/steps.sh"
+on_error_name_the_step
 ESO_VERSION=${ESO_VERSION:-0.16.2}
 ESO_MODULE=github.com/external-secrets/external-secrets
 # The CRDs it watches with its optional reconcilers turned off (run it with
@@ -37,12 +40,14 @@ modjson=$(go mod download -json "$ESO_MODULE@v$ESO_VERSION")
 src=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' <<<"$modjson")
 [[ -f $src/go.mod ]] || { log "could not download $ESO_MODULE@v$ESO_VERSION"; exit 1; }
 
-# CRDs: copied (mv is atomic) only once they are all there.
-for c in "${CRDS[@]}"; do cp "$src/config/crds/bases/$c.yaml" "$work/$c.yaml"; done
-for c in "${CRDS[@]}"; do chmod 644 "$work/$c.yaml"; mv "$work/$c.yaml" "$OUT/crds/$c.yaml"; done
+# Files land beside their final name, then are renamed: atomic within $OUT,
+# even when the temporary folder is on another file system.
+land() { cp "$1" "$2.partial" && mv -f "$2.partial" "$2"; }  # file destination
+# CRDs first, the kustomization that lists them last.
+for c in "${CRDS[@]}"; do cp "$src/config/crds/bases/$c.yaml" "$work/$c.yaml"; chmod 644 "$work/$c.yaml"; land "$work/$c.yaml" "$OUT/crds/$c.yaml"; done
 { printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n'
   printf '  - %s.yaml\n' "${CRDS[@]}"; } >"$work/kustomization.yaml"
-mv "$work/kustomization.yaml" "$OUT/crds/kustomization.yaml"
+land "$work/kustomization.yaml" "$OUT/crds/kustomization.yaml"
 
 if [[ ! -x $OUT/external-secrets ]]; then
   mod=$work/mod; mkdir -p "$mod"
@@ -55,7 +60,7 @@ if [[ ! -x $OUT/external-secrets ]]; then
     go mod tidy
     log "go build $ESO_MODULE"
     go build -trimpath -ldflags "-s -w" -o "$work/external-secrets" "$ESO_MODULE" )
-  mv "$work/external-secrets" "$OUT/external-secrets"
+  land "$work/external-secrets" "$OUT/external-secrets"
 fi
 
 log "built in $((SECONDS - start))s: $(du -sh "$OUT" | cut -f1)"

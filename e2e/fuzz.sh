@@ -32,7 +32,10 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 toolchain=()
-if command -v rustup >/dev/null && rustup toolchain list | grep -q '^nightly'; then
+# Read whole, then matched: `rustup ... | grep -q` under pipefail fails when
+# grep stops before rustup has written its last line (SIGPIPE).
+toolchains=$(rustup toolchain list 2>/dev/null || true)
+if command -v rustup >/dev/null && grep -q '^nightly' <<<"$toolchains"; then
   toolchain=(+nightly)
 elif command -v rustup >/dev/null && rustup toolchain install nightly --profile minimal; then
   toolchain=(+nightly)
