@@ -1,9 +1,12 @@
 # randomsecret: see README.md. `make test` is what CI (.ci/run) runs.
 SHELL := /bin/bash
 CARGO ?= cargo
+# cargo's target folder: CARGO_TARGET_DIR when set, as cargo itself does.
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+STATIC_DIR := $(TARGET_DIR)/static/x86_64-unknown-linux-gnu/release
 
 
-.PHONY: all build static dist crd test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench orderfile chaos fuzz clean-e2e
+.PHONY: all build static dist crd test cold-test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench orderfile chaos fuzz clean-e2e
 
 all: build
 
@@ -13,20 +16,24 @@ build:
 ## static: a statically linked release binary (what the Dockerfile ships), checked to run,
 ## and kubectl-randomsecret beside it (a link: the kubectl plugin)
 static:
-	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --bin randomsecret --target x86_64-unknown-linux-gnu --target-dir target/static
-	@f=target/static/x86_64-unknown-linux-gnu/release/randomsecret; \
-	  if ldd $$f 2>&1 | grep -qv "not a dynamic executable\|statically linked"; then ldd $$f; echo "$$f is not static" >&2; exit 1; fi; \
-	  $$f --version && $$f crd | grep -q "kind: CustomResourceDefinition" && echo "make static: $$f is static and runs"
-	@e2e/orderfile.sh check target/static/x86_64-unknown-linux-gnu/release/randomsecret
+	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --bin randomsecret --target x86_64-unknown-linux-gnu --target-dir $(TARGET_DIR)/static
+	@# Outputs are read whole, then matched: `cmd | grep -q` can fail cmd with SIGPIPE.
+	@set -euo pipefail; f=$(STATIC_DIR)/randomsecret; \
+	  deps=$$(ldd $$f 2>&1 || true); \
+	  if grep -v "not a dynamic executable\|statically linked" <<<"$$deps" | grep -q .; then echo "$$deps"; echo "$$f is not static" >&2; exit 1; fi; \
+	  $$f --version; crds=$$($$f crd); grep -q "kind: CustomResourceDefinition" <<<"$$crds"; \
+	  echo "make static: $$f is static and runs"
+	@e2e/orderfile.sh check $(STATIC_DIR)/randomsecret
 	@# The kubectl plugin: the same binary as kubectl-randomsecret (kubectl randomsecret status).
-	@d=target/static/x86_64-unknown-linux-gnu/release; ln -sf randomsecret $$d/kubectl-randomsecret; \
-	  $$d/kubectl-randomsecret --help | grep -q "Usage: kubectl randomsecret" && echo "make static: $$d/kubectl-randomsecret is the kubectl plugin"
+	@set -euo pipefail; d=$(STATIC_DIR); ln -sf randomsecret $$d/kubectl-randomsecret; \
+	  usage=$$($$d/kubectl-randomsecret --help); grep -q "Usage: kubectl randomsecret" <<<"$$usage"; \
+	  echo "make static: $$d/kubectl-randomsecret is the kubectl plugin"
 
 ## dist: the release archive target/dist/randomsecret-VERSION-x86_64-linux.tar.gz (the static
 ## binary, kubectl-randomsecret beside it, the CRDs, the chart, README) and its SHA-256, checked
 ## by unpacking it and running the plugin from it
 dist: static
-	@set -euo pipefail; bin=target/static/x86_64-unknown-linux-gnu/release/randomsecret; \
+	@set -euo pipefail; bin=$(STATIC_DIR)/randomsecret; \
 	  v=$$($$bin --version | awk '{print $$2}'); name=randomsecret-$$v-x86_64-linux; \
 	  stage=target/dist/$$name; rm -rf target/dist; mkdir -p $$stage/bin; \
 	  cp $$bin $$stage/bin/randomsecret; ln -s randomsecret $$stage/bin/kubectl-randomsecret; \
@@ -43,8 +50,16 @@ crd:
 	$(CARGO) run -q --bin randomsecret -- crd --dir config/crd
 	$(CARGO) run -q --bin randomsecret -- crd --dir charts/randomsecret/crds
 
-## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane
-test: fmt-check clippy unit static dist e2e
+## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane;
+## each phase timed, and a failure names its phase and exit status
+test:
+	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit static dist e2e
+
+## cold-test: .ci/run as on a new machine: a fresh clone of HEAD, every cache empty (the
+## control plane and tools, Go's, cargo's, pip's); prints each phase's time (about 45 minutes
+## on 2 cores). COLD_DIR: the folder to use (kept, with its log and caches)
+cold-test:
+	e2e/cold-run.sh $(COLD_DIR)
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -68,20 +83,11 @@ cluster-up:
 cluster-down:
 	@e2e/cluster.sh down
 
-## run: start the local control plane when no cluster is configured, install the CRD,
-## apply examples/basic and run the controller in the foreground
-run: build
-	@set -e; \
-	if [[ -z "$${KUBECONFIG:-}" && ! -f $$HOME/.kube/config ]]; then \
-	  env_line=$$(e2e/cluster.sh up); eval "$$env_line"; \
-	  export PATH="$$(e2e/build-controlplane.sh):$$PATH"; \
-	  echo "make run: local control plane up; in another shell: $$env_line"; \
-	fi; \
-	target/release/randomsecret crd | kubectl apply --server-side --force-conflicts -f - >/dev/null; \
-	kubectl wait --for=condition=Established crd/randomsecrets.randomsecret.io --timeout=60s >/dev/null; \
-	kubectl apply -f examples/basic; \
-	echo "make run: try: kubectl get rsec; kubectl get secrets -l app.kubernetes.io/managed-by=randomsecret"; \
-	exec target/release/randomsecret controller --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
+## run: the local control plane (started if it is not running; CLUSTER=current uses your
+## current kubeconfig context instead, and names it first), the CRDs, examples/basic where
+## absent, and the controller in the foreground on METRICS_PORT/HEALTH_PORT (19080/19081)
+run:
+	@MAKE="$(MAKE)" e2e/dev-run.sh
 
 ## orderfile: regenerate link/hot-functions.txt, the functions laid out first in the release
 ## binary (build.rs), from the benchmark run small under callgrind (about 15 minutes)

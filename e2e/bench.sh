@@ -32,5 +32,5 @@ env_line=$(E2E_FRESH=1 "$here/cluster.sh" up)
 eval "$env_line"
 
 # The controllers log next to the results (ControllerProcess writes to $E2E_DIR).
-export RANDOMSECRET_BIN=${RANDOMSECRET_BIN:-$root/target/static/x86_64-unknown-linux-gnu/release/randomsecret}   # a wrapper (heaptrack, perf) may stand in
-E2E_DIR=$out "$root/target/release/bench" --out "$out" "${peer[@]}" "$@"
+export RANDOMSECRET_BIN=${RANDOMSECRET_BIN:-${CARGO_TARGET_DIR:-$root/target}/static/x86_64-unknown-linux-gnu/release/randomsecret}   # a wrapper (heaptrack, perf) may stand in
+E2E_DIR=$out "${CARGO_TARGET_DIR:-$root/target}/release/bench" --out "$out" "${peer[@]}" "$@"

@@ -28,7 +28,7 @@ eval "$env_line"
 
 # The controllers run with the chart's ServiceAccount and RBAC, as in e2e/run.sh.
 controller_credentials
-export RUST_LIB_BACKTRACE=0 RANDOMSECRET_BIN=$root/target/debug/randomsecret
+export RUST_LIB_BACKTRACE=0 RANDOMSECRET_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/randomsecret
 export RANDOMSECRET_PROOF_KEY_NAMESPACE=randomsecret-system
 export CHAOS_CLUSTER_SH=$here/cluster.sh
 t0=$SECONDS

