@@ -20,8 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the controller (all namespaces unless --namespace is given).
     Controller(Box<ControllerArgs>),
-    /// Print the CRDs (RandomSecret, ClusterVaultConnection, VaultConnection)
-    /// generated from the Rust types, as one YAML stream.
+    /// Print the CRDs (RandomSecret, ClusterVaultConnection, VaultConnection,
+    /// ClusterConnection) generated from the Rust types, as one YAML stream.
     Crd {
         /// Write one file per CRD into this folder instead (`make crd`).
         #[arg(long)]

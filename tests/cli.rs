@@ -130,3 +130,22 @@ fn name_explain_shows_the_rotation_and_the_form_each_name_hashes() {
         assert!(api.iter().any(|(_, f)| f == "keys.token"), "{api:?}");
     }
 }
+
+/// `crd --help` names every kind that `crd` prints (it once listed three of four).
+#[test]
+fn crd_help_names_every_printed_kind() {
+    let help = randomsecret(&["crd", "--help"], "");
+    let crds = randomsecret(&["crd"], "");
+    let kinds: Vec<&str> = crds
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("kind: "))
+        .filter(|k| *k != "CustomResourceDefinition")
+        .collect();
+    assert_eq!(kinds.len(), 4, "the kinds `crd` prints: {kinds:?}");
+    for kind in kinds {
+        assert!(
+            help.contains(&format!("{kind},")) || help.contains(&format!("{kind})")),
+            "`crd --help` does not name {kind}: {help}"
+        );
+    }
+}
