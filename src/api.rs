@@ -53,7 +53,7 @@ pub const SHORT_FORM_LENGTH: i64 = 32;
     printcolumn(name = "Secret", type_ = "string", json_path = ".status.secretName", description = "The current version's Secret"),
     printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
     printcolumn(name = "Versions", type_ = "integer", json_path = ".status.liveVersions", priority = 1, description = "Live versions (current and retained)"),
-    printcolumn(name = "Reason", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].reason", priority = 1),
+    printcolumn(name = "Reason", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].reason", description = "Why Ready is what it is (kubectl describe shows the message)"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     validation = Rule::new("size(self.metadata.name) <= 63").message("metadata.name must be at most 63 characters (it is a label value on every version Secret): use a shorter name, and spec.secretName for a longer base name")
 )]
@@ -140,8 +140,10 @@ pub struct RandomSecretSpec {
     #[schemars(range(min = 0, max = 100))]
     pub history: Option<i32>,
 
-    /// Where each current version is also written (a Vault or OpenBao KV v2
-    /// path). Not part of the version hash: adding or changing it keeps the name.
+    /// Where each version is also sent: `vault`, a Vault or OpenBao KV v2
+    /// path (the current version), and `clusters`, downstream clusters that
+    /// get a create-only copy of every version. Not part of the version hash:
+    /// adding or changing it keeps the name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push: Option<crate::push::api::PushSpec>,
 }

@@ -623,16 +623,31 @@ async fn kubectl_wait_explain_and_columns_work() -> Result<()> {
     ])?;
     let table = kubectl(&["get", "rsec", "-n", &ns.name])?;
     let header = table.lines().next().unwrap_or_default();
-    for col in ["NAME", "SECRET", "READY", "AGE"] {
+    // The reason is shown by default, beside READY (not only with -o wide).
+    for col in ["NAME", "SECRET", "READY", "REASON", "AGE"] {
         ensure!(header.contains(col), "column {col} missing: {header}");
     }
     let rs = api.get("w").await?;
+    let status = rs.status.unwrap();
+    let ready_reason = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| c.reason.clone())
+        .unwrap_or_default();
+    let row = table.lines().nth(1).unwrap_or_default();
     ensure!(
-        table.contains(rs.status.unwrap().secret_name.as_deref().unwrap()),
-        "{table}"
+        row.contains(status.secret_name.as_deref().unwrap()) && row.contains(&ready_reason),
+        "the row shows the Secret and the reason {ready_reason:?}: {table}"
     );
     let explain = kubectl(&["explain", "randomsecret.spec.keys"])?;
     ensure!(explain.contains("Generated values"), "{explain}");
+    // spec.push is described as what it is: Vault and downstream clusters.
+    let explain = kubectl(&["explain", "randomsecret.spec.push"])?;
+    ensure!(
+        explain.contains("Vault") && explain.contains("downstream clusters"),
+        "{explain}"
+    );
     let explain = kubectl(&["explain", "rsec.status.conditions"])?;
     ensure!(explain.contains("Ready"), "{explain}");
     ns.delete().await
