@@ -11,6 +11,10 @@
 #   a choice.
 # METRICS_PORT, HEALTH_PORT (19080, 19081): the controller's ports on
 #   127.0.0.1. Not 8080: kubectl without a kubeconfig tries localhost:8080.
+# TRACKING=1: the controller runs with --tracking (see README, Tracking mode).
+# RANDOMSECRET_BIN: run this binary instead of building the release one (the
+#   quick start's test uses the debug build). E2E_DIR and the control plane's
+#   *_PORT variables are e2e/cluster.sh's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -28,8 +32,14 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for var in METRICS_PORT HEALTH_PORT; do
   port_free "${!var}" || { say "port ${!var} on 127.0.0.1 is busy: choose another with make run $var=PORT"; exit 1; }
 done
-step "build (cargo build --release)" "${MAKE:-make}" --no-print-directory build
-bin=${CARGO_TARGET_DIR:-$root/target}/release/randomsecret
+if [[ -n ${RANDOMSECRET_BIN:-} ]]; then
+  bin=$RANDOMSECRET_BIN
+else
+  step "build (cargo build --release)" "${MAKE:-make}" --no-print-directory build
+  bin=${CARGO_TARGET_DIR:-$root/target}/release/randomsecret
+fi
+tracking=()
+[[ ${TRACKING:-0} == 1 ]] && tracking=(--tracking)
 
 if [[ $CLUSTER == local ]]; then
   E2E_DIR=${E2E_DIR:-$root/target/e2e}
@@ -46,7 +56,7 @@ if [[ $CLUSTER == local ]]; then
   env_line=$(E2E_FRESH=$fresh step "local control plane up (e2e/cluster.sh up)" "$here/cluster.sh" up)
   eval "$env_line"
   [[ $(cat "$E2E_DIR/state-owner" 2>/dev/null) == test ]] || echo run >"$E2E_DIR/state-owner"
-  PATH="$("$here/build-controlplane.sh"):$PATH"
+  PATH="${BIN_DIR:-$("$here/build-controlplane.sh")}:$PATH"
   export PATH
 else
   context=$(kubectl config current-context 2>/dev/null) || { say "CLUSTER=current, but kubectl has no current context"; exit 1; }
@@ -70,4 +80,4 @@ fi
 [[ $CLUSTER == local ]] && say "in another shell: $env_line; export PATH=\"\$(e2e/build-controlplane.sh):\$PATH\""
 say "try: kubectl get rsec; kubectl get secrets -l app.kubernetes.io/managed-by=randomsecret"
 say "metrics on http://127.0.0.1:$METRICS_PORT/metrics, health on 127.0.0.1:$HEALTH_PORT"
-exec "$bin" controller --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT"
+exec "$bin" controller "${tracking[@]}" --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT"
