@@ -259,6 +259,72 @@ async fn refuses_immutable_produced_and_bad_annotations_with_a_warning() -> Resu
     ns.delete().await
 }
 
+/// A misspelt annotation of ours is named in a Warning with the key meant,
+/// once, and changes nothing else: the fill takes the default.
+#[tokio::test]
+async fn a_misspelt_annotation_is_named_with_the_key_meant() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "annotated-typo").await?;
+    let api: Api<Secret> = ns.api();
+    create(
+        &api,
+        &secret(
+            "typo",
+            true,
+            json!({ rules::GENERATE: "password", "randomsecret.io/lenght": "12" }),
+            json!({}),
+        )?,
+    )
+    .await?;
+    // A misspelt `generate` asks for nothing: the Warning is all there is.
+    create(
+        &api,
+        &secret(
+            "generat",
+            true,
+            json!({ "randomsecret.io/generat": "password" }),
+            json!({}),
+        )?,
+    )
+    .await?;
+
+    let got = filled(&api, "typo", &["password"]).await?;
+    assert_alphabet(&value(&got, "password")?, 32, Charset::Alphanumeric.chars())?;
+    let e = wait_warning(&client, &ns.name, "typo", "UnknownAnnotation").await?;
+    let note = e.note.unwrap_or_default();
+    ensure!(
+        note.contains("\"randomsecret.io/lenght\"")
+            && note.contains("did you mean randomsecret.io/length?"),
+        "{note}"
+    );
+    let e = wait_warning(&client, &ns.name, "generat", "UnknownAnnotation").await?;
+    let note = e.note.unwrap_or_default();
+    ensure!(
+        note.contains("\"randomsecret.io/generat\"")
+            && note.contains("did you mean randomsecret.io/generate?"),
+        "{note}"
+    );
+    ensure!(data_keys(&api.get("generat").await?).is_empty());
+
+    // Another change of the Secret is looked at again, and does not repeat the Warning.
+    let touch = json!({"metadata": {"labels": {"touched": "yes"}}});
+    api.patch("typo", &PatchParams::default(), &Patch::Merge(&touch))
+        .await?;
+    // Fixed: filled.
+    let fix = json!({"metadata": {"annotations": {"randomsecret.io/generat": null, rules::GENERATE: "password"}}});
+    api.patch("generat", &PatchParams::default(), &Patch::Merge(&fix))
+        .await?;
+    filled(&api, "generat", &["password"]).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let events: Api<Event> = ns.api();
+    let all = events.list(&Default::default()).await?.items;
+    for name in ["typo", "generat"] {
+        let n = warnings(&all, name, "UnknownAnnotation").count();
+        ensure!(n == 1, "{n} UnknownAnnotation Warnings about {name}");
+    }
+    ns.delete().await
+}
+
 #[tokio::test]
 async fn rotation_is_explicit() -> Result<()> {
     let client = client().await?;

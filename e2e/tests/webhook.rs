@@ -414,6 +414,30 @@ async fn the_webhook_fills_keys_in_the_create_response() -> Result<()> {
         );
     }
 
+    // A misspelt annotation: filled all the same (with the default length),
+    // and a warning that names the key meant.
+    let manifest = serde_json::to_string(&annotated(
+        "typo",
+        "k",
+        &[("randomsecret.io/lenght", "12")],
+        json!({}),
+    )?)?;
+    let (out, err) = kubectl_io(
+        &["create", "-n", &ns.name, "-o", "json", "-f", "-"],
+        &manifest,
+    )?;
+    ensure!(
+        err.contains("Warning: randomsecret: unknown annotation \"randomsecret.io/lenght\" is ignored: did you mean randomsecret.io/length?"),
+        "no warning about the typo: {err}"
+    );
+    let typo: Secret = serde_json::from_str(&out)?;
+    record(&typo, &["k"])?;
+    ensure!(
+        bytes(&typo, "k").len() == 32,
+        "not filled with the default length: {:?}",
+        keys_of(&typo)
+    );
+
     // An unlabelled Secret never reaches the webhook.
     let before = sum_metric(&c, "randomsecret_webhook_requests_total");
     let mut plain = annotated("plain", "k", &[], json!({}))?;

@@ -21,6 +21,8 @@ use tracing::{info, warn};
 
 /// The Event action of every annotation-mode Event.
 const ACTION: &str = "FillKeys";
+/// The reason of the Warning about annotations of ours that no rule knows.
+pub const UNKNOWN_ANNOTATION: &str = "UnknownAnnotation";
 
 pub struct Filler {
     pub client: Client,
@@ -57,6 +59,7 @@ impl Filler {
         };
         let uid = Uid::of(&secret.metadata);
         let rv = secret.metadata.resource_version.clone().unwrap_or_default();
+        self.unknown_annotations(&key, &secret);
         let fill = match rules::plan(&secret, None) {
             Plan::NotManaged | Plan::Complete => {
                 self.tracked.warn(&key, None);
@@ -145,6 +148,26 @@ impl Filler {
                 warn!(secret = %key, error = %e, "patching an annotated Secret; retrying");
                 Next::Retry
             }
+        }
+    }
+
+    /// Misspelt annotations: a Warning Event (the same reason and note while
+    /// they stay the same, so a resync or another change of the Secret does
+    /// not repeat it) beside whatever the plan does.
+    fn unknown_annotations(&self, key: &Key, secret: &Secret) {
+        let note = rules::unknown_note(&rules::unknown_annotations(&secret.metadata));
+        let digest = note.as_deref().map(|n| digest(UNKNOWN_ANNOTATION, n));
+        if self.tracked.warn_unknown(key, digest)
+            && let Some(note) = note
+        {
+            warn!(secret = %key, problem = %note, "annotated Secret has unknown annotations");
+            self.events.publish(
+                reference(secret),
+                EventType::Warning,
+                UNKNOWN_ANNOTATION,
+                ACTION,
+                note,
+            );
         }
     }
 
@@ -453,6 +476,53 @@ mod tests {
             ev["note"].as_str().unwrap().contains("from 1 to 1048576"),
             "{ev}"
         );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        h.no_event();
+    }
+
+    #[tokio::test]
+    async fn a_misspelt_annotation_warns_once_beside_the_fill() {
+        let mut h = harness();
+        let typo = json!({GENERATE: "password", "randomsecret.io/lenght": "12"});
+        seen(&h.filler.tracked, "5");
+        let secret = stored("5", typo.clone(), json!({}));
+        let next = h
+            .run(|mut api| async move {
+                answer(&mut api, Method::GET, 200, &secret).await;
+                let patch = answer(
+                    &mut api,
+                    Method::PATCH,
+                    200,
+                    &stored("6", json!({}), json!({})),
+                )
+                .await;
+                assert!(patch["data"]["password"].is_string(), "{patch}");
+                api
+            })
+            .await;
+        assert_eq!(next, Next::AwaitChange);
+        // Posted concurrently: in either order.
+        let mut events = [h.event().await, h.event().await];
+        events.sort_by_key(|e| e["reason"].to_string());
+        assert_eq!(
+            (events[0]["reason"].as_str(), events[1]["reason"].as_str()),
+            (Some("KeysFilled"), Some(UNKNOWN_ANNOTATION))
+        );
+        assert_eq!(events[1]["type"], "Warning");
+        assert_eq!(
+            events[1]["note"],
+            "unknown annotation \"randomsecret.io/lenght\" is ignored: did you mean randomsecret.io/length?"
+        );
+        // Someone else's change: looked at again, the same typo is not repeated.
+        seen(&h.filler.tracked, "7");
+        let filled = stored("7", typo, json!({"password": "x"}));
+        let next = h
+            .run(|mut api| async move {
+                answer(&mut api, Method::GET, 200, &filled).await;
+                api
+            })
+            .await;
+        assert_eq!(next, Next::AwaitChange);
         tokio::time::sleep(Duration::from_millis(100)).await;
         h.no_event();
     }

@@ -14,7 +14,10 @@
 //!   copied from the old one, never generated again (`kubectl replace` and
 //!   `helm upgrade --force` cannot rotate silently); so is the recorded token;
 //! - the same input gives the same plan (idempotent): after a fill, the
-//!   plan of the result is `Complete`.
+//!   plan of the result is `Complete`;
+//! - an annotation under our prefixes that no rule knows (a typo such as
+//!   `randomsecret.io/lenght`) is reported with the nearest valid key
+//!   ([`unknown_annotations`]); it changes nothing else.
 //!
 //! No message ever holds a Secret value (annotation values are metadata and
 //! may be quoted, shortened).
@@ -23,9 +26,12 @@ use crate::api::{Charset, DEFAULT_SYMBOLS, LABEL_NAME, MAX_KEYS, MAX_LENGTH};
 use crate::version::{Generated, MAX_ROTATION, MAX_SECRET_BYTES, valid_data_key};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+/// The prefix of every key of ours (annotations, labels, finalizers).
+pub const PREFIX: &str = "randomsecret.io/";
 /// The opt-in label: every watch and the webhook's objectSelector select on it.
 pub const MANAGED_LABEL: &str = "randomsecret.io/managed";
 /// The keys to fill, separated by commas.
@@ -46,6 +52,8 @@ pub const DEFAULT_LENGTH: usize = 32;
 /// present, with its defaults (from its source: `pkg/types/types.go` and
 /// `pkg/secrets/secrets.go` of github.com/qjoly/RandomSecret).
 pub mod alias {
+    /// The prefix of the original operator's annotations.
+    pub const PREFIX: &str = "secret.a-cup-of.coffee/";
     /// Must be exactly "true" (its `IsSecretManaged`).
     pub const ENABLE: &str = "secret.a-cup-of.coffee/enable";
     /// One key (default [`DEFAULT_KEY`]).
@@ -58,6 +66,61 @@ pub mod alias {
     pub const DEFAULT_KEY: &str = "password";
     pub const DEFAULT_SPECIAL_CHAR: bool = true;
 }
+
+/// On the Secrets randomsecret keeps for itself (the proof key, the
+/// webhook's certificate): what the Secret is for.
+pub const PURPOSE: &str = "randomsecret.io/purpose";
+
+/// Every key under [`PREFIX`] or [`alias::PREFIX`] the project defines:
+/// annotation mode's, and the labels, annotations and finalizers of the
+/// other features, none of which is reported as unknown on a Secret. A test
+/// checks that every such string in `src/` is listed here: add a new one.
+pub const KNOWN: &[&str] = &[
+    MANAGED_LABEL,
+    GENERATE,
+    LENGTH,
+    CHARSET,
+    SYMBOLS,
+    ROTATE,
+    ROTATED,
+    alias::ENABLE,
+    alias::KEY,
+    alias::LENGTH,
+    alias::SPECIAL_CHAR,
+    PURPOSE,
+    crate::api::LABEL_NAME,
+    crate::api::LABEL_HASH,
+    crate::api::ANNOTATION_CREATED,
+    crate::proof::ANNOTATION_PROOF,
+    crate::tracking::ANNOTATION_TRACK,
+    crate::push::FINALIZER,
+    crate::push::SKIP_CLEANUP,
+    crate::push::clusters::FINALIZER,
+    crate::push::clusters::copy::LABEL_COPY_OF,
+    crate::push::clusters::copy::ANNOTATION_COPY_OF,
+    crate::push::clusters::copy::LABEL_ANCHOR,
+    crate::push::clusters::copy::ANCHOR_TYPE,
+];
+
+/// What a user sets on an annotated Secret: the keys a suggestion may name.
+const SETTABLE: &[&str] = &[
+    GENERATE,
+    LENGTH,
+    CHARSET,
+    SYMBOLS,
+    ROTATE,
+    alias::ENABLE,
+    alias::KEY,
+    alias::LENGTH,
+    alias::SPECIAL_CHAR,
+];
+
+/// Most edits between a misspelt prefix and ours (`randomsecrets.io/`).
+const PREFIX_EDITS: usize = 2;
+/// The Event's note is at most 1 kB (events.k8s.io/v1).
+const NOTE_BYTES: usize = 1024;
+/// Most unknown annotations named one by one in admission warnings.
+const WARNINGS: usize = 5;
 
 /// Longest annotation text quoted in a message.
 const QUOTE: usize = 64;
@@ -205,8 +268,162 @@ pub fn asks(annotations: Option<&BTreeMap<String, String>>) -> bool {
 }
 
 /// Whether a Secret's metadata opts it in: the label and the annotation.
-pub fn opted_in(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+pub fn opted_in(meta: &ObjectMeta) -> bool {
     labelled(meta.labels.as_ref()) && asks(meta.annotations.as_ref())
+}
+
+/// Whether annotation mode reads this Secret's annotations at all: labelled,
+/// and not a version of a RandomSecret.
+fn handled(meta: &ObjectMeta) -> bool {
+    labelled(meta.labels.as_ref())
+        && !meta
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(LABEL_NAME))
+}
+
+/// Whether the controller looks at a labelled Secret: it asks for keys, or
+/// it carries an annotation of ours that no rule knows (a misspelt
+/// `generate` asks for nothing, and the user should hear why).
+pub fn looked_at(meta: &ObjectMeta) -> bool {
+    opted_in(meta) || unknown_keys(meta).next().is_some()
+}
+
+/// An annotation under our prefixes that no rule reads, and the valid key
+/// it is nearest to, if one is near.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unknown {
+    pub key: String,
+    pub suggestion: Option<&'static str>,
+}
+
+impl Unknown {
+    /// What is wrong and what to use instead; names keys, never values.
+    pub fn message(&self) -> String {
+        let what = format!("unknown annotation {} is ignored", quote(&self.key));
+        match self.suggestion {
+            Some(s) => format!("{what}: did you mean {s}?"),
+            None if self.key.starts_with(alias::PREFIX) => format!(
+                "{what}: the original operator's annotations are {}enable, key, length and special-char",
+                alias::PREFIX
+            ),
+            None => format!(
+                "{what}: annotation mode reads {PREFIX}generate, length, charset, symbols and rotate"
+            ),
+        }
+    }
+}
+
+/// The annotations of a Secret annotation mode handles (labelled, not a
+/// RandomSecret's version) under `randomsecret.io/` or
+/// `secret.a-cup-of.coffee/` that no rule knows, each with the nearest
+/// settable key when one is near; also a key whose prefix is a near miss of
+/// ours (`randomsecrets.io/length`), but only when its name matches one of
+/// ours. Sorted by key. Both paths report them; nothing else changes.
+pub fn unknown_annotations(meta: &ObjectMeta) -> Vec<Unknown> {
+    unknown_keys(meta).collect()
+}
+
+fn unknown_keys(meta: &ObjectMeta) -> impl Iterator<Item = Unknown> {
+    let keys = handled(meta)
+        .then_some(meta.annotations.as_ref())
+        .flatten()
+        .into_iter()
+        .flat_map(|a| a.keys());
+    keys.filter_map(|k| unknown_key(k))
+}
+
+fn unknown_key(key: &str) -> Option<Unknown> {
+    if KNOWN.contains(&key) {
+        return None;
+    }
+    let (prefix, name) = key.split_at(key.find('/')? + 1);
+    if prefix == PREFIX || prefix == alias::PREFIX {
+        return Some(Unknown {
+            key: key.to_string(),
+            suggestion: suggest(prefix, name),
+        });
+    }
+    // A misspelt prefix is reported only with a suggestion: a domain that
+    // merely looks like ours, with names of its own, is not ours to judge.
+    let ours = [PREFIX, alias::PREFIX]
+        .into_iter()
+        .find(|p| edits(prefix, p, PREFIX_EDITS).is_some())?;
+    Some(Unknown {
+        key: key.to_string(),
+        suggestion: Some(suggest(ours, name)?),
+    })
+}
+
+/// The settable key under `prefix` whose name is nearest to `name` (a third
+/// of its length in edits, at least one; the first of equals), else one of
+/// the other prefix with exactly that name (`secret.a-cup-of.coffee/generate`
+/// means `randomsecret.io/generate`).
+fn suggest(prefix: &str, name: &str) -> Option<&'static str> {
+    let under = |k: &'static str, p: &str| k.strip_prefix(p).map(|n| (k, n));
+    SETTABLE
+        .iter()
+        .filter_map(|k| under(k, prefix))
+        .filter_map(|(k, n)| Some((edits(name, n, (n.chars().count() / 3).max(1))?, k)))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+        .or_else(|| {
+            SETTABLE
+                .iter()
+                .find(|k| !k.starts_with(prefix) && k.split_once('/').map(|(_, n)| n) == Some(name))
+                .copied()
+        })
+}
+
+/// The edits from `a` to `b` (a swap of neighbours counts one) when there
+/// are at most `most`. The length check first: a long key costs no distance.
+fn edits(a: &str, b: &str, most: usize) -> Option<usize> {
+    if a.chars().count().abs_diff(b.chars().count()) > most {
+        return None;
+    }
+    Some(strsim::osa_distance(a, b)).filter(|d| *d <= most)
+}
+
+/// The Warning Event's note about unknown annotations (None when there are
+/// none): every message joined, as many as fit in an Event's 1 kB.
+pub fn unknown_note(unknown: &[Unknown]) -> Option<String> {
+    let first = unknown.first()?;
+    let mut note = first.message();
+    let mut shown = 1;
+    for u in &unknown[1..] {
+        let next = format!("; {}", u.message());
+        // Room for the count of the rest. One message is well below the
+        // limit: a key is quoted at most QUOTE characters long.
+        if note.len() + next.len() + 64 > NOTE_BYTES {
+            break;
+        }
+        note.push_str(&next);
+        shown += 1;
+    }
+    if shown < unknown.len() {
+        note.push_str(&format!(
+            "; and {} more unknown annotations",
+            unknown.len() - shown
+        ));
+    }
+    Some(note)
+}
+
+/// The admission warnings about unknown annotations: one each, at most
+/// [`WARNINGS`] and then their count (the apiserver keeps only a few kB).
+pub fn unknown_warnings(unknown: &[Unknown]) -> Vec<String> {
+    let mut out: Vec<String> = unknown
+        .iter()
+        .take(WARNINGS)
+        .map(Unknown::message)
+        .collect();
+    if unknown.len() > WARNINGS {
+        out.push(format!(
+            "and {} more unknown annotations",
+            unknown.len() - WARNINGS
+        ));
+    }
+    out
 }
 
 /// Parses the annotations: `Ok(None)` when they ask for nothing, else the
@@ -939,6 +1156,234 @@ mod tests {
         let s = secret(&[(GENERATE, "a")], &[("blob", &big)]);
         let why = invalid(plan(&s, None));
         assert!(why.contains("1 MiB") && !why.contains("vvv"), "{why}");
+    }
+
+    /// The unknown annotations of a labelled Secret with `keys` annotated.
+    fn unknown(keys: &[&str]) -> Vec<Unknown> {
+        let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (*k, "12")).collect();
+        unknown_annotations(&secret(&pairs, &[]).metadata)
+    }
+
+    fn suggestion(key: &str) -> Option<&'static str> {
+        let found = unknown(&[key]);
+        assert_eq!(found.len(), 1, "{key} is not reported: {found:?}");
+        found[0].suggestion
+    }
+
+    #[test]
+    fn a_misspelt_annotation_gets_the_nearest_key() {
+        let cases = [
+            ("randomsecret.io/lenght", LENGTH),
+            ("randomsecret.io/lengh", LENGTH),
+            ("randomsecret.io/Length", LENGTH),
+            ("randomsecret.io/generat", GENERATE),
+            ("randomsecret.io/genrate", GENERATE),
+            ("randomsecret.io/char-set", CHARSET),
+            ("randomsecret.io/symbol", SYMBOLS),
+            ("randomsecret.io/rotatd", ROTATE),
+        ];
+        for (typo, want) in cases {
+            assert_eq!(suggestion(typo), Some(want), "{typo}");
+        }
+        let found = unknown(&[GENERATE, "randomsecret.io/lenght"]);
+        let message = found[0].message();
+        assert_eq!(
+            message,
+            "unknown annotation \"randomsecret.io/lenght\" is ignored: did you mean randomsecret.io/length?"
+        );
+        // A typo changes nothing else: the fill takes the default.
+        let s = secret(&[(GENERATE, "k"), ("randomsecret.io/lenght", "12")], &[]);
+        assert_eq!(fill(plan(&s, None)).generator().length, DEFAULT_LENGTH);
+    }
+
+    #[test]
+    fn a_key_far_from_every_valid_one_gets_no_suggestion() {
+        for key in [
+            "randomsecret.io/owner",
+            "randomsecret.io/len",
+            "randomsecret.io/keys-to-generate",
+            "randomsecret.io/x",
+        ] {
+            assert_eq!(suggestion(key), None, "{key}");
+        }
+        let message = unknown(&["randomsecret.io/owner"])[0].message();
+        assert!(
+            message.contains("\"randomsecret.io/owner\" is ignored")
+                && message.contains("randomsecret.io/generate, length"),
+            "{message}"
+        );
+        // A very long name costs no distance and gets none.
+        let long = format!("{PREFIX}{}", "l".repeat(10_000));
+        assert_eq!(suggestion(&long), None);
+    }
+
+    #[test]
+    fn every_known_key_is_accepted_and_other_prefixes_are_not_ours() {
+        assert_eq!(unknown(KNOWN), []);
+        let others = [
+            "kubectl.kubernetes.io/last-applied-configuration",
+            "meta.helm.sh/release-name",
+            "randomsecret.io",
+            "length",
+            "example.com/lenght",
+            "argocd.argoproj.io/sync-wave",
+        ];
+        assert_eq!(unknown(&others), []);
+    }
+
+    #[test]
+    fn the_original_operators_prefix_is_checked_too() {
+        assert_eq!(
+            suggestion("secret.a-cup-of.coffee/lenght"),
+            Some(alias::LENGTH)
+        );
+        assert_eq!(
+            suggestion("secret.a-cup-of.coffee/specialchar"),
+            Some(alias::SPECIAL_CHAR)
+        );
+        assert_eq!(
+            suggestion("secret.a-cup-of.coffee/enabled"),
+            Some(alias::ENABLE)
+        );
+        // A name of ours under the other prefix.
+        assert_eq!(
+            suggestion("secret.a-cup-of.coffee/generate"),
+            Some(GENERATE)
+        );
+        assert_eq!(
+            suggestion("randomsecret.io/special-char"),
+            Some(alias::SPECIAL_CHAR)
+        );
+        let message = unknown(&["secret.a-cup-of.coffee/rotation"])[0].message();
+        assert!(
+            message.contains("secret.a-cup-of.coffee/enable, key, length and special-char"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_prefix_is_reported_only_with_a_name_of_ours() {
+        assert_eq!(suggestion("randomsecrets.io/generate"), Some(GENERATE));
+        assert_eq!(suggestion("random-secret.io/lenght"), Some(LENGTH));
+        assert_eq!(suggestion("randomsecret.com/length"), Some(LENGTH));
+        assert_eq!(
+            suggestion("secret.a-cup-of-coffee/enable"),
+            Some(alias::ENABLE)
+        );
+        assert_eq!(
+            unknown(&["randomsecrets.io/team", "randomsecret.io.x/owner"]),
+            []
+        );
+    }
+
+    #[test]
+    fn only_secrets_annotation_mode_handles_are_checked() {
+        let typo = "randomsecret.io/generat";
+        // Labelled, asking for nothing but for the typo: looked at, reported.
+        let s = secret(&[(typo, "password")], &[]);
+        assert_eq!(plan(&s, None), Plan::NotManaged);
+        assert!(looked_at(&s.metadata));
+        assert_eq!(unknown_annotations(&s.metadata).len(), 1);
+        let plain = secret(&[("note", "x")], &[]);
+        assert!(!looked_at(&plain.metadata));
+        // Unlabelled, or a RandomSecret's version: not ours to judge.
+        let mut unlabelled = s.clone();
+        unlabelled.metadata.labels = None;
+        assert!(!looked_at(&unlabelled.metadata));
+        assert_eq!(unknown_annotations(&unlabelled.metadata), []);
+        let mut version = s.clone();
+        version
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert(LABEL_NAME.into(), "db".into());
+        assert_eq!(unknown_annotations(&version.metadata), []);
+    }
+
+    #[test]
+    fn messages_fit_an_event_and_the_admission_warnings() {
+        let names: Vec<String> = (0..100)
+            .map(|i| format!("{PREFIX}{i}{}", "\u{1}".repeat(300)))
+            .collect();
+        let keys: Vec<&str> = names.iter().map(String::as_str).collect();
+        let found = unknown(&keys);
+        assert_eq!(found.len(), 100);
+        let note = unknown_note(&found).unwrap();
+        assert!(note.len() <= NOTE_BYTES, "{} bytes", note.len());
+        assert!(note.ends_with("more unknown annotations"), "{note}");
+        let warnings = unknown_warnings(&found);
+        assert_eq!(warnings.len(), WARNINGS + 1);
+        assert_eq!(warnings[WARNINGS], "and 95 more unknown annotations");
+        // Keys as the apiserver stores them: each warning below its 256 characters.
+        let long = format!("{PREFIX}{}", "a".repeat(63));
+        let found = unknown(&[long.as_str(), "randomsecret.io/lenght"]);
+        for w in unknown_warnings(&found) {
+            assert!(w.len() + "randomsecret: ".len() <= 256, "{w}");
+        }
+        assert_eq!(
+            unknown_note(&found)
+                .unwrap()
+                .matches("unknown annotation")
+                .count(),
+            2
+        );
+        assert_eq!(unknown_note(&[]), None);
+    }
+
+    /// Every `randomsecret.io/<name>` (or alias) string in the code outside
+    /// tests is a key of ours: it must be in [`KNOWN`], or a Secret carrying
+    /// it would be told it is unknown.
+    #[test]
+    fn every_key_the_code_defines_is_known() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = vec![root];
+        let mut found = BTreeSet::new();
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("tests.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text
+                .lines()
+                .take_while(|l| l.trim() != "#[cfg(test)]")
+                .filter(|l| !l.trim_start().starts_with("//"));
+            for line in code {
+                for prefix in [PREFIX, alias::PREFIX] {
+                    let quoted = format!("\"{prefix}");
+                    for (at, _) in line.match_indices(&quoted) {
+                        let rest = &line[at + 1..];
+                        let literal = &rest[..rest.find('"').unwrap_or(rest.len())];
+                        let name = &literal[prefix.len()..];
+                        // Keys only: not an apiVersion (`randomsecret.io/v1`)
+                        // nor a longer path (a proof domain).
+                        let api_version = name.strip_prefix('v').is_some_and(|v| {
+                            !v.is_empty() && v.chars().all(|c| c.is_ascii_digit())
+                        });
+                        let key = !name.is_empty()
+                            && name
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+                        if key && !api_version {
+                            found.insert((literal.to_string(), path.display().to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(found.len() >= 20, "the search found too little: {found:?}");
+        let missing: Vec<String> = found
+            .iter()
+            .filter(|(k, _)| !KNOWN.contains(&k.as_str()))
+            .map(|(k, at)| format!("{k} ({at})"))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "add these keys to annotated::rules::KNOWN: {missing:?}"
+        );
     }
 
     impl Plan {

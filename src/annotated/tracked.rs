@@ -1,7 +1,9 @@
 //! The compact cache of opted-in Secrets, fed by a metadata-only watch
 //! selected by the label (never data): per Secret its uid and
 //! resourceVersion, the resourceVersion last found to need nothing, and the
-//! last Warning posted.
+//! last Warnings posted. A labelled Secret that asks for nothing is kept only
+//! while it carries an unknown annotation of ours (a misspelt `generate`),
+//! so that the filler can say so.
 //!
 //! A Secret is sent to the filler only when its resourceVersion is not the
 //! one last settled, so a relist (or our own patch's watch event) costs no
@@ -25,6 +27,9 @@ pub struct Entry {
     pub settled: Option<Name>,
     /// A digest of the last Warning posted about it, so a resync does not repeat it.
     pub warned: Option<u64>,
+    /// The same for the Warning about unknown annotations, which comes
+    /// beside a fill or another Warning.
+    pub warned_unknown: Option<u64>,
     epoch: u32,
 }
 
@@ -94,10 +99,24 @@ impl Tracked {
     /// Records a Warning about `key`; true when it differs from the last one
     /// posted (post it), false when it repeats it. None clears it.
     pub fn warn(&self, key: &Key, digest: Option<u64>) -> bool {
+        self.record(key, digest, |e| &mut e.warned)
+    }
+
+    /// [`Tracked::warn`] for the Warning about unknown annotations.
+    pub fn warn_unknown(&self, key: &Key, digest: Option<u64>) -> bool {
+        self.record(key, digest, |e| &mut e.warned_unknown)
+    }
+
+    fn record(
+        &self,
+        key: &Key,
+        digest: Option<u64>,
+        slot: fn(&mut Entry) -> &mut Option<u64>,
+    ) -> bool {
         let mut inner = self.inner.write().expect("annotated lock");
-        match inner.entries.get_mut(key) {
-            Some(e) if e.warned != digest => {
-                e.warned = digest;
+        match inner.entries.get_mut(key).map(slot) {
+            Some(warned) if *warned != digest => {
+                *warned = digest;
                 digest.is_some()
             }
             _ => false,
@@ -134,8 +153,8 @@ impl Inner {
         meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     ) -> Option<Key> {
         let key = Key::of(meta);
-        if !rules::opted_in(meta) {
-            // Labelled but asking for nothing: nothing to keep.
+        if !rules::looked_at(meta) {
+            // Labelled but asking for nothing (and no typo to report): nothing to keep.
             self.entries.remove(&key);
             return None;
         }
@@ -147,6 +166,7 @@ impl Inner {
             resource_version: rv.clone(),
             settled: None,
             warned: None,
+            warned_unknown: None,
             epoch,
         });
         if e.uid != uid {
@@ -154,6 +174,7 @@ impl Inner {
             e.uid = uid;
             e.settled = None;
             e.warned = None;
+            e.warned_unknown = None;
         }
         e.resource_version = rv;
         e.epoch = epoch;
@@ -236,6 +257,31 @@ mod tests {
         t.handle(&Event::Apply(meta("s", UID, "3", true)));
         t.handle(&Event::Init);
         t.handle(&Event::InitDone);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_labelled_secret_with_a_typo_is_kept_until_it_is_fixed() {
+        let t = Tracked::default();
+        let k = Key::new("n", "s");
+        let mut typo = meta("s", UID, "1", false);
+        typo.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("randomsecret.io/generat".into(), "a".into());
+        assert_eq!(
+            t.handle(&Event::Apply(typo)),
+            std::slice::from_ref(&k),
+            "looked at, to be told"
+        );
+        // The two Warnings are remembered apart.
+        assert!(t.warn_unknown(&k, Some(1)));
+        assert!(t.warn(&k, Some(1)));
+        assert!(!t.warn_unknown(&k, Some(1)), "a resync does not repeat it");
+        assert!(!t.warn(&k, None));
+        assert!(!t.warn_unknown(&k, Some(1)), "kept beside a good fill");
+        // Fixed (the annotation removed, nothing asked): dropped.
+        t.handle(&Event::Apply(meta("s", UID, "2", false)));
         assert!(t.is_empty());
     }
 

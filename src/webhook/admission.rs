@@ -1,7 +1,7 @@
 //! One admission review: the Secret in the request, the rules' plan, and the
 //! answer. Always allowed: a problem is a warning (kubectl prints it as
-//! `Warning:`), never a denial. No API calls: everything needed is in the
-//! request (the old object on UPDATE).
+//! `Warning:`), never a denial; so is a misspelt annotation of ours. No API
+//! calls: everything needed is in the request (the old object on UPDATE).
 
 use crate::annotated::rules::{self, Plan};
 use json_patch::jsonptr::PointerBuf;
@@ -19,7 +19,8 @@ pub enum Outcome {
     Filled,
     /// Nothing to do (not managed, complete, another operation).
     Unchanged,
-    /// Left unchanged with a warning (invalid annotations, refused).
+    /// Left unchanged with a warning (invalid annotations, refused, unknown
+    /// annotations).
     Warned,
     /// The request could not be read; allowed unchanged.
     Unreadable,
@@ -83,18 +84,38 @@ fn unreadable(body: &[u8], error: &str) -> AdmissionResponse {
     r
 }
 
-/// The answer to one request.
+/// The answer to one request: the plan's, with a warning for each unknown
+/// annotation of ours after any other.
 pub fn respond(req: &AdmissionRequest<Secret>) -> (AdmissionResponse, Outcome) {
     let resp = AdmissionResponse::from(req);
     let new = match (&req.operation, &req.object) {
         (Operation::Create | Operation::Update, Some(new)) => new,
         _ => return (resp, Outcome::Unchanged),
     };
+    let unknown = rules::unknown_warnings(&rules::unknown_annotations(&new.metadata));
+    let (mut resp, mut outcome) = planned(resp, new, req.old_object.as_ref());
+    if !unknown.is_empty() {
+        resp.warnings
+            .get_or_insert_default()
+            .extend(unknown.iter().map(|w| format!("{WHO}: {w}")));
+        if outcome == Outcome::Unchanged {
+            outcome = Outcome::Warned;
+        }
+    }
+    (resp, outcome)
+}
+
+/// The answer the plan gives.
+fn planned(
+    resp: AdmissionResponse,
+    new: &Secret,
+    old: Option<&Secret>,
+) -> (AdmissionResponse, Outcome) {
     let warn = |mut resp: AdmissionResponse, text: String| {
         resp.warnings = Some(vec![format!("{WHO}: {text}")]);
         (resp, Outcome::Warned)
     };
-    match rules::plan(new, req.old_object.as_ref()) {
+    match rules::plan(new, old) {
         Plan::NotManaged | Plan::Complete => (resp, Outcome::Unchanged),
         Plan::Refused(r) => warn(resp, r.message()),
         Plan::Invalid(what) => warn(resp, format!("the Secret was not filled: {what}")),
@@ -259,6 +280,45 @@ mod tests {
         );
         let warning = serde_json::to_value(&echoed).unwrap()["response"]["warnings"][0].to_string();
         assert!(!warning.contains("SECRETVALUE"), "{warning}");
+    }
+
+    #[test]
+    fn a_misspelt_annotation_is_a_warning_beside_the_fill() {
+        let mut s = secret(json!({}));
+        s["metadata"]["annotations"]["randomsecret.io/lenght"] = json!("12");
+        let (obj, outcome, out) = patched(&request("CREATE", s, serde_json::Value::Null));
+        assert_eq!(outcome, Outcome::Filled);
+        assert_eq!(out["response"]["allowed"], true);
+        assert_eq!(
+            out["response"]["warnings"],
+            json!([
+                "randomsecret: unknown annotation \"randomsecret.io/lenght\" is ignored: did you mean randomsecret.io/length?"
+            ])
+        );
+        // Filled all the same, with the default length (32 bytes, base64 in JSON).
+        let token: ByteString = serde_json::from_value(obj["data"]["token"].clone()).unwrap();
+        assert_eq!(token.0.len(), 32);
+        // After the plan's own warning, on an UPDATE of a complete Secret too.
+        let mut bad = secret(json!({}));
+        bad["metadata"]["annotations"]["randomsecret.io/length"] = json!("0");
+        bad["metadata"]["annotations"]["secret.a-cup-of.coffee/lenght"] = json!("8");
+        let (_, outcome, out) = patched(&request("CREATE", bad, serde_json::Value::Null));
+        assert_eq!(outcome, Outcome::Warned);
+        let warnings = out["response"]["warnings"].as_array().unwrap();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[1]
+                .as_str()
+                .unwrap()
+                .ends_with("did you mean secret.a-cup-of.coffee/length?"),
+            "{warnings:?}"
+        );
+        let mut full = secret(json!({"password": "YQ==", "token": "Yg=="}));
+        full["metadata"]["annotations"]["randomsecret.io/generat"] = json!("x");
+        let (obj, outcome, out) = patched(&request("UPDATE", full.clone(), full.clone()));
+        assert_eq!((outcome, obj), (Outcome::Warned, full));
+        assert!(out["response"].get("patch").is_none());
+        assert_eq!(out["response"]["warnings"].as_array().unwrap().len(), 1);
     }
 
     #[test]
