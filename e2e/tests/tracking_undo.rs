@@ -5,7 +5,7 @@
 //! again on the next rotation, or when its record label is removed.
 
 use anyhow::{Context, Result, ensure};
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::PostParams;
@@ -47,8 +47,14 @@ fn pinned(rs: &RandomSecret) -> &[PinnedWorkload] {
         .map_or(&[], |s| s.pinned_workloads.as_slice())
 }
 
-/// Ready (the version is fine) and WorkloadsPinned=True listing `web` on `secret`.
+/// Ready (the version is fine) and WorkloadsPinned=True listing Deployment `web` on `secret`.
 fn pinned_on(secret: String) -> impl Fn(Option<&RandomSecret>) -> bool {
+    pinned_as("Deployment", "web", secret)
+}
+
+/// Ready and WorkloadsPinned=True listing exactly `kind` `name` on `secret`.
+fn pinned_as(kind: &str, name: &str, secret: String) -> impl Fn(Option<&RandomSecret>) -> bool {
+    let (kind, name) = (kind.to_string(), name.to_string());
     move |rs| {
         is_ready(rs)
             && rs.is_some_and(|rs| {
@@ -56,8 +62,8 @@ fn pinned_on(secret: String) -> impl Fn(Option<&RandomSecret>) -> bool {
                     .is_some_and(|c| c.status == "True" && c.reason == "RolledBack")
                     && pinned(rs)
                         == [PinnedWorkload {
-                            kind: "Deployment".into(),
-                            name: "web".into(),
+                            kind: kind.clone(),
+                            name: name.clone(),
                             secret_name: secret.clone(),
                         }]
             })
@@ -215,6 +221,75 @@ async fn a_rollback_stays_until_the_next_rotation_or_its_record_is_removed() -> 
     wait_for(&api, "db", "nothing pinned after unpinning", nothing_pinned).await?;
     ensure!(record(&deploys, "db").await? == Some(hash(&v3)));
     ensure!(record(&deploys, "api").await? == Some(hash(&other)));
+    checker.finish().await?;
+    ns.delete().await
+}
+
+/// A StatefulSet's rollback (kubectl applies a ControllerRevision's
+/// template) is kept the same way, and moved on by the next rotation.
+#[tokio::test]
+async fn a_statefulset_rollback_stays_until_the_next_rotation() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "track-undo-sts").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let sts: Api<StatefulSet> = ns.api();
+    let checker = ReferenceChecker::start(&client, &ns.name, "db-");
+    let v1 = first_version(&api, &secrets, "db", json!({"length": 16, "rotation": "1"}))
+        .await?
+        .name_any();
+    let set: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "store", "annotations": {"randomsecret.io/track": "db"}},
+        "spec": {"replicas": 1, "revisionHistoryLimit": 3, "serviceName": "store",
+                 "selector": {"matchLabels": {"app": "store"}}, "template": pod_template("store", "db")},
+    }))?;
+    sts.create(&PostParams::default(), &set).await?;
+    let rolled_on = |secret: String| {
+        move |s: Option<&StatefulSet>| {
+            s.and_then(|s| Some((s, s.metadata.generation?, s.status.as_ref()?)))
+                .is_some_and(|(s, g, st)| {
+                    st.observed_generation == Some(g)
+                        && st.ready_replicas == Some(1)
+                        && st.current_revision == st.update_revision
+                        && s.spec
+                            .as_ref()
+                            .and_then(|sp| sp.template.spec.as_ref())
+                            .map(randomsecret::references::pod_spec_secret_names)
+                            .is_some_and(|n| n.len() == 1 && n.contains(&secret))
+                })
+        }
+    };
+    wait_for(&sts, "store", "rolled out on v1", rolled_on(v1.clone())).await?;
+    let v2 = rotate(&api, "db", "2").await?;
+    wait_for(&sts, "store", "rolled out on v2", rolled_on(v2.clone())).await?;
+
+    rollout_undo(&ns.name, "statefulset/store")?;
+    wait_for(
+        &api,
+        "db",
+        "StatefulSet pinned on v1",
+        pinned_as("StatefulSet", "store", v1.clone()),
+    )
+    .await?;
+    wait_for(&sts, "store", "rolled back to v1", rolled_on(v1.clone())).await?;
+    // A spec change that makes no new version: reconciled, still on v1.
+    patch_spec(&api, "db", json!({"history": 2})).await?;
+    wait_for(
+        &api,
+        "db",
+        "reconciled, still pinned",
+        pinned_as("StatefulSet", "store", v1.clone()),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    ensure!(
+        rolled_on(v1.clone())(Some(&sts.get("store").await?)),
+        "the StatefulSet's rollback was undone"
+    );
+
+    let v3 = rotate(&api, "db", "3").await?;
+    wait_for(&sts, "store", "rolled out on v3", rolled_on(v3)).await?;
+    wait_for(&api, "db", "nothing pinned after v3", nothing_pinned).await?;
     checker.finish().await?;
     ns.delete().await
 }
