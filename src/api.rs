@@ -281,7 +281,8 @@ pub struct RandomSecretStatus {
     #[serde(default)]
     pub live_versions: i32,
     /// Ready (always present), Reconciling and Stalled, in the metav1.Condition
-    /// shape; VaultSynced while spec.push.vault is set. A map keyed by type:
+    /// shape; VaultSynced while spec.push.vault is set; WorkloadsPinned while
+    /// a tracking workload stays on an older version after a rollback. A map keyed by type:
     /// the version and the push write their own conditions (server-side apply).
     #[serde(default)]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
@@ -289,6 +290,35 @@ pub struct RandomSecretStatus {
     /// What the pushes (spec.push) wrote, and where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push: Option<crate::push::api::PushStatus>,
+    /// Tracking mode: workloads someone rolled back to an older version
+    /// (kubectl rollout undo) after the controller had pointed them at the
+    /// current one; they stay there (condition WorkloadsPinned). At most 20.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned_workloads: Vec<PinnedWorkload>,
+}
+
+/// A tracking workload left on an older version after a rollback.
+#[derive(
+    schemars::JsonSchema,
+    Serialize,
+    Deserialize,
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct PinnedWorkload {
+    /// Deployment, StatefulSet or DaemonSet.
+    pub kind: String,
+    /// The workload's name, in the RandomSecret's namespace.
+    pub name: String,
+    /// The older version its pod template references.
+    pub secret_name: String,
 }
 
 /// One version (one Secret) of a RandomSecret.

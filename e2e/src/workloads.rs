@@ -145,3 +145,30 @@ where
     .await?;
     Ok(())
 }
+
+/// The Secret names a Deployment's pod template references.
+pub fn template_secrets(d: &k8s_openapi::api::apps::v1::Deployment) -> Vec<String> {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .map(randomsecret::references::pod_spec_secret_names)
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
+}
+
+/// Rolled out, with the pod template referencing exactly `secrets`.
+pub fn rolled_out_on_all(
+    secrets: &[&str],
+) -> impl Fn(Option<&k8s_openapi::api::apps::v1::Deployment>) -> bool + use<> {
+    let mut want: Vec<String> = secrets.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    move |d| rollout_complete(d) && d.map(template_secrets).as_ref() == Some(&want)
+}
+
+/// `kubectl rollout undo <kind>/<name> -n <namespace>`: what a person does
+/// (for a Deployment it restores the template and the annotations of the
+/// ReplicaSet it goes back to).
+pub fn rollout_undo(namespace: &str, workload: &str) -> Result<String> {
+    crate::tools::kubectl(&["rollout", "undo", workload, "-n", namespace])
+}

@@ -3,7 +3,7 @@
 //! say why it is not Ready), and [`Previous`], the few facts about the stored
 //! status that the cache keeps instead of the status itself.
 
-use crate::api::{RandomSecretStatus, VersionStatus};
+use crate::api::{PinnedWorkload, RandomSecretStatus, VersionStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use std::hash::{Hash, Hasher};
@@ -13,6 +13,13 @@ pub const RECONCILING: &str = "Reconciling";
 pub const STALLED: &str = "Stalled";
 /// The conditions this controller writes, in the order it writes them.
 pub const CONDITIONS: [&str; 3] = [READY, RECONCILING, STALLED];
+/// Tracking mode's condition, True while a tracking workload stays on an
+/// older version after a rollback (absent otherwise). Written with
+/// `status.pinnedWorkloads` by its own field manager, apart from the three
+/// above: it is about workloads, never about the version, so it leaves Ready alone.
+pub const WORKLOADS_PINNED: &str = "WorkloadsPinned";
+/// How many pinned workloads `status.pinnedWorkloads` lists.
+pub const PINNED_LISTED: usize = 20;
 
 /// The result of one reconcile, as far as the status is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +68,8 @@ pub struct Previous {
     /// Of the whole status, and of its conditions part, without transition times.
     pub fingerprint: u64,
     pub conditions_fingerprint: u64,
+    /// Of tracking mode's part ([`pinned_fingerprint`]); 0 when absent.
+    pub pinned: u64,
 }
 
 impl Previous {
@@ -94,6 +103,11 @@ impl Previous {
                 .collect(),
             fingerprint: fingerprint(Some(s)),
             conditions_fingerprint: conditions_fingerprint(Some(s)),
+            pinned: match find(WORKLOADS_PINNED) {
+                None if s.pinned_workloads.is_empty() => 0,
+                // A condition left without a list hashes to non-zero too: to remove.
+                c => pinned_hash(&s.pinned_workloads, c.and_then(|c| c.observed_generation)),
+            },
         }
     }
 
@@ -215,7 +229,37 @@ pub fn desired(
         conditions,
         // Written by the push under its own field manager (crate::push).
         push: None,
+        // Written by tracking mode under its own field manager.
+        pinned_workloads: Vec::new(),
     }
+}
+
+/// Tracking mode's part of a status (the pinned workloads, and the
+/// generation its condition names), hashed; 0 for nothing pinned.
+pub fn pinned_fingerprint(pinned: &[PinnedWorkload], generation: Option<i64>) -> u64 {
+    if pinned.is_empty() {
+        return 0;
+    }
+    pinned_hash(pinned, generation)
+}
+
+fn pinned_hash(pinned: &[PinnedWorkload], generation: Option<i64>) -> u64 {
+    hash_json(&(pinned, generation)).max(1)
+}
+
+/// The WorkloadsPinned condition (True) saying `message`; its transition
+/// time stays while a stored one was True.
+pub fn pinned_condition(
+    message: &str,
+    generation: Option<i64>,
+    stored: Option<&Condition>,
+    now: &Time,
+) -> Condition {
+    let mut c = condition(WORKLOADS_PINNED, true, "RolledBack", message, generation);
+    c.last_transition_time = stored
+        .filter(|s| s.status == "True")
+        .map_or_else(|| now.clone(), |s| s.last_transition_time.clone());
+    c
 }
 
 /// One entry of `status.versions`, hashed (24 bytes).
@@ -251,7 +295,7 @@ fn hash_json(value: &impl serde::Serialize) -> u64 {
     h.finish()
 }
 
-/// This writer's conditions (not the push's VaultSynced), without their
+/// This writer's conditions (not the push's VaultSynced nor tracking's WorkloadsPinned), without their
 /// transition times: another writer's fields are no reason to write.
 fn without_transition_times(conditions: &[Condition]) -> Vec<Condition> {
     conditions
@@ -271,6 +315,7 @@ pub fn fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
     let s = status.map(|s| RandomSecretStatus {
         conditions: without_transition_times(&s.conditions),
         push: None,
+        pinned_workloads: Vec::new(),
         ..s.clone()
     });
     hash_json(&s)
@@ -500,5 +545,62 @@ mod tests {
             .iter()
             .all(|c| c.type_ != "VaultSynced")
         );
+    }
+
+    /// Tracking mode's fields are another writer's too: they never make the
+    /// version's status look changed, and the cache tells whether they are there.
+    #[test]
+    fn pinned_workloads_are_tracking_modes_own_part() {
+        let ours = desired(
+            &Previous::of(None),
+            Some(2),
+            &ready("a-1"),
+            Versions::default(),
+            &t(5),
+        );
+        assert_eq!(Previous::of(Some(&ours)).pinned, 0, "nothing pinned");
+        let list = vec![PinnedWorkload {
+            kind: "Deployment".into(),
+            name: "web".into(),
+            secret_name: "a-0".into(),
+        }];
+        let mut both = ours.clone();
+        both.conditions
+            .push(pinned_condition("Deployment web ...", Some(2), None, &t(6)));
+        both.pinned_workloads = list.clone();
+        assert_eq!(fingerprint(Some(&both)), fingerprint(Some(&ours)));
+        assert_eq!(
+            conditions_fingerprint(Some(&both)),
+            conditions_fingerprint(Some(&ours))
+        );
+        let prev = Previous::of(Some(&both));
+        assert_eq!(prev.pinned, pinned_fingerprint(&list, Some(2)));
+        assert_ne!(prev.pinned, 0);
+        assert_ne!(
+            prev.pinned,
+            pinned_fingerprint(&list, Some(3)),
+            "a newer generation"
+        );
+        assert_eq!(pinned_fingerprint(&[], Some(2)), 0);
+        // The version's writer neither lists nor keeps them (it does not own them).
+        let again = desired(&prev, Some(2), &ready("a-1"), Versions::default(), &t(7));
+        assert!(again.pinned_workloads.is_empty());
+        assert!(again.conditions.iter().all(|c| c.type_ != WORKLOADS_PINNED));
+        // A leftover condition without a list is something to remove.
+        both.pinned_workloads.clear();
+        assert_ne!(Previous::of(Some(&both)).pinned, 0);
+    }
+
+    #[test]
+    fn the_pinned_condition_keeps_its_transition_time_while_true() {
+        let first = pinned_condition("m", Some(1), None, &t(10));
+        assert_eq!(
+            (first.status.as_str(), first.reason.as_str()),
+            ("True", "RolledBack")
+        );
+        assert_eq!(first.last_transition_time, t(10));
+        let later = pinned_condition("m2", Some(2), Some(&first), &t(20));
+        assert_eq!(later.last_transition_time, t(10));
+        assert_eq!(later.observed_generation, Some(2));
     }
 }

@@ -1,5 +1,6 @@
 //! Tracking mode: points the templates of workloads annotated
-//! `randomsecret.io/track: <this RandomSecret>` at the current version.
+//! `randomsecret.io/track: <this RandomSecret>` at the current version,
+//! except those someone rolled back from it (reported as pinned).
 //!
 //! Only names that are this RandomSecret's own are rewritten: its versions
 //! (proven ours, or recorded in its status) and its base name while no
@@ -7,17 +8,24 @@
 //! Otherwise whoever can edit `spec.secretName` could point a tracked
 //! workload's other Secret references (a TLS certificate, say) at a version.
 
+use super::status::{self, Previous, WORKLOADS_PINNED};
 use super::{Context, MANAGER, ReconcileError, Subject};
+use crate::api::{PinnedWorkload, RandomSecretStatus};
+use crate::cache::slim::RandomSecretObject;
 use crate::proof::Proof;
 use crate::runtime::events::EventType;
-use crate::tracking::refers_to;
+use crate::tracking::{
+    Decision, WorkloadKind, decide, own_references, pinned_message, record_label, record_patch,
+    refers_to, unpin_hint,
+};
 use crate::version::Version;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ObjectReference, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::json;
 use std::collections::HashSet;
-use tracing::info;
+use tracing::{debug, info, warn};
 
 /// Which names tracking may move to the current version.
 struct Own {
@@ -72,14 +80,30 @@ fn rolling(obj: &DynamicObject) -> bool {
     observed.is_none() || observed < obj.metadata.generation
 }
 
-/// Points the tracking workloads at the current version. Returns whether
-/// one of them is rolling onto a template change (pointed now, or one its
-/// controller has not acted on yet): then the version it was pointed at
-/// before may be referenced by a ReplicaSet the index does not show yet, so
-/// retention keeps every superseded version and looks again shortly.
+/// Field manager of tracking mode's status fields (WorkloadsPinned,
+/// pinnedWorkloads): the version's writer applies its conditions under
+/// [`MANAGER`], so neither removes the other's (conditions are a list map).
+pub const STATUS_MANAGER: &str = "randomsecret-tracking";
+
+/// A workload left on an older version, with what its Event needs.
+struct Pin {
+    kind: WorkloadKind,
+    uid: Option<String>,
+    listed: PinnedWorkload,
+}
+
+/// Points the tracking workloads at the current version, except those
+/// someone rolled back from it ([`crate::tracking::decide`]): those are
+/// reported. Returns whether one of them is rolling onto a template change
+/// (pointed now, or one its controller has not acted on yet): then the
+/// version it was pointed at before may be referenced by a ReplicaSet the
+/// index does not show yet, so retention keeps every superseded version and
+/// looks again shortly.
 pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, ReconcileError> {
     let workloads = ctx.caches.tracking.of(&rs.key);
     if workloads.is_empty() {
+        // None left (untracked, deleted): nothing is pinned either.
+        report_pinned(rs, v, Vec::new(), ctx).await?;
         return Ok(false);
     }
     let mut any_rolling = false;
@@ -96,6 +120,8 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, 
             ),
         );
     }
+    let label = record_label(&rs.key.name);
+    let mut pins = Vec::new();
     for w in workloads {
         let what = format!("{} {}", w.kind.as_str(), w.name);
         let api: Api<DynamicObject> =
@@ -114,11 +140,40 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, 
             continue;
         };
         let accepts = |name: &str| own.accepts(rs, name);
-        if crate::tracking::retarget(&mut pod_spec, &accepts, &v.secret_name) == 0 {
-            continue;
-        }
-        // resourceVersion: an optimistic update; a concurrent change means a retry.
-        let patch = json!({"metadata": {"resourceVersion": obj.metadata.resource_version}, "spec": {"template": {"spec": pod_spec}}});
+        let refs = own_references(&pod_spec, &accepts);
+        let record = obj
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(&label))
+            .map(String::as_str);
+        let exists = |name: &str| own.versions.contains(name);
+        let point = match decide(&refs, &v.secret_name, &v.hash, record, &exists) {
+            Decision::Leave => continue,
+            Decision::Pinned(older) => {
+                pins.extend(older.into_iter().map(|secret_name| Pin {
+                    kind: w.kind,
+                    uid: obj.metadata.uid.clone(),
+                    listed: PinnedWorkload {
+                        kind: w.kind.as_str().into(),
+                        name: w.name.to_string(),
+                        secret_name,
+                    },
+                }));
+                continue;
+            }
+            Decision::Record => false,
+            Decision::Point => {
+                crate::tracking::retarget(&mut pod_spec, &accepts, &v.secret_name);
+                true
+            }
+        };
+        let patch = record_patch(
+            obj.metadata.resource_version.as_deref(),
+            &rs.key.name,
+            &v.hash,
+            point.then_some(&pod_spec),
+        );
         let pp = PatchParams {
             field_manager: Some(MANAGER.into()),
             ..Default::default()
@@ -126,8 +181,8 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, 
         ctx.may_write()?;
         match api.patch(&w.name, &pp, &Patch::Merge(patch)).await {
             Ok(_) => {}
-            // Changed since the read (its controller updated its status, say):
-            // read and rewrite it again.
+            // Changed since the read (its controller updated its status, or
+            // someone rolled it back): read and decide again.
             Err(kube::Error::Api(s)) if s.code == 409 => return Err(ReconcileError::Stale(what)),
             Err(e) => {
                 return Err(ReconcileError::api(format!(
@@ -135,6 +190,10 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, 
                     v.secret_name
                 ))(e));
             }
+        }
+        if !point {
+            debug!(randomsecret = %rs.key, workload = %what, secret = %v.secret_name, "recorded that a tracking workload is on the current version");
+            continue;
         }
         any_rolling = true;
         info!(randomsecret = %rs.key, workload = %what, secret = %v.secret_name, "pointed tracking workload at the current version");
@@ -147,7 +206,107 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, 
             note,
         );
     }
+    report_pinned(rs, v, pins, ctx).await?;
     Ok(any_rolling)
+}
+
+/// Writes the pinned workloads (`status.pinnedWorkloads`, WorkloadsPinned)
+/// when they differ from what the status holds, and posts a Warning Event
+/// for each one not listed before, on the RandomSecret and on the workload:
+/// once per rollback, not once per reconcile.
+async fn report_pinned(
+    rs: &Subject,
+    v: &Version,
+    mut pins: Vec<Pin>,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    pins.sort_by(|a, b| a.listed.cmp(&b.listed));
+    pins.truncate(status::PINNED_LISTED);
+    let list: Vec<PinnedWorkload> = pins.iter().map(|p| p.listed.clone()).collect();
+    let generation = Some(rs.generation);
+    let wanted = status::pinned_fingerprint(&list, generation);
+    if wanted == rs.status.pinned {
+        return Ok(());
+    }
+    // Read what is stored (the cache keeps a fingerprint only): the
+    // transition time, and which workloads were reported already.
+    let api: Api<RandomSecretObject> = Api::namespaced(ctx.client.clone(), rs.key.ns());
+    let stored: Option<RandomSecretStatus> = api
+        .get(&rs.key.name)
+        .await
+        .map_err(ReconcileError::api("reading the status"))?
+        .status
+        .and_then(|s| serde_json::from_value(s).ok());
+    if Previous::of(stored.as_ref()).pinned == wanted {
+        return Ok(()); // The cache has not seen our last write yet.
+    }
+    let stored_condition = stored
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == WORKLOADS_PINNED));
+    let status = if list.is_empty() {
+        // Applying nothing removes what this manager wrote.
+        json!({})
+    } else {
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let message = pinned_message(&rs.key.name, &v.secret_name, &list);
+        let condition = status::pinned_condition(&message, generation, stored_condition, &now);
+        json!({"conditions": [condition], "pinnedWorkloads": list})
+    };
+    let patch =
+        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": status});
+    ctx.may_write()?;
+    let written = api
+        .patch_status(
+            &rs.key.name,
+            &PatchParams::apply(STATUS_MANAGER).force(),
+            &Patch::Apply(patch),
+        )
+        .await
+        .map_err(ReconcileError::api(
+            "writing the pinned workloads to the status",
+        ))?;
+    // A newer spec shown here is the version's writer's to act on.
+    ctx.caches
+        .randomsecrets
+        .write_through(&written, rs.generation);
+    let before = stored.map(|s| s.pinned_workloads).unwrap_or_default();
+    for p in pins.iter().filter(|p| !before.contains(&p.listed)) {
+        let PinnedWorkload {
+            kind,
+            name,
+            secret_name,
+        } = &p.listed;
+        let hint = unpin_hint(&rs.key.name, rs.key.ns(), p.kind, name);
+        warn!(randomsecret = %rs.key, workload = %format!("{kind} {name}"), secret = %secret_name, "tracking workload rolled back to an older version; left there");
+        ctx.events.publish(
+            rs.object_reference(),
+            EventType::Warning,
+            "WorkloadPinned",
+            "TrackVersion",
+            format!(
+                "{kind} {name} was rolled back to Secret {secret_name} after tracking had pointed it at {}: it is left there; {hint}",
+                v.secret_name
+            ),
+        );
+        ctx.events.publish(
+            ObjectReference {
+                api_version: Some("apps/v1".into()),
+                kind: Some(kind.clone()),
+                name: Some(name.clone()),
+                namespace: Some(rs.key.ns().to_string()),
+                uid: p.uid.clone(),
+                ..Default::default()
+            },
+            EventType::Warning,
+            "WorkloadPinned",
+            "TrackVersion",
+            format!(
+                "Rolled back to Secret {secret_name}, an older version of RandomSecret {}, after tracking had pointed it at {}: it is left there; {hint}",
+                rs.key.name, v.secret_name
+            ),
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
