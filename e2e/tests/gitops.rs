@@ -544,6 +544,97 @@ async fn helm_helper_refuses_unknown_fields_as_name_does() -> Result<()> {
     Ok(())
 }
 
+/// Issue 32: what `name` refuses as an unknown field, the apiserver refuses
+/// too (kubectl's strict field validation, a server-side dry run), naming
+/// the same field by the same path; what `name` accepts (map keys that
+/// look like typos) the apiserver accepts.
+#[tokio::test]
+async fn the_apiserver_refuses_the_unknown_fields_name_refuses() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "gitops-strict").await?;
+    let rs = |metadata: Value, spec: Value| json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "metadata": metadata, "spec": spec});
+    let apply = |doc: &Value| -> Result<String> {
+        run(
+            "kubectl",
+            &[
+                "apply",
+                "--dry-run=server",
+                "--validate=strict",
+                "-n",
+                &ns.name,
+                "-f",
+                "-",
+            ],
+            Some(&yaml::write(doc)?),
+        )
+    };
+    let db = json!({"name": "db"});
+    for (doc, path) in [
+        (
+            rs(
+                db.clone(),
+                json!({"keys": {"k": {"length": 8}}, "rotaton": "2"}),
+            ),
+            "spec.rotaton",
+        ),
+        (
+            rs(
+                db.clone(),
+                json!({"keys": {"k": {"lenght": 8, "length": 8}}}),
+            ),
+            "spec.keys.k.lenght",
+        ),
+        (
+            rs(
+                db.clone(),
+                json!({"length": 8, "push": {"clusters": [{"connectionRef": {"name": "a"}},
+                                                                   {"connectionRef": {"name": "b"}, "namspace": "x"}]}}),
+            ),
+            "spec.push.clusters[1].namspace",
+        ),
+        (
+            rs(
+                json!({"name": "db", "lables": {"a": "b"}}),
+                json!({"length": 8}),
+            ),
+            "metadata.lables",
+        ),
+    ] {
+        let cli = run("randomsecret", &["name"], Some(&yaml::write(&doc)?))
+            .expect_err("`name` refuses it")
+            .to_string();
+        ensure!(
+            cli.contains(&format!("unknown field {path}")),
+            "`name` on {path}: {cli}"
+        );
+        let server = apply(&doc)
+            .expect_err("the apiserver refuses it")
+            .to_string();
+        ensure!(
+            server.contains(&format!("unknown field \"{path}\"")),
+            "the apiserver on {path}: {server}"
+        );
+    }
+    let fine = rs(
+        db,
+        json!({"static": {"rotaton": "x"}, "secretLabels": {"lenght": "1"}, "keys": {"k": {"length": 8}}}),
+    );
+    run("randomsecret", &["name"], Some(&yaml::write(&fine)?))?;
+    apply(&fine)?;
+    // A status is not checked (src/gitops/fields.rs says why): the
+    // apiserver's strict validation refuses an unknown field there too, but
+    // loudly, and it never writes a status sent to the main resource.
+    let mut dump = fine.clone();
+    dump["status"] = json!({"secretName": "db-x", "somethingNewer": {"a": 1}});
+    run("randomsecret", &["name"], Some(&yaml::write(&dump)?))?;
+    let server = apply(&dump).expect_err("strict validation").to_string();
+    ensure!(
+        server.contains("unknown field \"status.somethingNewer\""),
+        "{server}"
+    );
+    ns.delete().await
+}
+
 /// A Fleet app bundle (`fleet.yaml`) rendered with its values, and the name
 /// the RandomSecret in `randomsecret` makes: the two must agree.
 fn fleet_app(fleet_yaml: &str, randomsecret: &str) -> Result<(String, String, Value)> {

@@ -88,12 +88,14 @@ fn document_schema(mut schema: Value, meta: &Value) -> Value {
     properties.insert("apiVersion".into(), serde_json::json!({"type": "string"}));
     properties.insert("kind".into(), serde_json::json!({"type": "string"}));
     properties.insert("metadata".into(), meta);
-    // The status is not checked: the status subresource is on, so the
-    // apiserver ignores it in what `kubectl apply` sends (a field there
-    // cannot be a typo that changes a name or drops a setting), this CLI
-    // never reads it, and a dump (`kubectl get -o yaml`) carries the status
-    // written by whichever controller version runs, which may know fields
-    // this CLI does not. Present, it is accepted as it is.
+    // The status is not checked, and accepted as it is: the status
+    // subresource is on, so the apiserver never writes a status sent to the
+    // main resource (a field there cannot be a typo that changes a name or
+    // drops a setting in silence: strict validation refuses an unknown one
+    // loudly, --validate=false drops it with the rest of the status); this
+    // CLI never reads it; and a dump (`kubectl get -o yaml`) carries the
+    // status written by whichever controller version runs, which may know
+    // fields this CLI does not.
     if properties.contains_key("status") {
         properties.insert(
             "status".into(),
