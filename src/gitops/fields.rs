@@ -231,15 +231,25 @@ impl std::error::Error for FieldError {}
 /// optimal-string-alignment distance (an edit, or two neighbours swapped,
 /// counts 1), ignoring case, of at most a third of the candidate's length
 /// (at least 1); the first in alphabetical order among equals. The Helm
-/// helper (charts/randomsecret-lib) computes the same, on bytes.
+/// helper (charts/randomsecret-lib) computes the same, on bytes, and the
+/// annotations' suggestions (src/annotated/rules.rs) follow the same rule.
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let name = name.to_lowercase();
+    let length = name.chars().count();
+    let lower = name.to_lowercase();
     let mut candidates: Vec<&str> = candidates.into_iter().collect();
     candidates.sort_unstable();
     candidates
         .into_iter()
-        .map(|c| (strsim::osa_distance(&name, &c.to_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.chars().count() / 3).max(1))
+        .filter_map(|c| {
+            let most = (c.chars().count() / 3).max(1);
+            // The lengths first: a long name (the input may hold one of
+            // megabytes) costs no distance.
+            if length.abs_diff(c.chars().count()) > most {
+                return None;
+            }
+            let d = strsim::osa_distance(&lower, &c.to_lowercase());
+            (d <= most).then_some((d, c))
+        })
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
 }
@@ -560,6 +570,11 @@ mod tests {
         assert_eq!(nearest("ky", ["keys", "key"]), Some("key"));
         // Equally near: the first alphabetically.
         assert_eq!(nearest("ab", ["ac", "aa"]), Some("aa"));
+        // A name of megabytes is measured by its length only, at once.
+        let started = std::time::Instant::now();
+        let long = "rotation".repeat(1 << 17);
+        assert_eq!(nearest(&long, ["rotation", "rotateEvery"]), None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]
