@@ -76,6 +76,17 @@ fn read_input(file: Option<&std::path::Path>) -> Result<String, String> {
     })
 }
 
+/// An error about the YAML read from `file`, naming the file when one was
+/// named (`diff OLD NEW`, `-f FILE`; `-` is standard input):
+/// `FILE: document 2: RandomSecret db: unknown field spec.rotaton: ...`.
+fn in_file(file: Option<&std::path::Path>, e: manifests::ManifestError) -> String {
+    match file {
+        Some(p) if p.as_os_str() == "-" => format!("standard input: {e}"),
+        Some(p) => format!("{}: {e}", p.display()),
+        None => e.to_string(),
+    }
+}
+
 /// kubectl runs a plugin as `kubectl-<name>` from PATH: installed under that
 /// name (a symlink or a copy), the binary is `kubectl randomsecret`.
 fn parse_cli() -> Cli {
@@ -206,12 +217,10 @@ fn main() -> ExitCode {
                 .map_err(|e| format!("{}: {e}", dir.join(name).display()))
         }),
         Command::Name { file, explain } => read_input(file.as_deref()).and_then(|input| {
-            let names = manifests::versioned_names(&input).map_err(|e| e.to_string())?;
+            let at = |e| in_file(file.as_deref(), e);
+            let names = manifests::versioned_names(&input).map_err(at)?;
             if explain {
-                print!(
-                    "{}",
-                    gitops::explain::explain_stream(&input).map_err(|e| e.to_string())?
-                );
+                print!("{}", gitops::explain::explain_stream(&input).map_err(at)?);
             } else {
                 names.iter().for_each(|n| println!("{n}"));
             }
@@ -220,17 +229,19 @@ fn main() -> ExitCode {
         Command::Diff { old, new } if old.as_os_str() == "-" && new.as_os_str() == "-" => {
             Err("diff: only one of OLD and NEW can be - (standard input)".into())
         }
-        Command::Diff { old, new } => read_input(Some(&old)).and_then(|old| {
-            let new = read_input(Some(&new))?;
-            print!(
-                "{}",
-                gitops::explain::diff(&old, &new).map_err(|e| e.to_string())?
-            );
+        Command::Diff { old, new } => read_input(Some(&old)).and_then(|old_text| {
+            let new_text = read_input(Some(&new))?;
+            let read = |text: &str, file: &std::path::Path| {
+                gitops::explain::named(text).map_err(|e| in_file(Some(file), e))
+            };
+            let (old_rs, new_rs) = (read(&old_text, &old)?, read(&new_text, &new)?);
+            print!("{}", gitops::explain::diff_of(&old_rs, &new_rs));
             Ok(())
         }),
         Command::Rotate(args) => rotate(args),
         Command::Resolve { file } => read_input(file.as_deref()).and_then(|input| {
-            let (out, _) = gitops::resolve_stream(&input).map_err(|e| e.to_string())?;
+            let (out, _) =
+                gitops::resolve_stream(&input).map_err(|e| in_file(file.as_deref(), e))?;
             print!("{out}");
             Ok(())
         }),

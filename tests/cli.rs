@@ -149,3 +149,122 @@ fn crd_help_names_every_printed_kind() {
         );
     }
 }
+
+/// Runs the binary (in the crate's folder) with `args` on `stdin`; it must
+/// fail with exit status 1. Returns its stderr and stdout.
+fn randomsecret_fails(args: &[&str], stdin: &str) -> (String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_randomsecret"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stderr, stdout) = (
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "randomsecret {args:?} should fail: {stderr}"
+    );
+    (stderr, stdout)
+}
+
+/// `OLD` with `rotation:` of db misspelled `rotaton:`.
+fn with_typo() -> String {
+    let text = std::fs::read_to_string(file(OLD)).unwrap();
+    let typo = text.replace("  rotation: \"1\"", "  rotaton: \"1\"");
+    assert_ne!(typo, text);
+    typo
+}
+
+const ROTATON: &str =
+    "document 1: RandomSecret db: unknown field spec.rotaton: did you mean spec.rotation?";
+
+/// Issue 32: `name`, `resolve`, the KRM function and `diff` refuse an
+/// unknown field (the apiserver refuses it too, or prunes it with
+/// --validate=false) with its path and the nearest valid name, and exit 1.
+#[test]
+fn every_command_refuses_an_unknown_field_with_its_path_and_the_nearest_name() {
+    let typo = with_typo();
+    let want = format!("randomsecret: {ROTATON}\n");
+    assert_eq!(randomsecret_fails(&["name"], &typo).0, want);
+    assert_eq!(randomsecret_fails(&["name", "--explain"], &typo).0, want);
+    assert_eq!(randomsecret_fails(&["resolve"], &typo).0, want);
+    // A named file is named in the error.
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rotaton.yaml");
+    std::fs::write(&path, &typo).unwrap();
+    let shown = path.display().to_string();
+    assert_eq!(
+        randomsecret_fails(&["name", "-f", &shown], "").0,
+        format!("randomsecret: {shown}: {ROTATON}\n")
+    );
+    assert_eq!(
+        randomsecret_fails(&["resolve", "-f", &shown], "").0,
+        format!("randomsecret: {shown}: {ROTATON}\n")
+    );
+    // diff: whichever side has it, named.
+    assert_eq!(
+        randomsecret_fails(&["diff", OLD, &shown], "").0,
+        format!("randomsecret: {shown}: {ROTATON}\n")
+    );
+    assert_eq!(
+        randomsecret_fails(&["diff", "-", NEW], &typo).0,
+        format!("randomsecret: standard input: {ROTATON}\n")
+    );
+    // The KRM function: the error on stderr and in the ResourceList's results.
+    let items: String = typo
+        .split("\n---\n")
+        .map(|d| {
+            let body: Vec<&str> = d.lines().filter(|l| !l.starts_with('#')).collect();
+            format!("- {}\n", body.join("\n  "))
+        })
+        .collect();
+    let list = format!("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n{items}");
+    let (stderr, stdout) = randomsecret_fails(&["kustomize"], &list);
+    assert_eq!(stderr, want);
+    let out: serde_json::Value = randomsecret::gitops::yaml::read(&stdout).unwrap();
+    assert_eq!(out["results"][0]["message"], ROTATON, "{stdout}");
+    assert_eq!(
+        out["results"][0]["field"]["path"], "spec.rotaton",
+        "{stdout}"
+    );
+    assert_eq!(out["results"][0]["resourceRef"]["name"], "db", "{stdout}");
+    // Nothing near: no suggestion.
+    let far = with_typo().replace("rotaton:", "colour:");
+    assert_eq!(
+        randomsecret_fails(&["name"], &far).0,
+        "randomsecret: document 1: RandomSecret db: unknown field spec.colour\n"
+    );
+}
+
+/// Issue 32: a manifest of the original operator (examples/basic/legacy.yaml
+/// before its apiVersion changed) is not passed by in silence: `name` says
+/// what to change, and the name its Secret will then have.
+#[test]
+fn name_on_the_original_operators_manifest_says_what_to_change() {
+    let migrated = std::fs::read_to_string(file("examples/basic/legacy.yaml")).unwrap();
+    let original = migrated.replace(
+        "apiVersion: randomsecret.io/v1",
+        "apiVersion: secret.a-cup-of.coffee/v1",
+    );
+    assert_ne!(original, migrated);
+    let name = versioned_names(&migrated).unwrap().remove(0);
+    assert!(name.starts_with("secret-name-"), "{name}");
+    let want = format!(
+        "randomsecret: document 1: RandomSecret random-secret: apiVersion \"secret.a-cup-of.coffee/v1\" is the original operator's: change it to randomsecret.io/v1 (the spec applies as it is); its Secret will be named {name}, not secret-name: see README, Migrating from the original operator\n"
+    );
+    assert_eq!(randomsecret_fails(&["name"], &original).0, want);
+    assert_eq!(randomsecret_fails(&["resolve"], &original).0, want);
+    assert_eq!(randomsecret(&["name"], &migrated), format!("{name}\n"));
+}

@@ -262,3 +262,37 @@ fn the_judge_fails_what_it_should() {
     assert!(judge(&out(2, "", "bad thing"), &error("bad")).is_err());
     assert!(judge(&out(0, "", ""), &error("bad")).is_err());
 }
+
+/// Issue 32: an unknown field named by megabytes is refused within the time
+/// limit (the distance to each valid name is not computed for it: it took
+/// half a minute), its name cut short in the error; generated here rather
+/// than kept as a fixture.
+#[test]
+fn an_unknown_field_of_megabytes_is_refused_in_time() {
+    let key = "rotation".repeat(1 << 19);
+    let doc = format!(
+        "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {{name: a}}\nspec:\n  length: 9\n  ? {key}\n  : x\n"
+    );
+    let list = format!(
+        "kind: ResourceList\nitems:\n- apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {{name: a}}\n  spec:\n    length: 9\n    ? {key}\n    : x\n"
+    );
+    let expect =
+        Expect::Error("document 1: RandomSecret a: unknown field spec[\"rotationrotation".into());
+    for (args, input) in [
+        (&["name"][..], &doc),
+        (&["resolve"], &doc),
+        (&["kustomize"], &list),
+    ] {
+        assert_eq!(
+            check(args, input.clone().into_bytes(), &expect),
+            Ok(()),
+            "{args:?}"
+        );
+        let out = run_bounded(args, input.clone().into_bytes()).unwrap();
+        assert!(
+            out.stderr.len() < 400,
+            "{args:?}: {} bytes",
+            out.stderr.len()
+        );
+    }
+}

@@ -5,7 +5,7 @@
 //! Static values are part of the name but are never printed (they may be
 //! credentials): a static line shows its key and length only.
 
-use super::manifests::{self, ManifestError};
+use super::manifests::{self, Found, ManifestError};
 use crate::version::{Version, VersionSpec};
 use std::fmt::Write;
 
@@ -113,31 +113,9 @@ pub fn explain(object: &str, v: &Version) -> String {
     out
 }
 
-/// A RandomSecret of a stream with its name.
-struct Named {
-    namespace: Option<String>,
-    name: String,
-    version: Version,
-}
-
-fn named(input: &str) -> Result<Vec<Named>, ManifestError> {
-    let docs = manifests::documents(input)?;
-    let mut out = Vec::new();
-    for (i, doc) in docs.iter().enumerate() {
-        if !manifests::is_random_secret(i + 1, doc)? {
-            continue;
-        }
-        out.push(Named {
-            namespace: manifests::namespace(doc),
-            name: doc
-                .pointer("/metadata/name")
-                .and_then(|n| n.as_str())
-                .unwrap_or_default()
-                .to_string(),
-            version: manifests::version_of(i + 1, doc)?,
-        });
-    }
-    Ok(out)
+/// The RandomSecrets of a stream, checked as `name` checks them.
+pub fn named(input: &str) -> Result<Vec<Found>, ManifestError> {
+    manifests::random_secrets_in(&super::yaml::read_documents(input)?)
 }
 
 /// `name --explain`: every RandomSecret of the stream, explained.
@@ -178,14 +156,18 @@ pub fn changes(old: &Version, new: &Version) -> Vec<String> {
 /// `diff OLD NEW`: for each RandomSecret (by namespace and name), its name
 /// in both, and the fields that changed it.
 pub fn diff(old: &str, new: &str) -> Result<String, ManifestError> {
-    let (old, new) = (named(old)?, named(new)?);
-    let key = |n: &Named| (n.namespace.clone(), n.name.clone());
-    let title = |n: &Named| match &n.namespace {
+    Ok(diff_of(&named(old)?, &named(new)?))
+}
+
+/// [`diff`] of the RandomSecrets of two streams ([`named`]).
+pub fn diff_of(old: &[Found], new: &[Found]) -> String {
+    let key = |n: &Found| (n.namespace.clone(), n.name.clone());
+    let title = |n: &Found| match &n.namespace {
         Some(ns) => format!("RandomSecret {ns}/{}", n.name),
         None => format!("RandomSecret {}", n.name),
     };
     let mut out = String::new();
-    for o in &old {
+    for o in old {
         match new.iter().find(|n| key(n) == key(o)) {
             None => {
                 let _ = writeln!(
@@ -220,7 +202,7 @@ pub fn diff(old: &str, new: &str) -> Result<String, ManifestError> {
             n.version.secret_name
         );
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]

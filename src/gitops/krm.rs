@@ -27,16 +27,15 @@ pub struct KrmOutput {
 pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
     let mut list: Value = yaml::read(input)?;
     if !list.is_object() {
-        return Err(ManifestError::Document {
-            doc: 1,
-            message: "the KRM function's input is not a ResourceList (not a mapping)".into(),
-        });
+        return Err(ManifestError::Input(
+            "the KRM function's input is not a ResourceList (not a mapping)".into(),
+        ));
     }
     let kind = list.get("kind").and_then(Value::as_str).unwrap_or_default();
     let outcome = if kind != "ResourceList" && kind != "List" {
-        Err(format!(
+        Err(ManifestError::Input(format!(
             "the KRM function's input is a {kind:?}, not a ResourceList (or v1 List)"
-        ))
+        )))
     } else {
         match list.get_mut("items") {
             // Rewritten, the whole list is written anew: every scalar must
@@ -50,12 +49,14 @@ pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
                             *items = rewritten;
                             n
                         })
-                        .map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
+                        .map_err(ManifestError::from),
+                    Err(e) => Err(e),
                 }
             }
             None | Some(Value::Null) => Ok(0),
-            Some(_) => Err("the ResourceList's items is not a list".to_string()),
+            Some(_) => Err(ManifestError::Input(
+                "the ResourceList's items is not a list".into(),
+            )),
         }
     };
     match outcome {
@@ -71,22 +72,74 @@ pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
             changed,
             error: None,
         }),
-        Err(message) => {
-            append_result(&mut list, &message);
+        Err(e) => {
+            let result = result_of(&e, &list);
+            append_result(&mut list, result);
             Ok(KrmOutput {
                 list: yaml::write(&list)?,
                 changed: 0,
-                error: Some(message),
+                error: Some(e.to_string()),
             })
         }
     }
 }
 
-/// Appends an error to `results`: a list (config.kubernetes.io/v1), or the
+/// The KRM result for an error: its message, and for an item's error the
+/// object (`resourceRef`), the field (`field.path`) and the file kustomize
+/// read it from (`file`), as the KRM functions spec has them.
+fn result_of(e: &ManifestError, list: &Value) -> Value {
+    let mut result = serde_json::json!({"message": e.to_string(), "severity": "error"});
+    let ManifestError::Document {
+        doc, object, field, ..
+    } = e
+    else {
+        return result;
+    };
+    if let Some(o) = object {
+        let reference: serde_json::Map<String, Value> = [
+            ("apiVersion", &o.api_version),
+            ("kind", &o.kind),
+            ("name", &o.name),
+            ("namespace", &o.namespace),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), Value::from(v.clone()?))))
+        .collect();
+        if !reference.is_empty() {
+            result["resourceRef"] = Value::Object(reference);
+        }
+    }
+    if let Some(path) = field {
+        result["field"] = serde_json::json!({ "path": path });
+    }
+    let annotations = list
+        .pointer(&format!(
+            "/items/{}/metadata/annotations",
+            doc.saturating_sub(1)
+        ))
+        .cloned()
+        .unwrap_or_default();
+    let annotation = |name: &str| {
+        [
+            format!("internal.config.kubernetes.io/{name}"),
+            format!("config.kubernetes.io/{name}"),
+        ]
+        .iter()
+        .find_map(|k| annotations.get(k).and_then(Value::as_str).map(String::from))
+    };
+    if let Some(path) = annotation("path") {
+        result["file"] = serde_json::json!({ "path": path });
+        if let Some(index) = annotation("index").and_then(|i| i.parse::<u64>().ok()) {
+            result["file"]["index"] = Value::from(index);
+        }
+    }
+    result
+}
+
+/// Appends a result to `results`: a list (config.kubernetes.io/v1), or the
 /// `results` list inside it (the v1beta1 shape); anything else there is kept
 /// under a list of our own.
-fn append_result(list: &mut Value, message: &str) {
-    let ours = serde_json::json!({"message": message, "severity": "error"});
+fn append_result(list: &mut Value, ours: Value) {
     let results = &mut list["results"];
     match results {
         Value::Array(a) => a.push(ours),
@@ -167,6 +220,32 @@ mod tests {
         let untouched = "kind: ResourceList\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n  data: {a: 0X1F}\n";
         let out = krm_function(untouched).unwrap();
         assert_eq!((out.list.as_str(), out.error), (untouched, None));
+    }
+
+    /// Issue 32: an unknown field is an error result that names the item,
+    /// the field's path and the file kustomize read it from.
+    #[test]
+    fn unknown_fields_are_results_with_the_object_and_the_field() {
+        let list = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
+            - kind: Pod\n  metadata: {name: p}\n  spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n\
+            - apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata:\n    name: db\n    namespace: prod\n\
+            \x20   annotations: {internal.config.kubernetes.io/path: base/rs.yaml, internal.config.kubernetes.io/index: '1'}\n\
+            \x20 spec: {keys: {k: {length: 8}}, rotaton: '2'}\n";
+        let out = krm_function(list).unwrap();
+        let message = "document 2: RandomSecret prod/db: unknown field spec.rotaton: did you mean spec.rotation?";
+        assert_eq!(out.error.as_deref(), Some(message));
+        let v: Value = yaml::read(&out.list).unwrap();
+        assert_eq!(
+            v["results"][0],
+            json!({"message": message, "severity": "error",
+                   "resourceRef": {"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "name": "db", "namespace": "prod"},
+                   "field": {"path": "spec.rotaton"},
+                   "file": {"path": "base/rs.yaml", "index": 1}})
+        );
+        assert_eq!(
+            v["items"][0]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"], "db",
+            "nothing rewritten"
+        );
     }
 
     /// Results of earlier functions in the pipeline are kept; ours come after.

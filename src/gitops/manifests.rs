@@ -1,98 +1,304 @@
 //! Finding the RandomSecrets in a multi-document YAML stream and computing
-//! their versioned names.
+//! their versioned names. Every document of our API group is checked here,
+//! in one place, against its CRD's schema ([`fields`]): what the apiserver
+//! would refuse, or prune in silence, is an error before a name is printed.
+//!
+//! Every error about a document has one shape: `document N: <Kind> <name>:
+//! <what is wrong, naming the field>`; the KRM function also reports the
+//! object and the field's path in its results.
 
-use super::yaml;
+use super::{fields, yaml};
 use crate::api::{GROUP, RandomSecret};
-use crate::version::Version;
+use crate::version::{SpecError, Version};
+use serde_json::Value;
+use std::fmt;
 
-/// The one apiVersion of RandomSecret.
+/// The apiVersion of every kind of ours.
 const API_VERSION: &str = "randomsecret.io/v1";
+
+/// The kind of the KRM function's config (`randomsecret kustomize`), in our
+/// group but not a resource: a stream that holds it passes it by.
+const FUNCTION_CONFIG_KIND: &str = "ResolveNames";
+
+/// The original RandomSecret operator's API group. Its manifests apply here
+/// with only the apiVersion changed, but under another Secret name.
+const LEGACY_GROUP: &str = "secret.a-cup-of.coffee";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     #[error("invalid YAML: {0}")]
     Yaml(#[from] yaml::Error),
-    #[error("document {doc}: {message}")]
-    Document { doc: usize, message: String },
+    /// A problem with one document (numbered from 1, empty documents not
+    /// counted; in a ResourceList, the items).
+    #[error("document {doc}: {}{message}", object.as_ref().map(|o| format!("{o}: ")).unwrap_or_default())]
+    Document {
+        doc: usize,
+        /// The object the document holds, as written.
+        object: Option<Box<Object>>,
+        /// The path of the field at fault, when one is (`spec.rotaton`).
+        field: Option<String>,
+        /// What is wrong and what to do, naming the field.
+        message: String,
+    },
     /// From `resolve` and the KRM function only: see [`yaml::check_plain_scalars`].
     #[error("{0}")]
     Ambiguous(#[from] yaml::Ambiguous),
+    /// Input that is not what the command reads (the KRM function's, not a ResourceList).
+    #[error("{0}")]
+    Input(String),
+}
+
+impl ManifestError {
+    /// A problem with the object of document `doc`, about `field` if one.
+    pub fn of(
+        doc: usize,
+        value: &Value,
+        field: Option<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        ManifestError::Document {
+            doc,
+            object: Some(Box::new(Object::of(value))),
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// The object a document holds, as written (errors name it, the KRM
+/// function's results refer to it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Object {
+    pub api_version: Option<String>,
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+}
+
+impl Object {
+    pub fn of(doc: &Value) -> Self {
+        let text = |p: &str| doc.pointer(p).and_then(Value::as_str).map(String::from);
+        Object {
+            api_version: text("/apiVersion"),
+            kind: text("/kind"),
+            name: text("/metadata/name").filter(|n| !n.is_empty()),
+            namespace: namespace(doc),
+        }
+    }
+}
+
+/// `RandomSecret db`, `RandomSecret prod/db`, `RandomSecret without
+/// metadata.name`; names that are not plain are quoted and cut short.
+impl fmt::Display for Object {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Some(k) if !k.is_empty() => f.write_str(&fields::shown(k))?,
+            _ => f.write_str("object")?,
+        }
+        match (&self.namespace, &self.name) {
+            (_, None) => f.write_str(" without metadata.name"),
+            (Some(ns), Some(n)) => write!(f, " {}/{}", fields::shown(ns), fields::shown(n)),
+            (None, Some(n)) => write!(f, " {}", fields::shown(n)),
+        }
+    }
 }
 
 /// Every document of a YAML stream, in order (empty documents skipped), as JSON values.
-pub fn documents(input: &str) -> Result<Vec<serde_json::Value>, ManifestError> {
+pub fn documents(input: &str) -> Result<Vec<Value>, ManifestError> {
     Ok(yaml::read_stream(input)?)
 }
 
-/// Whether document number `doc` (from 1) is a RandomSecret (`randomsecret.io/v1`).
-///
-/// Never silent about a near miss: anything else in the `randomsecret.io`
-/// group (another version such as `randomsecret.io/v2`, a misspelled kind such
-/// as `Randomsecret`), and a kind `RandomSecret` (in any case) without an
-/// apiVersion, is an error that says what to write. A `RandomSecret` of
-/// another group (such as the original operator's) is not ours, and skipped.
-pub fn is_random_secret(doc: usize, value: &serde_json::Value) -> Result<bool, ManifestError> {
-    let api = value.get("apiVersion").and_then(|v| v.as_str());
-    let kind = value.get("kind").and_then(|v| v.as_str());
-    let ours = api.is_some_and(|a| a == GROUP || a.split('/').next() == Some(GROUP));
-    let like_ours = kind.is_some_and(|k| k.eq_ignore_ascii_case("RandomSecret"));
-    if ours && api == Some(API_VERSION) && kind == Some("RandomSecret") {
-        return Ok(true);
-    }
-    if ours || (like_ours && api.is_none_or(str::is_empty)) {
-        let show = |v: Option<&str>| {
-            v.map_or("none".to_string(), |v| {
-                let short: String = v.chars().take(64).collect();
-                format!("{short:?}{}", if short.len() < v.len() { "…" } else { "" })
-            })
-        };
-        return Err(ManifestError::Document {
-            doc,
-            message: format!(
-                "apiVersion {} and kind {} is not a RandomSecret this version knows: write apiVersion {API_VERSION:?} and kind \"RandomSecret\"",
-                show(api),
-                show(kind)
-            ),
-        });
-    }
-    Ok(false)
+/// A value as error messages show it: quoted, at most 64 characters, or `none`.
+fn show(v: Option<&str>) -> String {
+    v.map_or("none".to_string(), fields::quoted)
 }
 
-/// The version a RandomSecret document (number `doc`, from 1) names.
-pub fn version_of(doc: usize, value: &serde_json::Value) -> Result<Version, ManifestError> {
-    let err = |message: String| ManifestError::Document { doc, message };
-    if let Some(spec) = value.get("spec").filter(|s| !s.is_object()) {
+/// Which kind of ours document number `doc` (from 1) is: None for a
+/// document of another group, which these commands pass by.
+///
+/// Never silent about a near miss: anything else in the `randomsecret.io`
+/// group (another version such as `randomsecret.io/v2`, a misspelled kind
+/// such as `Randomsecret`), and a kind `RandomSecret` (in any case) without
+/// an apiVersion, is an error that says what to write. So is a RandomSecret
+/// of the original operator (see [`legacy`]).
+fn identify(doc: usize, value: &Value) -> Result<Option<&'static fields::Kind>, ManifestError> {
+    let api = value.get("apiVersion").and_then(Value::as_str);
+    let kind = value.get("kind").and_then(Value::as_str);
+    let group = api.map(|a| a.split('/').next().unwrap_or(a));
+    let like_ours = kind.is_some_and(|k| k.eq_ignore_ascii_case("RandomSecret"));
+    if group == Some(LEGACY_GROUP) && like_ours {
+        return Err(legacy(doc, value));
+    }
+    if group != Some(GROUP) && !(like_ours && api.is_none_or(str::is_empty)) {
+        return Ok(None);
+    }
+    if let (Some(api), Some(kind)) = (api, kind)
+        && let Some(known) = fields::kind(api, kind)
+    {
+        return Ok(Some(known));
+    }
+    if api == Some(API_VERSION) && kind == Some(FUNCTION_CONFIG_KIND) {
+        return Ok(None);
+    }
+    let kinds: Vec<&str> = fields::kinds().iter().map(|k| k.kind.as_str()).collect();
+    let write = match kind.and_then(|k| fields::nearest(k, kinds.iter().copied())) {
+        Some(k) => format!("write apiVersion {API_VERSION:?} and kind {k:?}"),
+        None => format!(
+            "write apiVersion {API_VERSION:?} and one of the kinds {}",
+            kinds.join(", ")
+        ),
+    };
+    let field = if api == Some(API_VERSION) {
+        "kind"
+    } else {
+        "apiVersion"
+    };
+    Err(ManifestError::of(
+        doc,
+        value,
+        Some(field.into()),
+        format!(
+            "apiVersion {} and kind {} is not a kind this version knows: {write}",
+            show(api),
+            show(kind)
+        ),
+    ))
+}
+
+/// A RandomSecret of the original operator (`secret.a-cup-of.coffee/v1`) is
+/// an error, not a document to pass by: `name` would print nothing for it,
+/// and `resolve` and the KRM function would leave references to its base
+/// name as they are, while the manifest is almost surely one being migrated
+/// whose apiVersion was left behind (once it is ours, its Secret is
+/// `<base>-<hash>` and a workload that references `<base>` finds nothing).
+/// The error says what to change and the name it will then have.
+fn legacy(doc: usize, value: &Value) -> ManifestError {
+    let mut ours = value.clone();
+    ours["apiVersion"] = Value::from(API_VERSION);
+    let base = value
+        .pointer("/spec/secretName")
+        .or_else(|| value.pointer("/metadata/name"))
+        .and_then(Value::as_str)
+        .map_or("<secretName>".to_string(), fields::shown);
+    let versioned = version_of(doc, &ours).map_or(format!("{base}-<hash>"), |v| v.secret_name);
+    let api = value.get("apiVersion").and_then(Value::as_str);
+    ManifestError::of(
+        doc,
+        value,
+        Some("apiVersion".into()),
+        format!(
+            "apiVersion {} is the original operator's: change it to {API_VERSION} (the spec applies as it is); its Secret will be named {versioned}, not {base}: see README, Migrating from the original operator",
+            show(api)
+        ),
+    )
+}
+
+/// The one place a document of ours is held to its CRD's schema: an
+/// unknown field, a value of the wrong shape, a missing required field.
+fn check_fields(doc: usize, value: &Value, kind: &fields::Kind) -> Result<(), ManifestError> {
+    // A RandomSecret's spec that is not a mapping says what belongs there.
+    if kind.kind == "RandomSecret"
+        && let Some(spec) = value.get("spec").filter(|s| !s.is_object())
+    {
         let what = match spec {
-            serde_json::Value::Array(_) => "a list",
-            serde_json::Value::Null => "null",
-            serde_json::Value::String(_) => "a string",
+            Value::Array(_) => "a list",
+            Value::Null => "null",
+            Value::String(_) => "a string",
             _ => "a scalar",
         };
-        return Err(err(format!(
-            "RandomSecret: spec must be a mapping (keys, static, ...), not {what}"
-        )));
+        return Err(ManifestError::of(
+            doc,
+            value,
+            Some("spec".into()),
+            format!("spec must be a mapping (keys, static, ...), not {what}"),
+        ));
     }
-    let rs: RandomSecret = serde_json::from_value(value.clone())
-        .map_err(|e| err(format!("RandomSecret: {}", without_values(&e))))?;
+    fields::check(&kind.schema, value)
+        .map_err(|e| ManifestError::of(doc, value, Some(e.path.clone()), e.to_string()))
+}
+
+/// The version a RandomSecret document (number `doc`, from 1) names. Its
+/// fields are checked first ([`check_fields`]), so what is left to find here
+/// is what the name itself depends on.
+fn version_of(doc: usize, value: &Value) -> Result<Version, ManifestError> {
+    let err =
+        |field: Option<String>, message: String| ManifestError::of(doc, value, field, message);
+    // The status is accepted as it is (see fields::document_schema): not read.
+    let mut without_status = value.clone();
+    if let Some(o) = without_status.as_object_mut() {
+        o.remove("status");
+    }
+    let rs: RandomSecret =
+        serde_json::from_value(without_status).map_err(|e| err(None, without_values(&e)))?;
     let name = rs
         .metadata
         .name
         .clone()
-        .ok_or_else(|| err("RandomSecret without metadata.name".into()))?;
-    let keys = rs.spec.keys.iter().flat_map(|m| m.keys());
-    let mut keys = keys.chain(rs.spec.r#static.iter().flat_map(|m| m.keys()));
-    if let Some(k) = keys.find(|k| yaml::is_yaml11_special(k)) {
-        return Err(err(format!(
-            "RandomSecret {name}: data key {k:?} is read as a boolean or null by kubectl and Helm (YAML 1.1), so the cluster would compute another name: rename the key"
-        )));
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            err(
+                Some("metadata.name".into()),
+                "metadata.name is required".into(),
+            )
+        })?;
+    let keys = rs
+        .spec
+        .keys
+        .iter()
+        .flat_map(|m| m.keys().map(|k| ("keys", k)));
+    let mut keys = keys.chain(
+        rs.spec
+            .r#static
+            .iter()
+            .flat_map(|m| m.keys().map(|k| ("static", k))),
+    );
+    if let Some((map, k)) = keys.find(|(_, k)| yaml::is_yaml11_special(k)) {
+        let path = fields::path(&["spec", map, k]);
+        return Err(err(
+            Some(path.clone()),
+            format!(
+                "{path}: the data key {k:?} is read as a boolean or null by kubectl and Helm (YAML 1.1), so the cluster would compute another name: rename the key"
+            ),
+        ));
     }
-    Version::of(&rs.spec, &name).map_err(|e| err(format!("RandomSecret {name}: {e}")))
+    Version::of(&rs.spec, &name).map_err(|e| err(Some(field_of(&e, &rs)), e.to_string()))
+}
+
+/// The field a [`SpecError`] is about, as a path.
+fn field_of(e: &SpecError, rs: &RandomSecret) -> String {
+    let spec = &rs.spec;
+    let generated = |k: &str| spec.keys.as_ref().is_some_and(|m| m.contains_key(k));
+    let key = |k: &str, field: &str| {
+        if generated(k) {
+            fields::path(&["spec", "keys", k, field])
+        } else {
+            format!("spec.{field}")
+        }
+    };
+    match e {
+        SpecError::NoKeys | SpecError::BothForms | SpecError::TooLarge(_) => "spec".into(),
+        SpecError::KeyConflict(k) => fields::path(&["spec", "static", k]),
+        SpecError::InvalidKey(k) if generated(k) => fields::path(&["spec", "keys", k]),
+        SpecError::InvalidKey(k) if spec.r#static.as_ref().is_some_and(|m| m.contains_key(k)) => {
+            fields::path(&["spec", "static", k])
+        }
+        SpecError::InvalidKey(_) => "spec.key".into(),
+        SpecError::InvalidLength { key: k, .. } => key(k, "length"),
+        SpecError::InvalidSymbols { key: k, .. } => key(k, "symbolCharacters"),
+        SpecError::TooManyKeys(_) => "spec.keys".into(),
+        SpecError::NameTooLong(_) => "metadata.name".into(),
+        SpecError::InvalidBaseName { .. } if spec.secret_name.is_some() => "spec.secretName".into(),
+        SpecError::InvalidBaseName { .. } => "metadata.name".into(),
+        SpecError::InvalidType(_) | SpecError::TypeRequiresKeys { .. } => "spec.type".into(),
+        SpecError::InvalidRotation(_) => "spec.rotation".into(),
+        SpecError::InvalidRotateEvery(_) | SpecError::TimeBased => "spec.rotateEvery".into(),
+    }
 }
 
 /// A document's `metadata.namespace` (None: not set, or empty).
-pub fn namespace(doc: &serde_json::Value) -> Option<String> {
+pub fn namespace(doc: &Value) -> Option<String> {
     doc.pointer("/metadata/namespace")
-        .and_then(serde_json::Value::as_str)
+        .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(String::from)
 }
@@ -102,40 +308,80 @@ pub fn namespace(doc: &serde_json::Value) -> Option<String> {
 pub struct Found {
     /// Its namespace as written (None: none in the manifest).
     pub namespace: Option<String>,
+    /// Its metadata.name.
+    pub name: String,
     pub version: Version,
 }
 
-/// Every RandomSecret among `docs`, in order, with its version. Two with the
+/// Every RandomSecret among `docs`, in order, with its version; every
+/// document of ours checked ([`identify`], [`check_fields`]). Two with the
 /// same namespace and base name are an error naming both: the cluster would
 /// keep one version for both, and which one a workload gets would depend on
 /// the order they are applied in.
-pub fn random_secrets(docs: &[serde_json::Value]) -> Result<Vec<Found>, ManifestError> {
+pub fn random_secrets(docs: &[Value]) -> Result<Vec<Found>, ManifestError> {
+    let docs: Vec<&Value> = docs.iter().collect();
+    found(&docs, |_| Ok(()))
+}
+
+/// Every RandomSecret of a stream, as [`random_secrets`], and each held to
+/// [`yaml::check_plain_scalars`]: a scalar that kubectl reads otherwise than
+/// this reader would make the cluster compute another name.
+pub fn random_secrets_in(stream: &yaml::Stream) -> Result<Vec<Found>, ManifestError> {
+    let docs: Vec<&yaml::Document> = stream.docs.iter().filter(|d| d.value.is_some()).collect();
+    let values: Vec<&Value> = docs.iter().filter_map(|d| d.value.as_ref()).collect();
+    found(&values, |i| stream.check(docs[i]))
+}
+
+/// [`random_secrets`], with `scalars(i)` the scalar check of document `i`
+/// (from 0) when it is a RandomSecret, run before its fields are checked
+/// (it explains what kubectl would read).
+fn found(
+    docs: &[&Value],
+    scalars: impl Fn(usize) -> Result<(), yaml::Ambiguous>,
+) -> Result<Vec<Found>, ManifestError> {
     let mut seen = std::collections::HashMap::new();
     let mut found = Vec::new();
     for (i, doc) in docs.iter().enumerate() {
-        if !is_random_secret(i + 1, doc)? {
+        let Some(kind) = identify(i + 1, doc)? else {
+            continue;
+        };
+        if kind.kind != "RandomSecret" {
+            check_fields(i + 1, doc, kind)?;
             continue;
         }
+        scalars(i).map_err(|e| ManifestError::of(i + 1, doc, None, e.to_string()))?;
+        check_fields(i + 1, doc, kind)?;
         let version = version_of(i + 1, doc)?;
         let namespace = namespace(doc);
         let name = doc
             .pointer("/metadata/name")
             .and_then(|n| n.as_str())
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .to_string();
         let key = (namespace.clone(), version.base.clone());
-        if let Some((first_doc, first_name)) = seen.insert(key, (i + 1, name.to_string())) {
+        if let Some((first_doc, first_name)) = seen.insert(key, (i + 1, name.clone())) {
             let ns = namespace
                 .as_deref()
                 .map_or("no namespace".to_string(), |n| format!("namespace {n}"));
-            return Err(ManifestError::Document {
-                doc: i + 1,
-                message: format!(
-                    "RandomSecret {name} has the same base name {:?} ({ns}) as RandomSecret {first_name} in document {first_doc}: the cluster would keep one for both; give one another secretName",
+            return Err(ManifestError::of(
+                i + 1,
+                doc,
+                Some(if doc.pointer("/spec/secretName").is_some() {
+                    "spec.secretName".into()
+                } else {
+                    "metadata.name".into()
+                }),
+                format!(
+                    "the same base name {:?} ({ns}) as RandomSecret {first_name} in document {first_doc}: the cluster would keep one version for both; give one another secretName",
                     version.base
                 ),
-            });
+            ));
         }
-        found.push(Found { namespace, version });
+        found.push(Found {
+            namespace,
+            name,
+            version,
+        });
     }
     Ok(found)
 }
@@ -163,20 +409,11 @@ fn without_values(e: &serde_json::Error) -> String {
     out
 }
 
-/// The versioned Secret name of each RandomSecret in the stream, in order.
-/// A RandomSecret with a scalar that kubectl reads otherwise than this
-/// reader ([`yaml::check_plain_scalars`]) is an error: the cluster would
-/// compute another name.
+/// The versioned Secret name of each RandomSecret in the stream, in order
+/// ([`random_secrets_in`]).
 pub fn versioned_names(input: &str) -> Result<Vec<String>, ManifestError> {
     let stream = yaml::read_documents(input)?;
-    let numbered = stream.docs.iter().filter(|d| d.value.is_some()).enumerate();
-    for (i, doc) in numbered {
-        if is_random_secret(i + 1, doc.value.as_ref().expect("filtered"))? {
-            stream.check(doc)?;
-        }
-    }
-    let docs: Vec<_> = stream.docs.into_iter().filter_map(|d| d.value).collect();
-    let found = random_secrets(&docs)?;
+    let found = random_secrets_in(&stream)?;
     Ok(found.into_iter().map(|f| f.version.secret_name).collect())
 }
 
@@ -214,7 +451,7 @@ mod tests {
         let e = versioned_names(&input).unwrap_err().to_string();
         assert!(
             e.contains("document 2")
-                && e.contains("RandomSecret other")
+                && e.contains("RandomSecret a/other")
                 && e.contains("RandomSecret db in document 1")
                 && e.contains("\"db\" (namespace a)"),
             "{e}"
@@ -234,10 +471,212 @@ mod tests {
         assert_eq!(versioned_names(&ok).unwrap().len(), 3);
     }
 
+    /// Issue 32: a RandomSecret of the original operator is no longer passed
+    /// by in silence (`name` printed nothing, `resolve` left its references
+    /// alone): the error says what to change and the name it will then have.
     #[test]
-    fn other_groups_are_not_ours() {
-        let input = "apiVersion: secret.a-cup-of.coffee/v1\nkind: RandomSecret\nmetadata: {name: a}\nspec: {length: 9}\n";
-        assert!(versioned_names(input).unwrap().is_empty());
+    fn the_original_operators_random_secrets_say_what_to_change() {
+        let legacy = "apiVersion: secret.a-cup-of.coffee/v1\nkind: RandomSecret\nmetadata: {name: a}\nspec: {secretName: db, length: 9}\n";
+        let ours = legacy.replace("secret.a-cup-of.coffee/v1", "randomsecret.io/v1");
+        let name = versioned_names(&ours).unwrap().remove(0);
+        assert!(name.starts_with("db-"), "{name}");
+        let e = versioned_names(legacy).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "document 1: RandomSecret a: apiVersion \"secret.a-cup-of.coffee/v1\" is the original operator's: change it to randomsecret.io/v1 (the spec applies as it is); its Secret will be named {name}, not db: see README, Migrating from the original operator"
+            )
+        );
+        assert!(matches!(e, ManifestError::Document { field: Some(f), .. } if f == "apiVersion"));
+        // Without secretName the base is metadata.name; a spec that names no
+        // version still says what to change.
+        let bad = "apiVersion: secret.a-cup-of.coffee/v1\nkind: RandomSecret\nmetadata: {name: a}\nspec: {length: 0}\n";
+        let e = versioned_names(bad).unwrap_err().to_string();
+        assert!(e.contains("will be named a-<hash>, not a:"), "{e}");
+        // A status of any shape (a dump) is accepted as it is.
+        let dump = format!("{ours}status: {{conditions: odd, newer: {{a: 1}}}}\n");
+        assert_eq!(versioned_names(&dump).unwrap().join(" "), name);
+        // Other groups' RandomSecrets, and other kinds of that group, are not ours.
+        for other in [
+            "apiVersion: example.com/v1\nkind: RandomSecret\nmetadata: {name: a}\nspec: {length: 9}\n",
+            "apiVersion: secret.a-cup-of.coffee/v1\nkind: Other\nmetadata: {name: a}\n",
+        ] {
+            assert!(versioned_names(other).unwrap().is_empty(), "{other}");
+        }
+    }
+
+    /// Issue 32: an unknown field is refused with its path and the nearest
+    /// valid name, in the one shape every document error has.
+    #[test]
+    fn unknown_fields_are_refused_with_the_nearest_name() {
+        let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {rotaton: x}\n---\n\
+            apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}, rotaton: \"2\"}\n";
+        let e = versioned_names(input).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "document 2: RandomSecret db: unknown field spec.rotaton: did you mean spec.rotation?"
+        );
+        let ManifestError::Document {
+            doc, object, field, ..
+        } = e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!((doc, field.as_deref()), (2, Some("spec.rotaton")));
+        let object = object.unwrap();
+        assert_eq!(
+            (
+                object.kind.as_deref(),
+                object.name.as_deref(),
+                object.api_version.as_deref()
+            ),
+            (Some("RandomSecret"), Some("db"), Some("randomsecret.io/v1"))
+        );
+        // Without a suggestion when nothing is near; in metadata; in a namespace.
+        let e = name_of("{keys: {k: {length: 8}}, colour: blue}")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "document 1: RandomSecret a: unknown field spec.colour");
+        let meta = "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: a, namespace: prod, lables: {a: b}}\nspec: {length: 9}\n";
+        assert_eq!(
+            versioned_names(meta).unwrap_err().to_string(),
+            "document 1: RandomSecret prod/a: unknown field metadata.lables: did you mean metadata.labels?"
+        );
+    }
+
+    /// The connection kinds are ours too: passed by (they were an error, "not
+    /// a RandomSecret"), and held to their own schemas.
+    #[test]
+    fn connection_kinds_are_checked_and_passed_by() {
+        let connection = "apiVersion: randomsecret.io/v1\nkind: ClusterVaultConnection\nmetadata: {name: v}\n\
+            spec: {address: 'https://vault:8200', auth: {kubernetes: {role: r}}}\n---\n\
+            apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: a}\n\
+            spec: {length: 9, push: {vault: {connectionRef: {name: v}}}}\n";
+        assert_eq!(versioned_names(connection).unwrap().len(), 1);
+        let typo = connection.replace("role: r", "role: r, mout: m");
+        assert_eq!(
+            versioned_names(&typo).unwrap_err().to_string(),
+            "document 1: ClusterVaultConnection v: unknown field spec.auth.kubernetes.mout: did you mean spec.auth.kubernetes.mount?"
+        );
+    }
+
+    /// Every error about a document names it, its object and the field, in
+    /// one shape; the field's path is also carried for the KRM results.
+    #[test]
+    fn document_errors_name_the_object_and_the_field() {
+        for (spec, says, field) in [
+            (
+                "{keys: {k: {length: 0}}}",
+                "document 1: RandomSecret a: key \"k\": length 0 is out of range",
+                "spec.keys.k.length",
+            ),
+            (
+                "{length: 0}",
+                "document 1: RandomSecret a: key \"password\": length 0",
+                "spec.length",
+            ),
+            (
+                "{keys: {k: {length: 8}}, rotation: \"a\\u0007\"}",
+                "document 1: RandomSecret a: rotation must not contain",
+                "spec.rotation",
+            ),
+            (
+                "{keys: {k: {length: 8}}, type: 'a b'}",
+                "document 1: RandomSecret a: type \"a b\" is not a valid",
+                "spec.type",
+            ),
+            (
+                "{keys: {k: {length: 8}}, static: {k: x}}",
+                "document 1: RandomSecret a: key \"k\" is both generated and static",
+                "spec.static.k",
+            ),
+            (
+                "{keys: {k: {length: 8}}, rotateEvery: 1h}",
+                "document 1: RandomSecret a: rotateEvery makes the name depend on time",
+                "spec.rotateEvery",
+            ),
+            (
+                "[]",
+                "document 1: RandomSecret a: spec must be a mapping",
+                "spec",
+            ),
+        ] {
+            let e = name_of(spec).unwrap_err();
+            assert!(e.to_string().starts_with(says), "{spec}: {e}");
+            assert!(
+                matches!(&e, ManifestError::Document { field: Some(f), .. } if f == field),
+                "{spec}: {e:?}"
+            );
+        }
+        // Where the stream's scalar check does not run first (the KRM function's items).
+        let n = serde_json::json!({"apiVersion": API_VERSION, "kind": "RandomSecret",
+                                   "metadata": {"name": "a"}, "spec": {"static": {"n": "x"}}});
+        let e = random_secrets(&[n]).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "document 1: RandomSecret a: spec.static.n: the data key \"n\" is read as a boolean"
+            ),
+            "{e}"
+        );
+        assert!(
+            matches!(&e, ManifestError::Document { field: Some(f), .. } if f == "spec.static.n")
+        );
+        let nameless = "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {namespace: prod}\nspec: {length: 9}\n";
+        assert_eq!(
+            versioned_names(nameless).unwrap_err().to_string(),
+            "document 1: RandomSecret without metadata.name: metadata.name is required"
+        );
+        // A name that is not plain is quoted, never printed raw.
+        let odd = "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: \"a\\e[31m b\"}\nspec: {length: 9, x: 1}\n";
+        let e = versioned_names(odd).unwrap_err().to_string();
+        assert!(
+            e.starts_with("document 1: RandomSecret \"a\\u{1b}[31m b\": unknown field spec.x"),
+            "{e}"
+        );
+    }
+
+    /// Every manifest this repository ships (examples/, testdata/cli) and
+    /// every spec of the name vectors passes the check.
+    #[test]
+    fn every_shipped_manifest_passes() {
+        fn yaml_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    yaml_files(&path, out);
+                } else if path.extension().is_some_and(|e| e == "yaml") {
+                    out.push(path);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = vec![];
+        yaml_files(&root.join("examples"), &mut files);
+        yaml_files(&root.join("testdata/cli"), &mut files);
+        let mut ours = 0;
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            // Helm templates are not YAML until rendered.
+            if text.contains("{{") {
+                continue;
+            }
+            let docs = documents(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            // Every document of ours is checked, the connections too.
+            random_secrets(&docs).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            for (i, doc) in docs.iter().enumerate() {
+                ours += usize::from(identify(i + 1, doc).unwrap().is_some());
+            }
+        }
+        assert!(ours >= 10, "{ours} documents of ours");
+        let vectors: Vec<Value> =
+            yaml::read(&std::fs::read_to_string(root.join("testdata/name-vectors.yaml")).unwrap())
+                .unwrap();
+        let schema = &fields::kind(API_VERSION, "RandomSecret").unwrap().schema;
+        for v in &vectors {
+            let doc = serde_json::json!({"apiVersion": API_VERSION, "kind": "RandomSecret",
+                                         "metadata": {"name": v["name"]}, "spec": v["spec"]});
+            assert_eq!(fields::check(schema, &doc), Ok(()), "{}", v["description"]);
+        }
     }
 
     #[test]
@@ -338,11 +777,26 @@ mod tests {
         // The good one, and other groups' RandomSecrets, still as before.
         let ok = doc("apiVersion: randomsecret.io/v1\n", "kind: RandomSecret\n");
         assert_eq!(versioned_names(&ok).unwrap().len(), 1);
-        let other = doc(
-            "apiVersion: secret.a-cup-of.coffee/v1\n",
-            "kind: RandomSecret\n",
-        );
+        let other = doc("apiVersion: example.com/v1\n", "kind: RandomSecret\n");
         assert!(versioned_names(&other).unwrap().is_empty());
+        // The nearest kind of ours, else the list of them.
+        let e = versioned_names(&doc(
+            "apiVersion: randomsecret.io/v1\n",
+            "kind: VaultConection\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.ends_with("write apiVersion \"randomsecret.io/v1\" and kind \"VaultConnection\""),
+            "{e}"
+        );
+        let e = versioned_names(&doc("apiVersion: randomsecret.io/v1\n", "kind: Secret\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("and one of the kinds RandomSecret, ClusterVaultConnection, VaultConnection, ClusterConnection"),
+            "{e}"
+        );
     }
 
     /// A value of the wrong type is named by its type, never quoted (a
@@ -352,7 +806,8 @@ mod tests {
         let input = "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: a}\nspec: {static: {password: 98765432123}}\n";
         let e = versioned_names(input).unwrap_err().to_string();
         assert!(
-            !e.contains("98765432123") && e.contains("invalid type: integer"),
+            !e.contains("98765432123")
+                && e.ends_with("spec.static.password must be a string, not an integer"),
             "{e}"
         );
         let long = format!(

@@ -4,7 +4,7 @@
 //! a base layer that ran the function before an overlay rotated) is moved to
 //! the current version too.
 
-use super::manifests::{ManifestError, is_random_secret, namespace, random_secrets};
+use super::manifests::{Found, ManifestError, namespace, random_secrets, random_secrets_in};
 use super::yaml;
 use crate::references::rewrite_pod_spec;
 use serde_json::Value;
@@ -18,11 +18,14 @@ impl Names {
     /// The versioned names of every RandomSecret among `docs` (two with the
     /// same namespace and base name are an error).
     pub fn collect(docs: &[Value]) -> Result<Self, ManifestError> {
-        let found = random_secrets(docs)?;
+        Ok(Self::of(random_secrets(docs)?))
+    }
+
+    fn of(found: Vec<Found>) -> Self {
         let names = found
             .into_iter()
             .map(|f| ((f.namespace, f.version.base), f.version.secret_name));
-        Ok(Names(names.collect()))
+        Names(names.collect())
     }
 
     /// The current versioned name for a reference to a base name, or to any
@@ -104,15 +107,9 @@ pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
 /// RandomSecret (as `name` refuses it).
 pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
     let stream = yaml::read_documents(input)?;
-    // The RandomSecrets first: their names are computed from what they mean here.
-    let numbered = stream.docs.iter().filter(|d| d.value.is_some()).enumerate();
-    for (i, doc) in numbered {
-        if is_random_secret(i + 1, doc.value.as_ref().expect("filtered"))? {
-            stream.check(doc)?;
-        }
-    }
-    let values: Vec<Value> = stream.docs.iter().filter_map(|d| d.value.clone()).collect();
-    let names = Names::collect(&values)?;
+    // The RandomSecrets first: their names are computed from what they mean
+    // here (and every document of ours is checked, as `name` checks it).
+    let names = Names::of(random_secrets_in(&stream)?);
     let rewritten: Vec<(Option<Value>, usize)> = stream
         .docs
         .iter()
@@ -124,10 +121,15 @@ pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
         .collect();
     let changed = rewritten.iter().map(|(_, n)| n).sum();
     // What is written anew must mean to kubectl what it means here; the rest
-    // goes out as it came.
+    // goes out as it came. Documents are numbered as `name` numbers them.
+    let mut number = 0;
     for (doc, (_, n)) in stream.docs.iter().zip(&rewritten) {
+        let Some(value) = &doc.value else { continue };
+        number += 1;
         if *n > 0 {
-            stream.check(doc)?;
+            stream
+                .check(doc)
+                .map_err(|e| ManifestError::of(number, value, None, e.to_string()))?;
         }
     }
     let mut out = String::with_capacity(stream.text.len());
@@ -264,7 +266,36 @@ mod tests {
         let mut docs = vec![rs("db", Some("a")), other];
         let e = resolve(&mut docs).unwrap_err().to_string();
         assert!(
-            e.contains("RandomSecret other") && e.contains("RandomSecret db in document 1"),
+            e.contains("RandomSecret a/other") && e.contains("RandomSecret db in document 1"),
+            "{e}"
+        );
+    }
+
+    /// Issue 32: what `name` refuses, `resolve` refuses: an unknown field,
+    /// and a RandomSecret of the original operator, whose references it
+    /// would otherwise leave as they are.
+    #[test]
+    fn unknown_fields_and_the_original_operators_group_are_refused() {
+        let pod = "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}\n---\n";
+        let rs = "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: db}\nspec: {keys: {k: {length: 8}}}\n";
+        assert_eq!(resolve_stream(&format!("{pod}{rs}")).unwrap().1, 1);
+        let typo = rs.replace("{length: 8}", "{length: 8, symbol: true}");
+        assert_eq!(
+            resolve_stream(&format!("{pod}{typo}"))
+                .unwrap_err()
+                .to_string(),
+            "document 2: RandomSecret db: unknown field spec.keys.k.symbol: did you mean spec.keys.k.symbols?"
+        );
+        let legacy = rs.replace("randomsecret.io/v1", "secret.a-cup-of.coffee/v1");
+        let e = resolve_stream(&format!("{pod}{legacy}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("document 2: RandomSecret db: apiVersion \"secret.a-cup-of.coffee/v1\" is the original operator's: change it to randomsecret.io/v1"),
+            "{e}"
+        );
+        assert!(
+            e.contains(&format!("will be named {}, not db", versioned("db"))),
             "{e}"
         );
     }
@@ -343,7 +374,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("the plain key on (line 5, column 3) means \"true\" to kubectl"),
+            e.starts_with(
+                "document 1: Pod p: the plain key on (line 5, column 3) means \"true\" to kubectl"
+            ),
             "{e}"
         );
         assert!(resolve_stream(&format!("{pod}data:\n  'on': x\n{rs}")).is_ok());

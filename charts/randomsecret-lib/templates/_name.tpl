@@ -9,7 +9,142 @@ for Fleet, whose kustomize runs no functions.
 RandomSecret from the same values, so both always agree). Limits: lengths must
 be whole numbers; rotateEvery names depend on time and fail here; values are
 taken as Helm parsed them (YAML 1.1), exactly as the RandomSecret is rendered.
+A field the CRD does not have fails the render, as `randomsecret name` fails:
+"randomsecret-lib: RandomSecret db: unknown field spec.rotaton: did you mean
+spec.rotation?" (the apiserver would refuse it, or with --validate=false
+prune it in silence, and the name would not be the cluster's).
 */ -}}
+
+{{- /*
+The fields a spec may have: generated from the CRD schema by
+src/gitops/fields.rs (helm_spec_fields), whose test fails, printing the new
+list, when this one differs. Each node: "fields" (an object's fields), "values"
+(a map's values) or "items" (a list's items); {} is not looked into.
+*/ -}}
+{{- define "randomsecret.specFields" -}}
+fields:
+  history: {}
+  key: {}
+  keys:
+    values:
+      fields:
+        charset: {}
+        length: {}
+        previous: {}
+        symbolCharacters: {}
+        symbols: {}
+  length: {}
+  push:
+    fields:
+      clusters:
+        items:
+          fields:
+            connectionRef:
+              fields:
+                name: {}
+            deletionPolicy: {}
+            namespace: {}
+      vault:
+        fields:
+          connectionRef:
+            fields:
+              kind: {}
+              name: {}
+          deletionPolicy: {}
+          keyPrefix: {}
+          keys: {}
+          path: {}
+  rotateEvery: {}
+  rotation: {}
+  secretAnnotations: {}
+  secretLabels: {}
+  secretName: {}
+  specialChar: {}
+  static: {}
+  type: {}
+{{- end -}}
+
+{{- /* Fails on the first field of .value (in key order) that .node does not have. */ -}}
+{{- define "randomsecret.checkFields" -}}
+{{- $ctx := . -}}
+{{- $node := .node -}}
+{{- if and (hasKey $node "fields") (kindIs "map" .value) -}}
+{{-   range $k, $v := .value -}}
+{{-     $path := printf "%s.%s" $ctx.path $k -}}
+{{-     if hasKey $node.fields $k -}}
+{{-       include "randomsecret.checkFields" (dict "node" (get $node.fields $k) "value" $v "path" $path "name" $ctx.name) -}}
+{{-     else -}}
+{{-       $near := include "randomsecret.nearest" (dict "name" $k "candidates" (keys $node.fields | sortAlpha)) -}}
+{{-       $hint := "" -}}
+{{-       if $near }}{{ $hint = printf ": did you mean %s.%s?" $ctx.path $near }}{{ end -}}
+{{-       fail (printf "randomsecret-lib: RandomSecret %s: unknown field %s%s" $ctx.name $path $hint) -}}
+{{-     end -}}
+{{-   end -}}
+{{- end -}}
+{{- if and (hasKey $node "values") (kindIs "map" .value) -}}
+{{-   range $k, $v := .value -}}
+{{-     include "randomsecret.checkFields" (dict "node" $node.values "value" $v "path" (printf "%s.%s" $ctx.path $k) "name" $ctx.name) -}}
+{{-   end -}}
+{{- end -}}
+{{- if and (hasKey $node "items") (kindIs "slice" .value) -}}
+{{-   range $i, $v := .value -}}
+{{-     include "randomsecret.checkFields" (dict "node" $node.items "value" $v "path" (printf "%s[%d]" $ctx.path $i) "name" $ctx.name) -}}
+{{-   end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+The nearest of .candidates (sorted) to .name, or nothing: as
+`randomsecret name` chooses it (src/gitops/fields.rs, nearest): the smallest
+distance (randomsecret.distance), at most a third of the candidate's length
+(at least 1), the first among equals.
+*/ -}}
+{{- define "randomsecret.nearest" -}}
+{{- $name := .name -}}
+{{- $best := "" -}}
+{{- $bestDistance := 0 -}}
+{{- range $c := .candidates -}}
+{{-   $d := include "randomsecret.distance" (list $name $c) | atoi -}}
+{{-   if le $d (max 1 (div (len $c) 3) | int) -}}
+{{-     if or (eq $best "") (lt $d $bestDistance) -}}
+{{-       $best = $c -}}
+{{-       $bestDistance = $d -}}
+{{-     end -}}
+{{-   end -}}
+{{- end -}}
+{{- $best -}}
+{{- end -}}
+
+{{- /*
+The optimal-string-alignment distance of two strings, ignoring case (an
+insertion, a deletion, a substitution or two neighbours swapped count 1), on
+bytes: strsim::osa_distance of the Rust CLI, for ASCII field names.
+*/ -}}
+{{- define "randomsecret.distance" -}}
+{{- $a := lower (index . 0) -}}
+{{- $b := lower (index . 1) -}}
+{{- $before := list -}}
+{{- $prev := until (add1 (len $b) | int) -}}
+{{- range $i := until (len $a) -}}
+{{-   $ca := substr $i (add1 $i | int) $a -}}
+{{-   $row := list (add1 $i) -}}
+{{-   range $j := until (len $b) -}}
+{{-     $cb := substr $j (add1 $j | int) $b -}}
+{{-     $cost := 1 -}}
+{{-     if eq $ca $cb }}{{ $cost = 0 }}{{ end -}}
+{{-     $d := min (add1 (index $prev (add1 $j | int))) (add1 (index $row $j)) (add (index $prev $j) $cost) -}}
+{{-     if and (gt $i 0) (gt $j 0) -}}
+{{-       if and (eq $ca (substr (sub $j 1 | int) $j $b)) (eq (substr (sub $i 1 | int) $i $a) $cb) -}}
+{{-         $d = min $d (add1 (index $before (sub $j 1 | int))) -}}
+{{-       end -}}
+{{-     end -}}
+{{-     $row = append $row $d -}}
+{{-   end -}}
+{{-   $before = $prev -}}
+{{-   $prev = $row -}}
+{{- end -}}
+{{- last $prev -}}
+{{- end -}}
 
 {{- define "randomsecret.canonicalString" -}}
 {{- printf "%d:%s" (len .) . -}}
@@ -40,7 +175,7 @@ rotation:{{ include "randomsecret.canonicalString" (toString (default "" $spec.r
 {{ range $key := keys $gen | sortAlpha -}}
 {{-   $g := get $gen $key -}}
 {{-   $length := $g.length -}}
-{{-   if ne (float64 $length) (float64 (int64 $length)) }}{{ fail (printf "randomsecret-lib: keys.%s.length must be a whole number, got %v" $key $length) }}{{ end -}}
+{{-   if ne (float64 $length) (float64 (int64 $length)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.length must be a whole number, got %v" $.name $key $length) }}{{ end -}}
 generate:{{ include "randomsecret.canonicalString" $key }}:{{ int64 $length }}:{{ $g.charset }}:{{ include "randomsecret.canonicalString" $g.symbols }}{{ if $g.previous }}:previous{{ end }}
 {{ end -}}
 {{- $static := $spec.static | default dict -}}
@@ -51,8 +186,9 @@ static:{{ include "randomsecret.canonicalString" $key }}:{{ include "randomsecre
 
 {{- define "randomsecret.versionedName" -}}
 {{- $spec := .spec | default dict -}}
+{{- include "randomsecret.checkFields" (dict "node" (include "randomsecret.specFields" . | fromYaml) "value" $spec "path" "spec" "name" .name) -}}
 {{- if hasKey $spec "rotateEvery" -}}
-{{-   fail "randomsecret-lib: a RandomSecret with rotateEvery has a time-dependent name: read status.secretName instead" -}}
+{{-   fail (printf "randomsecret-lib: RandomSecret %s: spec.rotateEvery makes the name depend on time: it cannot be computed offline (read status.secretName instead)" .name) -}}
 {{- end -}}
 {{- $hash := include "randomsecret.canonical" . | sha256sum | trunc 10 -}}
 {{- $hash = $hash | replace "0" "g" | replace "1" "h" | replace "3" "k" | replace "a" "m" | replace "e" "t" -}}
