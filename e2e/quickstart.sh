@@ -6,13 +6,15 @@
 # command this script has no check for fails it. Also proven on the way:
 # - `make run` never touches a cluster it was not told to use: it runs with a
 #   HOME whose ~/.kube/config names another cluster (OTHER_KUBECONFIG, the
-#   suites' control plane when e2e/run.sh calls this), and nothing is applied
-#   there;
+#   suites' control plane, for example), and nothing is applied there;
 # - a busy metrics port stops `make run` before anything is built or started;
 # - `make run` started again, with the quick start's KUBECONFIG exported and
 #   the control plane down, starts it and keeps the rotation (no example is
 #   applied over it, no version made again).
 # RANDOMSECRET_BIN: the binary `make run` runs (default: the debug build).
+# Not yet part of make test: in one loaded run the first version was not
+# released within 60 s of the Deployment's deletion (passed in every run
+# alone); run it by hand until that is understood.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)

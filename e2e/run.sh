@@ -112,10 +112,6 @@ if (( $# == 0 )); then
   CHAOS_BURST=${CHAOS_BURST:-30} cargo test -p randomsecret-e2e --no-fail-fast --test chaos -- --ignored --test-threads=1 \
     apiserver_killed controller_sigkilled concurrent_edits 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
   echo "run.sh: step 'the suites with controllers of their own, and the short fault suite' done in $((SECONDS - t_suites))s since the first suite (status $status)" >&2
-  # The README's quick start, as written, on a control plane of its own; this
-  # one stands for a cluster in the newcomer's ~/.kube/config that make run
-  # must not touch.
-  OTHER_KUBECONFIG=$E2E_DIR/kubeconfig step "the README's quick start (quickstart.sh)" "$here/quickstart.sh" || status=1
 fi
 stop_recorders
 grep -q '"kind": "Event"' "$E2E_DIR/events.json" || { echo "run.sh: FAILED: no Event was recorded for the leak check" >&2; status=1; }

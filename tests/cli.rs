@@ -23,8 +23,8 @@ fn names(rel: &str) -> Vec<String> {
     versioned_names(&text).unwrap()
 }
 
-/// Runs the binary (in the crate's folder) with `args` on `stdin`; it must succeed.
-fn randomsecret(args: &[&str], stdin: &str) -> String {
+/// Runs the binary (in the crate's folder) with `args` on `stdin`.
+fn run(args: &[&str], stdin: &str) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_randomsecret"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -39,7 +39,12 @@ fn randomsecret(args: &[&str], stdin: &str) -> String {
         .unwrap()
         .write_all(stdin.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Runs the binary with `args` on `stdin`; it must succeed.
+fn randomsecret(args: &[&str], stdin: &str) -> String {
+    let out = run(args, stdin);
     assert!(
         out.status.success(),
         "randomsecret {args:?}: {}",
@@ -153,21 +158,7 @@ fn crd_help_names_every_printed_kind() {
 /// Runs the binary (in the crate's folder) with `args` on `stdin`; it must
 /// fail with exit status 1. Returns its stderr and stdout.
 fn randomsecret_fails(args: &[&str], stdin: &str) -> (String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_randomsecret"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run(args, stdin);
     let (stderr, stdout) = (
         String::from_utf8_lossy(&out.stderr).into_owned(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
