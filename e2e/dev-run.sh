@@ -73,11 +73,14 @@ kubectl wait --for=condition=Established --timeout=60s "${names[@]}" >/dev/null
 if created=$(kubectl create -f examples/basic 2>&1); then
   say "applied examples/basic:"; echo "$created" | sed 's/^/  /' >&2
 else
-  if grep -v 'AlreadyExists' <<<"$created" | grep -q .; then echo "$created" >&2; say "applying examples/basic failed"; exit 1; fi
-  grep -v 'AlreadyExists' <<<"$created" | sed 's/^/  /' >&2 || true
+  # Read whole, then tested: `grep -v | grep -q` could fail grep -v with SIGPIPE.
+  others=$(grep -v -e 'AlreadyExists' -e ' created$' <<<"$created" || true)
+  if [[ -n $others ]]; then echo "$created" >&2; say "applying examples/basic failed"; exit 1; fi
+  made=$(grep ' created$' <<<"$created" || true)
+  [[ -z $made ]] || { say "applied what examples/basic lacked:"; echo "$made" | sed 's/^/  /' >&2; }
   say "examples/basic: what is already there is left as it is (kubectl apply -f examples/basic resets it)"
 fi
-[[ $CLUSTER == local ]] && say "in another shell: $env_line; export PATH=\"\$(e2e/build-controlplane.sh):\$PATH\""
+[[ $CLUSTER == local ]] && say "in another shell: $env_line; export PATH=\"${bin%/*}:\$(e2e/build-controlplane.sh):\$PATH\""
 say "try: kubectl get rsec; kubectl get secrets -l app.kubernetes.io/managed-by=randomsecret"
 say "metrics on http://127.0.0.1:$METRICS_PORT/metrics, health on 127.0.0.1:$HEALTH_PORT"
 exec "$bin" controller "${tracking[@]}" --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT"
