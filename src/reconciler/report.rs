@@ -152,17 +152,32 @@ pub async fn write_status(
             )
         }
     };
+    apply_status(rs, &api, MANAGER, desired, "writing the status", ctx).await
+}
+
+/// Applies `status` (server-side, field manager `manager`, while leading)
+/// and passes the response to the cache. Returns true when it shows a newer
+/// spec than the one reconciled. Each status writer (the version's, tracking
+/// mode's) owns its fields through its own manager.
+pub(super) async fn apply_status(
+    rs: &Subject,
+    api: &Api<RandomSecretObject>,
+    manager: &str,
+    status: impl serde::Serialize,
+    what: &'static str,
+    ctx: &Context,
+) -> Result<bool, ReconcileError> {
     let patch =
-        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": desired});
+        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": status});
     ctx.may_write()?;
     let written = api
         .patch_status(
             &rs.key.name,
-            &PatchParams::apply(MANAGER).force(),
+            &PatchParams::apply(manager).force(),
             &Patch::Apply(patch),
         )
         .await
-        .map_err(ReconcileError::api("writing the status"))?;
+        .map_err(ReconcileError::api(what))?;
     Ok(ctx
         .caches
         .randomsecrets

@@ -252,23 +252,16 @@ async fn report_pinned(
         let condition = status::pinned_condition(&message, generation, stored_condition, &now);
         json!({"conditions": [condition], "pinnedWorkloads": list})
     };
-    let patch =
-        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": status});
-    ctx.may_write()?;
-    let written = api
-        .patch_status(
-            &rs.key.name,
-            &PatchParams::apply(STATUS_MANAGER).force(),
-            &Patch::Apply(patch),
-        )
-        .await
-        .map_err(ReconcileError::api(
-            "writing the pinned workloads to the status",
-        ))?;
-    // A newer spec shown here is the version's writer's to act on.
-    ctx.caches
-        .randomsecrets
-        .write_through(&written, rs.generation);
+    // A newer spec shown in the response is the version's writer's to act on.
+    super::report::apply_status(
+        rs,
+        &api,
+        STATUS_MANAGER,
+        status,
+        "writing the pinned workloads to the status",
+        ctx,
+    )
+    .await?;
     let before = stored.map(|s| s.pinned_workloads).unwrap_or_default();
     for p in pins.iter().filter(|p| !before.contains(&p.listed)) {
         let PinnedWorkload {
