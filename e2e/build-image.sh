@@ -108,9 +108,16 @@ if [[ $again != "$digest" ]] || ! cmp -s "$archive.partial" "$stage/again.oci.ta
   exit 1
 fi
 
-# skopeo reads it, with the same digest and the runtime config given above.
+# skopeo reads it, with the same digest and the runtime config given above; and
+# as docker load does (manifest.json, skopeo's docker-archive), with the same config.
 inspect=$(skopeo inspect "oci-archive:$archive.partial")
 config=$(skopeo inspect --config "oci-archive:$archive.partial")
+oci_config=$(skopeo inspect --config --raw "oci-archive:$archive.partial" | sha256sum)
+docker_config=$(skopeo inspect --config --raw "docker-archive:$archive.partial" | sha256sum)
+if [[ $oci_config != "$docker_config" ]]; then
+  echo "build-image.sh: manifest.json (docker load's view) names another config than index.json" >&2
+  exit 1
+fi
 python3 - "$digest" "$inspect" "$config" <<'EOF'
 import json, sys
 digest, inspect, config = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
@@ -129,5 +136,5 @@ EOF
 mv -f "$archive.partial" "$archive"
 echo "$digest" >"$archive.digest.partial" && mv -f "$archive.digest.partial" "$archive.digest"
 size=$(stat -c %s "$archive")
-echo "build-image.sh: $archive ($ref, $((size / 1024)) KiB, built twice with the same bytes, read by skopeo) in $((SECONDS - t0))s" >&2
+echo "build-image.sh: $archive ($ref, $((size / 1024)) KiB, built twice with the same bytes, read by skopeo as OCI and docker archive) in $((SECONDS - t0))s" >&2
 echo "$digest"
