@@ -9,7 +9,10 @@
 #    in a scratch image (no NSS libraries), the question the image's libc
 #    choice hangs on (README, Image);
 #  - a name from /etc/hosts (a pod's hostAliases) resolves without DNS, and an
-#    unknown name fails as a DNS error.
+#    unknown name fails as a DNS error;
+#  - the client starts at all: kube's client loads the system CA bundle when a
+#    kubeconfig names no CA, and without /etc/ssl/certs/ca-certificates.crt fails
+#    with "No CA certificates were loaded from the system", even for http.
 # Everything runs in a network namespace of its own (only lo): the DNS server
 # (e2e/tiny-dns.py) and a stand-in API server on 127.0.0.1 there.
 set -euo pipefail
