@@ -7,7 +7,8 @@
 # addresses or to addresses inside namespaces their own run created. So the
 # node IP, the CNI bridge, pod IPs, Service IPs and the apiserver's advertise
 # address all live in $REALNODE_NETNS, which has no route off the machine, and
-# every component (and the test runner: `realnode.sh exec ...`) runs in it.
+# every component (and the test runner: `realnode.sh exec ...`) runs in it
+# (nsenter --net: the network namespace only; mounts stay the host's).
 #
 #   up           installs what is missing (Debian: containerd, runc, CNI plugins,
 #                nftables, iptables, iproute2; kubelet and kube-proxy by
@@ -84,7 +85,10 @@ owned_pids() {  # [text]: every live process whose command line names DIR (and t
     [[ $c == *"${1:-}"* ]] && echo "$p"
   done; return 0
 }
-in_ns() { ip netns exec "$NETNS" "$@"; }
+# Into the network namespace only: `ip netns exec` would also give each command a
+# mount namespace of its own (with a fresh /sys, and no /sys/fs/cgroup in it), so
+# the kubelet's volume mounts would be invisible to containerd and runc.
+in_ns() { nsenter --net="/run/netns/$NETNS" -- "$@"; }
 cluster() { in_ns env E2E_DIR="$CP" CLUSTER_NODE=none ETCD_PORT="$ETCD_PORT" ETCD_PEER_PORT="$ETCD_PEER_PORT" \
   API_PORT="$API_PORT" KCM_PORT="$KCM_PORT" SCHED_PORT="$SCHED_PORT" SERVICE_CIDR="$SERVICE_CIDR" \
   "$here/cluster.sh" "$@"; }
@@ -103,7 +107,7 @@ stop_one() { [[ -f $DIR/$1.pid ]] || return 0; stop_pid "$(cat "$DIR/$1.pid")" T
 start() {  # name binary args...: started inside the namespace, logging to LOGS/name.log
   local name=$1; shift
   running "$name" && return 0
-  ip netns exec "$NETNS" nohup "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
+  nsenter --net="/run/netns/$NETNS" -- nohup "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
   local pid=$! deadline=$((SECONDS + START_TIMEOUT))
   echo "$pid" >"$DIR/$name.pid"
   until owned "$pid" || ! kill -0 "$pid" 2>/dev/null || (( SECONDS >= deadline )); do sleep 0.1; done
@@ -345,7 +349,7 @@ up() {
   # The kubelet's cgroup root must exist in every hierarchy before it starts.
   local h; for h in $(cgroup_hierarchies); do mkdir -p "$h$CGROUP_ROOT"; done
   start kubelet "$BIN_DIR/kubelet" --config="$DIR/kubelet.yaml" --kubeconfig="$DIR/kubelet.kubeconfig" \
-    --root-dir="$DIR/kubelet" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
+    --root-dir="$DIR/kubelet" --cert-dir="$DIR/kubelet/pki" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
   start kube-proxy "$BIN_DIR/kube-proxy" --config="$DIR/kube-proxy.yaml" --v=1
   wait_for kubelet "node $NODE_NAME to be Ready" kc wait --for=condition=Ready "node/$NODE_NAME" --timeout=5s
   wait_for kube-proxy "kube-proxy's /healthz" in_ns curl -fsS --max-time 5 "http://127.0.0.1:$PROXY_HEALTHZ_PORT/healthz"
@@ -459,17 +463,31 @@ restore_host() {
   while IFS= read -r line; do
     [[ $(sysctl -n "${line%%=*}") == "${line#*=}" ]] || sysctl -qw "$line" || log "could not restore $line"
   done <"$HOST/sysctls"
+  # What the node put into the host's shared folders goes entry by entry
+  # (another runtime's entries stay); a folder goes when it is empty and was
+  # not there before up. /run/containerd/s: the shims' sockets (containerd 1.6
+  # puts them there whatever its state folder), those made since up that no
+  # process listens on.
+  local f listening
+  listening=$(awk 'NR > 1 {print $8}' /proc/net/unix)
+  for f in /run/containerd/s/*; do
+    [[ -S $f && $f -nt $HOST/sysctls ]] && ! grep -qxF "$f" <<<"$listening" && rm -f "$f"
+  done
+  rm -f /var/lib/cni/results/"$NETNS"-*   # libcni's cache of this network's results
+  # The kubelet's device-plugin socket and checkpoint: in /var/lib/kubelet
+  # whatever its --root-dir (only when that folder is the node's own).
+  if ! grep -qxF /var/lib/kubelet "$HOST/paths"; then
+    rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint
+  fi
+  for f in /var/log/containers/*; do      # the kubelet's links to its pods' logs
+    if [[ -L $f && $(readlink "$f") == "$DIR/"* ]]; then rm -f "$f"; fi
+  done
   for p in "${HOST_PATHS[@]}"; do
     grep -qxF "$p" "$HOST/paths" && continue
-    case $p in
-      # Only when empty: others' namespaces stay. `ip netns add` made it a
-      # mount point (a shared bind mount on itself).
-      /run/netns) if [[ -z $(ls -A /run/netns 2>/dev/null) ]]; then
-          umount /run/netns 2>/dev/null || true; rmdir /run/netns 2>/dev/null || true
-        fi ;;
-      /run/containerd) [[ -e /run/containerd/containerd.sock ]] || rm -rf /run/containerd ;;
-      *) rm -rf "$p" ;;
-    esac
+    [[ -d $p ]] || continue
+    # `ip netns add` made /run/netns a mount point (a shared bind mount on itself).
+    if [[ $p == /run/netns && -z $(ls -A /run/netns) ]]; then umount /run/netns 2>/dev/null || true; fi
+    find "$p" -depth -type d -empty -delete 2>/dev/null || true
   done
   rm -f "$HOST/recorded"   # the record stays for check-clean; up writes a new one
 }
@@ -518,7 +536,7 @@ case $cmd in
   check-clean) check_clean ;;
   env) env_lines ;;
   exec) shift; [[ $# -gt 0 ]] || usage
-    exec ip netns exec "$NETNS" env KUBECONFIG="$CP/kubeconfig" REALNODE="$DIR" REALNODE_NETNS="$NETNS" "$@" ;;
+    exec nsenter --net="/run/netns/$NETNS" -- env KUBECONFIG="$CP/kubeconfig" REALNODE="$DIR" REALNODE_NETNS="$NETNS" "$@" ;;
   status)
     rc=0
     [[ -e /run/netns/$NETNS ]] && echo "netns $NETNS" || { echo "netns $NETNS absent"; rc=1; }

@@ -8,6 +8,8 @@
 //	                                their ..data folder and links are not listed twice)
 //	apiserver gitVersion=v1.34.2    with -apiserver: GET /version through the in-cluster
 //	                                config (the kubernetes Service, the pod's token and CA)
+//	resolve NAME ADDR...            with -resolve NAME: its addresses, through the pod's
+//	                                resolv.conf (the cluster DNS)
 //	ready                           all of the above was printed
 //	changed file PATH sha256:HEX    a file's content changed later (checked every -interval)
 //
@@ -91,6 +93,7 @@ func apiserverVersion() (string, error) {
 func main() {
 	prefix := flag.String("env-prefix", "", "print the variables whose names start with this (none if empty)")
 	apiserver := flag.Bool("apiserver", false, "check the apiserver through the in-cluster config")
+	resolve := flag.String("resolve", "", "a host name to look up")
 	interval := flag.Duration("interval", 2*time.Second, "how often files are read again")
 	flag.Parse()
 	if *prefix != "" {
@@ -118,6 +121,14 @@ func main() {
 			fmt.Printf("error apiserver %v\n", err)
 		} else {
 			fmt.Printf("apiserver gitVersion=%s\n", v)
+		}
+	}
+	if *resolve != "" {
+		if addrs, err := net.LookupHost(*resolve); err != nil {
+			fmt.Printf("error resolve %s %v\n", *resolve, err)
+		} else {
+			sort.Strings(addrs)
+			fmt.Printf("resolve %s %s\n", *resolve, strings.Join(addrs, " "))
 		}
 	}
 	fmt.Println("ready")
