@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # realnode.sh up|down|status|env|check-clean|exec CMD...: a real Kubernetes node
-# (containerd + runc + kubelet + kube-proxy) with its own control plane
-# (cluster.sh without kwok), all inside a network namespace this script creates.
+# (containerd + runc + kubelet + kube-proxy, CoreDNS as its cluster DNS) with its
+# own control plane (cluster.sh without kwok), all inside a network namespace
+# this script creates.
 #
 # Why a network namespace: tests here may send traffic only to loopback
 # addresses or to addresses inside namespaces their own run created. So the
@@ -11,8 +12,8 @@
 # (nsenter --net: the network namespace only; mounts stay the host's).
 #
 #   up           installs what is missing (Debian: containerd, runc, CNI plugins,
-#                nftables, iptables, iproute2; kubelet and kube-proxy by
-#                build-controlplane.sh; the pause and consumer images by
+#                nftables, iptables, iproute2; kubelet, kube-proxy and CoreDNS
+#                by build-controlplane.sh; the pause and consumer images by
 #                build-node-images.sh), records the host state it will change,
 #                starts everything and waits for the node to be Ready. Prints
 #                the environment (as `env`).
@@ -32,7 +33,8 @@
 # (the node's name, realnode-0), REALNODE_POD_CIDR (10.244.0.0/24, its first
 # address is the bridge, the node IP and the apiserver's advertise address),
 # the ports REALNODE_{ETCD,ETCD_PEER,API,KCM,SCHED,KUBELET,KUBELET_HEALTHZ,
-# PROXY_HEALTHZ,PROXY_METRICS}_PORT, BIN_DIR and IMAGES_DIR (skip the builds).
+# PROXY_HEALTHZ,PROXY_METRICS,DNS_HEALTH,DNS_READY}_PORT, BIN_DIR and
+# IMAGES_DIR (skip the builds).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -51,6 +53,7 @@ API_PORT=${REALNODE_API_PORT:-26443}; KCM_PORT=${REALNODE_KCM_PORT:-30257}
 SCHED_PORT=${REALNODE_SCHED_PORT:-30259}
 KUBELET_PORT=${REALNODE_KUBELET_PORT:-10250}; KUBELET_HEALTHZ_PORT=${REALNODE_KUBELET_HEALTHZ_PORT:-30248}
 PROXY_HEALTHZ_PORT=${REALNODE_PROXY_HEALTHZ_PORT:-30256}; PROXY_METRICS_PORT=${REALNODE_PROXY_METRICS_PORT:-30249}
+DNS_HEALTH_PORT=${REALNODE_DNS_HEALTH_PORT:-30180}; DNS_READY_PORT=${REALNODE_DNS_READY_PORT:-30181}
 START_TIMEOUT=${START_TIMEOUT:-120}
 prefix=${POD_CIDR%/*}; NODE_IP=${prefix%.*}.$(( ${prefix##*.} + 1 ))
 CP=$DIR/cp                # cluster.sh's E2E_DIR: the control plane's state, PKI, kubeconfig
@@ -63,7 +66,7 @@ SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
 # What the host may gain from a node (removed by down only if absent before up).
 HOST_PATHS=(/run/containerd /var/lib/cni /var/log/containers /run/netns /var/lib/kubelet /etc/cni)
-COMPONENTS=(containerd kubelet kube-proxy)
+COMPONENTS=(coredns containerd kubelet kube-proxy)
 export PATH=/usr/sbin:/sbin:$PATH
 
 usage() { echo "usage: $0 up|down|status|env|check-clean|exec CMD..." >&2; exit 2; }
@@ -254,9 +257,24 @@ TOML
   ]
 }
 JSON
-  # No cluster DNS yet: an empty resolv.conf, so a pod never falls back to the
-  # host's nameservers (addresses outside the namespace).
+  # The cluster DNS: CoreDNS on the node IP (pods' nameserver; names outside
+  # cluster.local get no answer: there is no forward). The kubelet's own
+  # resolv.conf is empty, so no pod (hostNetwork, dnsPolicy Default) gets the
+  # host's nameservers, addresses outside the namespace.
   : >"$DIR/resolv.conf"
+  cat >"$DIR/Corefile" <<COREFILE
+.:53 {
+    bind $NODE_IP
+    errors
+    health 127.0.0.1:$DNS_HEALTH_PORT
+    ready 127.0.0.1:$DNS_READY_PORT
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $CP/kubeconfig e2e
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 5
+}
+COREFILE
   cat >"$DIR/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -277,6 +295,7 @@ cgroupDriver: cgroupfs
 cgroupRoot: $CGROUP_ROOT
 failSwapOn: false
 clusterDomain: cluster.local
+clusterDNS: [$NODE_IP]
 resolvConf: $DIR/resolv.conf
 podLogsDir: $DIR/pod-logs
 volumePluginDir: $DIR/kubelet-plugins
@@ -312,9 +331,9 @@ up() {
   for tool in openssl curl ctr containerd runc nft iptables-save; do
     command -v "$tool" >/dev/null || { log "$tool is missing after the package install"; exit 1; }
   done
-  BIN_DIR=${BIN_DIR:-$(step "control plane, kubelet, kube-proxy (build-controlplane.sh)" "$here/build-controlplane.sh")}
+  BIN_DIR=${BIN_DIR:-$(step "control plane, kubelet, kube-proxy, CoreDNS (build-controlplane.sh)" "$here/build-controlplane.sh")}
   IMAGES_DIR=${IMAGES_DIR:-$(step "pause and consumer images (build-node-images.sh)" "$here/build-node-images.sh")}
-  local b; for b in kubelet kube-proxy kubectl; do [[ -x $BIN_DIR/$b ]] || { log "missing $BIN_DIR/$b"; exit 1; }; done
+  local b; for b in kubelet kube-proxy kubectl coredns; do [[ -x $BIN_DIR/$b ]] || { log "missing $BIN_DIR/$b"; exit 1; }; done
   local pause_ref
   pause_ref=$(awk '$1 == "pause.oci.tar" {print $2}' "$IMAGES_DIR/IMAGES")
   if [[ -d /sys/fs/cgroup/memory/kubepods ]]; then
@@ -338,6 +357,9 @@ up() {
   BIN_DIR=$BIN_DIR E2E_FRESH=1 API_BIND_ADDRESS=0.0.0.0 API_ADVERTISE_ADDRESS="$NODE_IP" ENDPOINT_RECONCILER=lease \
     APISERVER_EXTRA_ARGS="--kubelet-client-certificate=$PKI/apiserver-kubelet-client.crt --kubelet-client-key=$PKI/apiserver-kubelet-client.key --kubelet-preferred-address-types=InternalIP" \
     cluster up >/dev/null
+
+  start coredns "$BIN_DIR/coredns" -conf "$DIR/Corefile"
+  wait_for coredns "CoreDNS's /ready" in_ns curl -fsS --max-time 5 "http://127.0.0.1:$DNS_READY_PORT/ready"
 
   start containerd containerd --config "$DIR/containerd/config.toml"
   wait_for containerd "containerd's socket" ctr -a "$SOCK" version
@@ -380,6 +402,7 @@ down() {
   # 3) The kubelet, containerd, and the shims that name containerd's socket.
   stop_one kubelet
   stop_one containerd
+  stop_one coredns
   local p; for p in $(owned_pids "$SOCK"); do stop_pid "$p" TERM; done
   # Whatever still runs in the pods' cgroups was started by this node's runtime.
   kill_cgroup_tree

@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 
 /// A real pod reads a real Secret through `envFrom`, `secretKeyRef` and a
 /// `secret` volume, as the restricted profile's user 65532 from a read-only
-/// root, and reaches the apiserver by the in-cluster config (the kubernetes
-/// Service through kube-proxy, its ServiceAccount token); the log it prints
-/// comes back through the apiserver from the kubelet. Deleting it leaves no
-/// volume mounted.
+/// root, resolves a Service's name through the cluster DNS (CoreDNS) and
+/// reaches the apiserver by the in-cluster config (the kubernetes Service
+/// through kube-proxy, its ServiceAccount token); the log it prints comes back
+/// through the apiserver from the kubelet. Deleting it leaves no volume mounted.
 #[tokio::test]
 #[ignore = "needs a real node: make realnode-test"]
 async fn a_real_pod_reads_a_real_secret() -> Result<()> {
@@ -52,7 +52,12 @@ async fn a_real_pod_reads_a_real_secret() -> Result<()> {
 
     let pod = consumer_pod(
         "reader",
-        &["-env-prefix=CREDS_", "-apiserver", "/creds"],
+        &[
+            "-env-prefix=CREDS_",
+            "-apiserver",
+            "-resolve=kubernetes.default",
+            "/creds",
+        ],
         json!({
             "envFrom": [{"secretRef": {"name": "creds"}, "prefix": "CREDS_"}],
             "env": [{"name": "CREDS_REF", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}}],
@@ -107,6 +112,12 @@ async fn a_real_pod_reads_a_real_secret() -> Result<()> {
         report.apiserver.as_deref() == Some("gitVersion=v1.34.2"),
         "the apiserver through the in-cluster config: {:?}",
         report.apiserver
+    );
+
+    ensure!(
+        report.resolved.get("kubernetes.default") == Some(&vec!["10.0.0.1".to_string()]),
+        "kubernetes.default through the cluster DNS: {:?}",
+        report.resolved
     );
 
     // The kubelet tears the pod down: its Secret volume (a tmpfs) is unmounted.
