@@ -4,6 +4,7 @@
 //! - [`require_real_node`]: fails unless `REALNODE` names a node that is up.
 //! - [`consumer_pod`]: a pod of the node's consumer image, restricted profile.
 //! - [`wait_running`], [`consumer_report`]: its start, and what it read.
+//! - [`container_memory`]: a container's memory as the kubelet measures it.
 
 use crate::cluster::WAIT;
 use anyhow::{Context, Result, bail, ensure};
@@ -130,6 +131,8 @@ pub struct ConsumerReport {
     pub env: BTreeMap<String, String>,
     pub files: BTreeMap<String, String>,
     pub apiserver: Option<String>,
+    /// `fetch URL LINE` (with `-fetch URL`): the first line of the body.
+    pub fetched: BTreeMap<String, String>,
     /// `resolve NAME ADDR...` (with `-resolve NAME`): the addresses found.
     pub resolved: BTreeMap<String, Vec<String>>,
     pub errors: Vec<String>,
@@ -167,6 +170,9 @@ fn parse_report(log: &str) -> ConsumerReport {
             }
             ["changed", "file", path, d] => r.changed.push((path.to_string(), d.to_string())),
             ["apiserver", v] => r.apiserver = Some(v.to_string()),
+            ["fetch", url, body @ ..] => {
+                r.fetched.insert(url.to_string(), body.join(" "));
+            }
             ["resolve", name, addrs @ ..] => {
                 r.resolved.insert(
                     name.to_string(),
@@ -178,4 +184,40 @@ fn parse_report(log: &str) -> ConsumerReport {
         }
     }
     r
+}
+
+/// A container's memory as the kubelet reports it (its cgroup, read by
+/// cAdvisor: the Summary API, `/api/v1/nodes/NODE/proxy/stats/summary`):
+/// `(workingSetBytes, rssBytes)`.
+pub async fn container_memory(
+    client: &kube::Client,
+    node: &str,
+    namespace: &str,
+    pod: &str,
+    container: &str,
+) -> Result<(u64, u64)> {
+    let req =
+        http::Request::get(format!("/api/v1/nodes/{node}/proxy/stats/summary")).body(Vec::new())?;
+    let summary: Value = client
+        .request(req)
+        .await
+        .context("the kubelet's stats/summary")?;
+    let found = summary["pods"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["podRef"]["namespace"] == namespace && p["podRef"]["name"] == pod)
+        .flat_map(|p| p["containers"].as_array().into_iter().flatten())
+        .find(|c| c["name"] == container)
+        .with_context(|| {
+            format!("no container {namespace}/{pod}/{container} in the kubelet's summary (yet)")
+        })?;
+    let memory = &found["memory"];
+    match (
+        memory["workingSetBytes"].as_u64(),
+        memory["rssBytes"].as_u64(),
+    ) {
+        (Some(ws), Some(rss)) => Ok((ws, rss)),
+        _ => bail!("{namespace}/{pod}/{container}: no memory figures yet: {memory}"),
+    }
 }

@@ -5,14 +5,15 @@
 
 use anyhow::{Result, ensure};
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::api::{DeleteParams, PostParams};
 use randomsecret_e2e::realnode::{
-    consumer_pod, consumer_report, digest, require_real_node, wait_running,
+    consumer_pod, consumer_report, container_memory, digest, require_real_node, wait_running,
 };
 use randomsecret_e2e::{TestNamespace, client, wait_deleted};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 /// A real pod reads a real Secret through `envFrom`, `secretKeyRef` and a
 /// `secret` volume, as the restricted profile's user 65532 from a read-only
@@ -139,4 +140,93 @@ async fn a_real_pod_reads_a_real_secret() -> Result<()> {
 
 async fn pod_uid(pods: &kube::Api<Pod>) -> Result<String> {
     Ok(pods.get("reader").await?.metadata.uid.unwrap_or_default())
+}
+
+/// A Service reaches a pod from the node's namespace, where the apiserver
+/// calls webhooks from (kube-proxy's rules for locally sent packets), and
+/// from another pod by its DNS name (CoreDNS, then kube-proxy, masqueraded so
+/// the reply returns over the one bridge); the kubelet reports the pod's
+/// memory from its cgroup.
+#[tokio::test]
+#[ignore = "needs a real node: make realnode-test"]
+async fn a_service_reaches_a_pod_from_the_node_and_from_a_pod() -> Result<()> {
+    require_real_node()?;
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "realnode-svc").await?;
+    let pods = ns.api::<Pod>();
+    let services = ns.api::<Service>();
+    let server = consumer_pod("server", &["-listen=:8080"], json!({}), json!([]))?;
+    pods.create(&PostParams::default(), &server).await?;
+    let service: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "server"},
+        "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8080}]},
+    }))?;
+    let service = services.create(&PostParams::default(), &service).await?;
+    let cluster_ip = service.spec.and_then(|s| s.cluster_ip).unwrap_or_default();
+    wait_running(&pods, "server").await?;
+    consumer_report(&pods, "server").await?;
+
+    // From the node's namespace, as the apiserver calls a webhook's Service.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answer = loop {
+        match http_get(&format!("{cluster_ip}:80")) {
+            Ok(body) => break body,
+            Err(e) if Instant::now() > deadline => {
+                return Err(e.context(format!("GET http://{cluster_ip}/")));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    };
+    ensure!(
+        answer.contains("consumer server"),
+        "the Service {cluster_ip} answered {answer:?}"
+    );
+
+    // From a pod, by the Service's DNS name.
+    let url = format!("http://server.{}.svc/", ns.name);
+    let fetch = format!("-fetch={url}");
+    let client_pod = consumer_pod("client", &[fetch.as_str()], json!({}), json!([]))?;
+    pods.create(&PostParams::default(), &client_pod).await?;
+    wait_running(&pods, "client").await?;
+    let report = consumer_report(&pods, "client").await?;
+    ensure!(
+        report.errors.is_empty(),
+        "the client pod reported errors: {:?}",
+        report.errors
+    );
+    ensure!(
+        report.fetched.get(&url).map(String::as_str) == Some("consumer server"),
+        "GET {url} from a pod: {:?}",
+        report.fetched
+    );
+
+    // The kubelet measures the server's memory (the figure the suite reports for the controller).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (working_set, rss) = loop {
+        match container_memory(&client, "realnode-0", &ns.name, "server", "consumer").await {
+            Ok(m) => break m,
+            Err(e) if Instant::now() > deadline => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_secs(2)).await,
+        }
+    };
+    ensure!(
+        working_set > 100_000 && rss > 100_000,
+        "the server's memory: working set {working_set} B, RSS {rss} B"
+    );
+    eprintln!("the consumer's memory: working set {working_set} B, RSS {rss} B");
+    ns.delete().await
+}
+
+/// A plain HTTP/1.0 GET of `/` at `addr`: the body.
+fn http_get(addr: &str) -> Result<String> {
+    use std::io::{Read, Write};
+    let addr: std::net::SocketAddr = addr.parse()?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(b"GET / HTTP/1.0\r\n\r\n")?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    let (_, body) = out.split_once("\r\n\r\n").unwrap_or(("", &out));
+    Ok(body.to_string())
 }

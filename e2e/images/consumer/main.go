@@ -10,7 +10,10 @@
 //	                                config (the kubernetes Service, the pod's token and CA)
 //	resolve NAME ADDR...            with -resolve NAME: its addresses, through the pod's
 //	                                resolv.conf (the cluster DNS)
-//	ready                           all of the above was printed
+//	fetch URL LINE                  with -fetch URL: the first line of its body (plain HTTP),
+//	                                tried for up to 30 s (a new Service takes a moment)
+//	ready                           all of the above was printed; with -listen ADDR it
+//	                                then serves HTTP there: GET / answers "consumer HOSTNAME"
 //	changed file PATH sha256:HEX    a file's content changed later (checked every -interval)
 //
 // It exits 0 on SIGTERM.
@@ -24,6 +27,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -90,10 +94,33 @@ func apiserverVersion() (string, error) {
 	return v.GitVersion, nil
 }
 
+func get(url string) (string, error) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		resp, err := c.Get(url)
+		if err != nil {
+			last = err
+			continue
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		return line, nil
+	}
+	return "", last
+}
+
 func main() {
 	prefix := flag.String("env-prefix", "", "print the variables whose names start with this (none if empty)")
 	apiserver := flag.Bool("apiserver", false, "check the apiserver through the in-cluster config")
 	resolve := flag.String("resolve", "", "a host name to look up")
+	fetch := flag.String("fetch", "", "a URL to GET")
+	listen := flag.String("listen", "", "serve HTTP on this address (e.g. :8080)")
 	interval := flag.Duration("interval", 2*time.Second, "how often files are read again")
 	flag.Parse()
 	if *prefix != "" {
@@ -131,7 +158,24 @@ func main() {
 			fmt.Printf("resolve %s %s\n", *resolve, strings.Join(addrs, " "))
 		}
 	}
+	if *fetch != "" {
+		line, err := get(*fetch)
+		if err != nil {
+			fmt.Printf("error fetch %s %v\n", *fetch, err)
+		} else {
+			fmt.Printf("fetch %s %s\n", *fetch, line)
+		}
+	}
 	fmt.Println("ready")
+	if *listen != "" {
+		host, _ := os.Hostname()
+		go func() {
+			err := http.ListenAndServe(*listen, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				fmt.Fprintf(w, "consumer %s\n", host)
+			}))
+			fmt.Printf("error listen %v\n", err)
+		}()
+	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
 	tick := time.NewTicker(*interval)
