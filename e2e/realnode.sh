@@ -496,7 +496,12 @@ restore_host() {
   for f in /run/containerd/s/*; do
     [[ -S $f && $f -nt $HOST/sysctls ]] && ! grep -qxF "$f" <<<"$listening" && rm -f "$f"
   done
-  rm -f /var/lib/cni/results/"$NETNS"-*   # libcni's cache of this network's results
+  # libcni's cache of this network's results, and of the loopback of this
+  # node's sandboxes (left when containerd could not tear them down).
+  rm -f /var/lib/cni/results/"$NETNS"-*
+  for f in "$DIR"/containerd/root/io.containerd.grpc.v1.cri/sandboxes/*; do
+    [[ -e $f ]] && rm -f "/var/lib/cni/results/cni-loopback-${f##*/}-lo"
+  done
   # The kubelet's device-plugin socket and checkpoint: in /var/lib/kubelet
   # whatever its --root-dir (only when that folder is the node's own).
   if ! grep -qxF /var/lib/kubelet "$HOST/paths"; then
