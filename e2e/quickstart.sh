@@ -12,11 +12,12 @@
 #   the control plane down, starts it and keeps the rotation (no example is
 #   applied over it, no version made again).
 # RANDOMSECRET_BIN: the binary `make run` runs (default: the debug build).
-# Not yet part of make test (to be wired into e2e/run.sh once it has run in a
-# few full runs): it once waited for the first version in status.released,
-# which misses a version the garbage collector deleted before the controller
-# released it; it now checks what the user sees (only the second is left,
-# the first is gone).
+# Run by e2e/run.sh (make test) after the suites, with OTHER_KUBECONFIG the
+# suites' cluster. It checks what the user sees once the Deployment is gone
+# (only the second version left, the first Secret gone), not
+# status.released: with the Deployment deleted in the foreground, the garbage
+# collector may delete the first version before the controller releases it
+# (README, Retention).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -132,7 +133,11 @@ for line in "${lines[@]}"; do
       [[ $KUBECONFIG == "$E2E_DIR/kubeconfig" ]] || fail "KUBECONFIG is $KUBECONFIG" ;;
     'export PATH='*)
       [[ $(command -v randomsecret) == "$release_dir/randomsecret" ]] || fail "randomsecret is $(command -v randomsecret)"
-      [[ $(kubectl version --client) == *v1.34.* ]] || fail "kubectl is not 1.34" ;;
+      [[ $(kubectl version --client) == *v1.34.* ]] || fail "kubectl is not 1.34"
+      tools=$("$here/build-tools.sh")
+      for t in helm kustomize; do
+        [[ $(command -v "$t") == "$tools/$t" ]] || fail "$t is $(command -v "$t"), not the project's ($tools/$t)"
+      done ;;
     'kubectl get rsec')
       for n in api-token db-creds random-secret; do
         secret=$(rs "$n" '{.status.secretName}')
@@ -145,6 +150,11 @@ for line in "${lines[@]}"; do
     'v1=$(randomsecret name -f examples/basic/db-creds.yaml); echo "$v1"')
       [[ $text == "$(rs db-creds '{.status.secretName}')" ]] || fail "randomsecret name printed $text, the cluster has $(rs db-creds '{.status.secretName}')"
       v1=$text ;;
+    "kustomize build --enable-alpha-plugins --enable-exec examples/kustomize/overlays/production | grep 'name: app-creds-'")
+      # The overlay's own RandomSecret (rotation 2), named offline.
+      overlay=$(sed 's/rotation: "1"/rotation: "2"/' examples/kustomize/base/randomsecret.yaml | randomsecret name)
+      [[ $overlay == app-creds-* && $(echo $text) == "name: $overlay" ]] ||
+        fail "the overlay's Deployment does not read $overlay: $text" ;;
     'kubectl create deployment app --image=app:1')
       grep -q "deployment.apps/app created" <<<"$text" || fail "$text" ;;
     'kubectl set env deployment/app --from="secret/$v1"')

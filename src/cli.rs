@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod input;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "randomsecret",
@@ -29,9 +31,8 @@ pub enum Command {
     },
     /// Print the versioned Secret name of each RandomSecret in a YAML stream, one per line.
     Name {
-        /// YAML file to read ("-" or absent: standard input).
-        #[arg(short = 'f', long = "filename")]
-        file: Option<PathBuf>,
+        #[command(flatten)]
+        input: InputArgs,
         /// Also show the canonical form each name is the hash of, line by
         /// line with the spec field it comes from (static values hidden).
         #[arg(long)]
@@ -51,9 +52,8 @@ pub enum Command {
     /// Rewrite workload references to RandomSecret base names into versioned names
     /// (a YAML stream in and out; also a Helm --post-renderer).
     Resolve {
-        /// YAML file to read ("-" or absent: standard input).
-        #[arg(short = 'f', long = "filename")]
-        file: Option<PathBuf>,
+        #[command(flatten)]
+        input: InputArgs,
     },
     /// The same as `resolve`, as a KRM function (ResourceList in and out) for
     /// `kustomize build --enable-alpha-plugins --enable-exec`.
@@ -62,6 +62,19 @@ pub enum Command {
     /// holds each one (ReplicaSets, ControllerRevisions, Pods) and why a
     /// superseded one is still kept. Reads Secrets' metadata only, never a value.
     Status(StatusArgs),
+}
+
+/// Where `name` and `resolve` read manifests, as `kubectl -f` does.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// A file or folder to read (repeat -f for several; "-" or none:
+    /// standard input). A folder gives its .json, .yaml and .yml files in
+    /// name order. Each file is checked alone, so an error names it.
+    #[arg(short = 'f', long = "filename")]
+    pub files: Vec<PathBuf>,
+    /// Read the folders given with -f and their subfolders too.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
 }
 
 #[derive(Debug, Args)]

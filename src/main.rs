@@ -1,11 +1,11 @@
 use clap::{CommandFactory, FromArgMatches};
 use randomsecret::cli::{
-    Cli, Command, ControllerArgs, LogFormat, RotateArgs, StatusArgs, StatusOutput,
+    Cli, Command, ControllerArgs, InputArgs, LogFormat, RotateArgs, StatusArgs, StatusOutput, input,
 };
 use randomsecret::views::{fetch, render};
 use randomsecret::{api, gitops, manifests, runtime};
+use std::io::IsTerminal;
 use std::io::Write;
-use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 // jemalloc, for the glibc release binary and the musl image alike: measured
@@ -45,46 +45,41 @@ fn init_logging(args: &ControllerArgs) {
     }
 }
 
-/// The YAML to read: at most `gitops::yaml::MAX_INPUT` bytes, UTF-8.
-fn read_input(file: Option<&std::path::Path>) -> Result<String, String> {
-    let (what, reader): (String, Box<dyn Read>) = match file {
-        None => ("standard input".into(), Box::new(std::io::stdin())),
-        Some(p) if p.as_os_str() == "-" => ("standard input".into(), Box::new(std::io::stdin())),
-        Some(p) => (
-            p.display().to_string(),
-            Box::new(std::fs::File::open(p).map_err(|e| format!("reading {}: {e}", p.display()))?),
-        ),
-    };
-    // One byte past the limit is enough to know it is too big.
-    let mut bytes = Vec::new();
-    reader
-        .take(gitops::yaml::MAX_INPUT as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("reading {what}: {e}"))?;
-    gitops::yaml::check_size(bytes.len()).map_err(|e| format!("{what}: {e}"))?;
-    String::from_utf8(bytes).map_err(|e| {
-        let utf16 = matches!(e.as_bytes(), [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..]);
-        format!(
-            "{what} is not UTF-8 (invalid byte at {}){}",
-            e.utf8_error().valid_up_to(),
-            if utf16 {
-                ": it is UTF-16; convert it to UTF-8"
-            } else {
-                ""
-            }
-        )
-    })
+/// `randomsecret name`: each source checked alone (an error names it), a
+/// base name in two sources refused, then every name in order.
+fn name(args: InputArgs, explain: bool) -> Result<(), String> {
+    let sources = input::sources(&args.files, args.recursive)?;
+    let streams = sources
+        .iter()
+        .map(|s| gitops::yaml::read_documents(&s.text).map_err(|e| s.error(e.into())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let shown: Vec<String> = sources.iter().map(input::Source::shown).collect();
+    let found =
+        manifests::random_secrets_across(&streams, &shown).map_err(|(i, e)| sources[i].error(e))?;
+    if !explain {
+        found
+            .iter()
+            .flatten()
+            .for_each(|f| println!("{}", f.version.secret_name));
+        return Ok(());
+    }
+    for s in &sources {
+        let text = gitops::explain::explain_stream(&s.text).map_err(|e| s.error(e))?;
+        print!("{text}");
+    }
+    Ok(())
 }
 
-/// An error about the YAML read from `file`, naming the file when one was
-/// named (`diff OLD NEW`, `-f FILE`; `-` is standard input):
-/// `FILE: document 2: RandomSecret db: unknown field spec.rotaton: ...`.
-fn in_file(file: Option<&std::path::Path>, e: manifests::ManifestError) -> String {
-    match file {
-        Some(p) if p.as_os_str() == "-" => format!("standard input: {e}"),
-        Some(p) => format!("{}: {e}", p.display()),
-        None => e.to_string(),
-    }
+/// `randomsecret resolve`: every source's references resolved against the
+/// RandomSecrets of all of them, written as one stream.
+fn resolve(args: InputArgs) -> Result<(), String> {
+    let sources = input::sources(&args.files, args.recursive)?;
+    let texts: Vec<&str> = sources.iter().map(|s| s.text.as_str()).collect();
+    let shown: Vec<String> = sources.iter().map(input::Source::shown).collect();
+    let (outs, _) =
+        gitops::resolve::resolve_sources(&texts, &shown).map_err(|(i, e)| sources[i].error(e))?;
+    print!("{}", input::joined(&outs));
+    Ok(())
 }
 
 /// kubectl runs a plugin as `kubectl-<name>` from PATH: installed under that
@@ -216,36 +211,22 @@ fn main() -> ExitCode {
             std::fs::write(dir.join(name), api::crd_file_yaml(crd))
                 .map_err(|e| format!("{}: {e}", dir.join(name).display()))
         }),
-        Command::Name { file, explain } => read_input(file.as_deref()).and_then(|input| {
-            let at = |e| in_file(file.as_deref(), e);
-            let names = manifests::versioned_names(&input).map_err(at)?;
-            if explain {
-                print!("{}", gitops::explain::explain_stream(&input).map_err(at)?);
-            } else {
-                names.iter().for_each(|n| println!("{n}"));
-            }
-            Ok(())
-        }),
+        Command::Name { input, explain } => name(input, explain),
         Command::Diff { old, new } if old.as_os_str() == "-" && new.as_os_str() == "-" => {
             Err("diff: only one of OLD and NEW can be - (standard input)".into())
         }
-        Command::Diff { old, new } => read_input(Some(&old)).and_then(|old_text| {
-            let new_text = read_input(Some(&new))?;
+        Command::Diff { old, new } => input::read(Some(&old)).and_then(|old_text| {
+            let new_text = input::read(Some(&new))?;
             let read = |text: &str, file: &std::path::Path| {
-                gitops::explain::named(text).map_err(|e| in_file(Some(file), e))
+                gitops::explain::named(text).map_err(|e| input::in_file(file, e))
             };
             let (old_rs, new_rs) = (read(&old_text, &old)?, read(&new_text, &new)?);
             print!("{}", gitops::explain::diff_of(&old_rs, &new_rs));
             Ok(())
         }),
         Command::Rotate(args) => rotate(args),
-        Command::Resolve { file } => read_input(file.as_deref()).and_then(|input| {
-            let (out, _) =
-                gitops::resolve_stream(&input).map_err(|e| in_file(file.as_deref(), e))?;
-            print!("{out}");
-            Ok(())
-        }),
-        Command::Kustomize => read_input(None).and_then(|input| {
+        Command::Resolve { input } => resolve(input),
+        Command::Kustomize => input::read(None).and_then(|input| {
             let out = gitops::krm_function(&input).map_err(|e| e.to_string())?;
             print!("{}", out.list);
             match out.error {

@@ -259,3 +259,85 @@ fn name_on_the_original_operators_manifest_says_what_to_change() {
     assert_eq!(randomsecret_fails(&["resolve"], &original).0, want);
     assert_eq!(randomsecret(&["name"], &migrated), format!("{name}\n"));
 }
+
+/// A folder of its own under cargo's test temporary folder, emptied first.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const DEPLOYMENT_USING_DB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\n\
+spec:\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    spec:\n      containers:\n      - name: c\n        image: x\n        envFrom: [{secretRef: {name: db}}]\n";
+
+#[test]
+fn name_and_resolve_read_several_files_and_folders_as_kubectl_f_does() {
+    let dir = scratch("sources");
+    // rotation-1.yaml holds db and prod/api; the Deployment that uses db is
+    // in a subfolder, read with -R only.
+    std::fs::create_dir_all(dir.join("apps")).unwrap();
+    std::fs::copy(file(OLD), dir.join("secrets.yaml")).unwrap();
+    std::fs::write(dir.join("apps/app.yaml"), DEPLOYMENT_USING_DB).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not yaml: [").unwrap();
+    let d = dir.display().to_string();
+    let apps = dir.join("apps").display().to_string();
+    let want = names(OLD);
+
+    // name: the folder's RandomSecrets, then the file's (both given with -f).
+    let other = scratch("sources-other").join("cache.yaml");
+    let other_text = "apiVersion: randomsecret.io/v1\nkind: RandomSecret\nmetadata: {name: cache}\nspec: {length: 12}\n";
+    std::fs::write(&other, other_text).unwrap();
+    let o = other.display().to_string();
+    let out = randomsecret(&["name", "-f", &d, "-f", &o], "");
+    let mut expected = want.clone();
+    expected.extend(versioned_names(other_text).unwrap());
+    assert_eq!(out.lines().collect::<Vec<_>>(), expected, "{out}");
+    // A base name in two sources is refused, naming both.
+    let (err, _) = randomsecret_fails(&["name", "-f", OLD, "-f", NEW], "");
+    assert!(
+        err.contains(&format!("{NEW}: document 1: RandomSecret db"))
+            && err.contains(&format!("as RandomSecret db in document 1 of {OLD}")),
+        "{err}"
+    );
+
+    // resolve: a workload in one file, its RandomSecret in another.
+    let out = randomsecret(&["resolve", "-f", &apps, "-f", OLD], "");
+    assert!(out.contains(&format!("name: {}", want[0])), "{out}");
+    assert!(
+        out.contains("kind: Deployment") && out.contains("kind: RandomSecret"),
+        "{out}"
+    );
+    // -R reads the subfolder: the same result from the parent folder.
+    let recursive = randomsecret(&["resolve", "-R", "-f", &d], "");
+    assert!(
+        recursive.contains(&format!("name: {}", want[0])),
+        "{recursive}"
+    );
+    // Without -R the subfolder is not read: nothing references db.
+    let flat = randomsecret(&["resolve", "-f", &d], "");
+    assert!(!flat.contains("kind: Deployment"), "{flat}");
+    // The output is one stream that reads back as the sum of its sources.
+    let again = randomsecret(&["name"], &recursive);
+    assert_eq!(again.lines().collect::<Vec<_>>(), want);
+
+    // An error names the file it is in, as found in the folder.
+    std::fs::write(dir.join("apps/typo.yaml"), with_typo()).unwrap();
+    let typo = dir.join("apps/typo.yaml").display().to_string();
+    for cmd in ["name", "resolve"] {
+        let (err, _) = randomsecret_fails(&[cmd, "-R", "-f", &d], "");
+        assert_eq!(err, format!("randomsecret: {typo}: {ROTATON}\n"), "{cmd}");
+    }
+    // A folder without manifests says how to read its subfolders.
+    let empty = scratch("sources-nested");
+    std::fs::create_dir_all(empty.join("sub")).unwrap();
+    std::fs::write(empty.join("sub/a.yaml"), "a: 1\n").unwrap();
+    let e = empty.display().to_string();
+    let (err, _) = randomsecret_fails(&["name", "-f", &e], "");
+    assert_eq!(
+        err,
+        format!(
+            "randomsecret: {e}: no .json, .yaml or .yml file in this folder (its subfolders are read with -R)\n"
+        )
+    );
+}

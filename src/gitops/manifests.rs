@@ -310,6 +310,8 @@ pub struct Found {
     pub namespace: Option<String>,
     /// Its metadata.name.
     pub name: String,
+    /// Its document's number in the stream (from 1, empty documents not counted).
+    pub doc: usize,
     pub version: Version,
 }
 
@@ -360,30 +362,70 @@ fn found(
             .to_string();
         let key = (namespace.clone(), version.base.clone());
         if let Some((first_doc, first_name)) = seen.insert(key, (i + 1, name.clone())) {
-            let ns = namespace
-                .as_deref()
-                .map_or("no namespace".to_string(), |n| format!("namespace {n}"));
-            return Err(ManifestError::of(
-                i + 1,
-                doc,
-                Some(if doc.pointer("/spec/secretName").is_some() {
-                    "spec.secretName".into()
-                } else {
-                    "metadata.name".into()
-                }),
-                format!(
-                    "the same base name {:?} ({ns}) as RandomSecret {first_name} in document {first_doc}: the cluster would keep one version for both; give one another secretName",
-                    version.base
-                ),
-            ));
+            let first = format!("RandomSecret {first_name} in document {first_doc}");
+            return Err(same_base(i + 1, doc, &version.base, &first));
         }
         found.push(Found {
             namespace,
             name,
+            doc: i + 1,
             version,
         });
     }
     Ok(found)
+}
+
+/// Two RandomSecrets with one namespace and base name: the second one's
+/// error, naming the `first`.
+fn same_base(doc: usize, value: &Value, base: &str, first: &str) -> ManifestError {
+    let ns = namespace(value).map_or("no namespace".to_string(), |n| format!("namespace {n}"));
+    let field = if value.pointer("/spec/secretName").is_some() {
+        "spec.secretName"
+    } else {
+        "metadata.name"
+    };
+    ManifestError::of(
+        doc,
+        value,
+        Some(field.into()),
+        format!(
+            "the same base name {base:?} ({ns}) as {first}: the cluster would keep one version for both; give one another secretName"
+        ),
+    )
+}
+
+/// The RandomSecrets of several streams read together (`-f a.yaml -f
+/// dir/`): each stream checked alone ([`random_secrets_in`]), then a base
+/// name used in two of them refused as within one. `names[i]` names stream
+/// `i` in that error; an error comes with the index of its stream.
+pub fn random_secrets_across(
+    streams: &[yaml::Stream],
+    names: &[String],
+) -> Result<Vec<Vec<Found>>, (usize, ManifestError)> {
+    let mut seen = std::collections::HashMap::new();
+    let mut all = Vec::with_capacity(streams.len());
+    for (s, stream) in streams.iter().enumerate() {
+        let found = random_secrets_in(stream).map_err(|e| (s, e))?;
+        for f in &found {
+            let key = (f.namespace.clone(), f.version.base.clone());
+            if let Some((first_s, first_doc, first_name)) =
+                seen.insert(key, (s, f.doc, f.name.clone()))
+            {
+                let first = format!(
+                    "RandomSecret {first_name} in document {first_doc} of {}",
+                    names[first_s]
+                );
+                // Found's numbering: the stream's documents that hold a value.
+                let mut values = stream.docs.iter().filter_map(|d| d.value.as_ref());
+                let value = values
+                    .nth(f.doc - 1)
+                    .expect("a found RandomSecret's document");
+                return Err((s, same_base(f.doc, value, &f.version.base, &first)));
+            }
+        }
+        all.push(found);
+    }
+    Ok(all)
 }
 
 /// A reading error without the value it quotes (`invalid type: integer

@@ -19,4 +19,4 @@ pub mod resolve;
 pub mod yaml;
 
 pub use krm::krm_function;
-pub use resolve::{Names, resolve, resolve_stream};
+pub use resolve::{Names, resolve, resolve_sources, resolve_stream};

@@ -4,7 +4,9 @@
 //! a base layer that ran the function before an overlay rotated) is moved to
 //! the current version too.
 
-use super::manifests::{Found, ManifestError, namespace, random_secrets, random_secrets_in};
+use super::manifests::{
+    Found, ManifestError, namespace, random_secrets, random_secrets_across, random_secrets_in,
+};
 use super::yaml;
 use crate::references::rewrite_pod_spec;
 use serde_json::Value;
@@ -110,6 +112,37 @@ pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
     // The RandomSecrets first: their names are computed from what they mean
     // here (and every document of ours is checked, as `name` checks it).
     let names = Names::of(random_secrets_in(&stream)?);
+    rewrite_stream(&stream, &names)
+}
+
+/// `randomsecret resolve -f a.yaml -f dir/`: [`resolve_stream`] over
+/// several sources read together. Each is checked alone (an error comes with
+/// its index), references are resolved against the RandomSecrets of all of
+/// them (a base name in two is an error, as within one), and each comes out
+/// as [`resolve_stream`] writes it. `names[i]` names source `i` in errors.
+pub fn resolve_sources(
+    inputs: &[&str],
+    names: &[String],
+) -> Result<(Vec<String>, usize), (usize, ManifestError)> {
+    let streams = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| yaml::read_documents(text).map_err(|e| (i, e.into())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let found = random_secrets_across(&streams, names)?;
+    let names = Names::of(found.into_iter().flatten().collect());
+    let mut changed = 0;
+    let mut outs = Vec::with_capacity(streams.len());
+    for (i, stream) in streams.iter().enumerate() {
+        let (out, n) = rewrite_stream(stream, &names).map_err(|e| (i, e))?;
+        changed += n;
+        outs.push(out);
+    }
+    Ok((outs, changed))
+}
+
+/// One stream with its references rewritten (see [`resolve_stream`]).
+fn rewrite_stream(stream: &yaml::Stream, names: &Names) -> Result<(String, usize), ManifestError> {
     let rewritten: Vec<(Option<Value>, usize)> = stream
         .docs
         .iter()
