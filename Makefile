@@ -6,7 +6,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 STATIC_DIR := $(TARGET_DIR)/static/x86_64-unknown-linux-gnu/release
 
 
-.PHONY: all build static dist crd test cold-test fmt-check clippy unit e2e controlplane cluster-up cluster-down realnode-up realnode-down realnode-test run bench orderfile chaos fuzz clean-e2e
+.PHONY: all build static dist crd test cold-test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench orderfile chaos fuzz clean-e2e
 
 all: build
 
@@ -82,6 +82,8 @@ cluster-up:
 
 cluster-down:
 	@e2e/cluster.sh down
+
+.PHONY: realnode-up realnode-down realnode-test
 
 ## realnode-up / realnode-down: a real node (containerd, runc, kubelet, kube-proxy) and its own
 ## control plane, in a network namespace of its own (e2e/realnode.sh; root; installs what is
