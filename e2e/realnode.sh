@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# realnode.sh up|down|status|env|check-clean|exec CMD...: a real Kubernetes node
+# realnode.sh up|down|status|env|check-clean|import ARCHIVE...|exec CMD...: a real Kubernetes node
 # (containerd + runc + kubelet + kube-proxy, CoreDNS as its cluster DNS) with its
 # own control plane (cluster.sh without kwok), all inside a network namespace
 # this script creates.
@@ -22,6 +22,9 @@
 #                runs it after down).
 #   status       which components run.
 #   env          export lines: KUBECONFIG, REALNODE (the run's folder), REALNODE_NETNS.
+#   import ARCHIVE...  imports OCI or docker archives (make image's) into the
+#                node's containerd (namespace k8s.io): pods use them with
+#                imagePullPolicy Never (or IfNotPresent and a tag other than latest).
 #   exec CMD...  runs CMD inside the namespace with KUBECONFIG set.
 #
 # Needs root (namespaces, mounts, cgroups). One real node per machine at a time:
@@ -69,9 +72,9 @@ HOST_PATHS=(/run/containerd /var/lib/cni /var/log/containers /run/netns /var/lib
 COMPONENTS=(coredns containerd kubelet kube-proxy)
 export PATH=/usr/sbin:/sbin:$PATH
 
-usage() { echo "usage: $0 up|down|status|env|check-clean|exec CMD..." >&2; exit 2; }
+usage() { echo "usage: $0 up|down|status|env|check-clean|import ARCHIVE...|exec CMD..." >&2; exit 2; }
 log() { echo "realnode.sh: $*" >&2; }
-[[ $cmd =~ ^(up|up-once|down|status|env|check-clean|exec)$ ]] || usage
+[[ $cmd =~ ^(up|up-once|down|status|env|check-clean|import|exec)$ ]] || usage
 
 # A pid is ours only if alive and its command line names $DIR/ (every process
 # started here gets paths under DIR, containerd's shims name its socket).
@@ -563,6 +566,12 @@ case $cmd in
   down) down ;;
   check-clean) check_clean ;;
   env) env_lines ;;
+  import) shift; [[ $# -gt 0 ]] || usage
+    running containerd || { log "the node is not up (realnode.sh up)"; exit 1; }
+    for f in "$@"; do
+      out=$(ctr -a "$SOCK" -n k8s.io images import "$f") || { log "importing $f failed"; exit 1; }
+      log "imported $f: ${out//$'\n'/ }"
+    done ;;
   exec) shift; [[ $# -gt 0 ]] || usage
     exec nsenter --net="/run/netns/$NETNS" -- env KUBECONFIG="$CP/kubeconfig" REALNODE="$DIR" REALNODE_NETNS="$NETNS" "$@" ;;
   status)
