@@ -134,7 +134,7 @@ wait_for() {  # name description command...
 # --- host packages -----------------------------------------------------------
 ensure_packages() {
   local need=() p st
-  for p in containerd runc containernetworking-plugins nftables iptables iproute2; do
+  for p in containerd runc containernetworking-plugins nftables iptables iproute2 procps util-linux; do
     st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
     [[ $st == "install ok installed" ]] || need+=("$p")
   done
@@ -155,11 +155,19 @@ record_host() {
   for p in "${HOST_PATHS[@]}"; do [[ -e $p ]] && echo "$p"; done >"$HOST/paths"
   ls -1 /run/netns 2>/dev/null >"$HOST/netns" || true
   host_rules >"$HOST/rules"
+  node_cgroups >"$HOST/cgroups"
   touch "$HOST/recorded"
 }
 host_rules() {  # the host namespace's KUBE-* chains and tables, sorted
   { iptables-save 2>/dev/null || true; ip6tables-save 2>/dev/null || true; nft list tables 2>/dev/null || true; } \
     | grep -Eo 'KUBE-[A-Z0-9-]+|table [a-z0-9]+ kube-proxy' | sort -u || true
+}
+# The node's cgroup trees: its kubelet's root, and the default roots a kubelet
+# or containerd use without one (kubepods, k8s.io); existing ones, listed.
+node_cgroups() {
+  local h t; for h in $(cgroup_hierarchies); do
+    for t in "$CGROUP_ROOT" /kubepods /k8s.io; do [[ -d $h$t ]] && echo "$h$t"; done
+  done; return 0
 }
 cgroup_hierarchies() { local h; for h in /sys/fs/cgroup/*/; do [[ -f $h/cgroup.procs ]] && echo "${h%/}"; done; return 0; }
 
@@ -331,7 +339,7 @@ up() {
   local t0=$SECONDS
   (( EUID == 0 )) || { log "needs root (network namespaces, mounts, cgroups)"; exit 1; }
   ensure_packages
-  for tool in openssl curl ctr containerd runc nft iptables-save; do
+  for tool in openssl curl ctr containerd runc nft iptables-save sysctl nsenter; do
     command -v "$tool" >/dev/null || { log "$tool is missing after the package install"; exit 1; }
   done
   BIN_DIR=${BIN_DIR:-$(step "control plane, kubelet, kube-proxy, CoreDNS (build-controlplane.sh)" "$here/build-controlplane.sh")}
@@ -339,9 +347,13 @@ up() {
   local b; for b in kubelet kube-proxy kubectl coredns; do [[ -x $BIN_DIR/$b ]] || { log "missing $BIN_DIR/$b"; exit 1; }; done
   local pause_ref
   pause_ref=$(awk '$1 == "pause.oci.tar" {print $2}' "$IMAGES_DIR/IMAGES")
-  if [[ -d /sys/fs/cgroup/memory/kubepods ]]; then
-    log "/sys/fs/cgroup/memory/kubepods exists: another kubelet runs on this machine (one real node at a time)"; exit 1
-  fi
+  # The kubelet's sysctls are the machine's: a second node would record the
+  # first one's values as the host's.
+  local other
+  for other in /sys/fs/cgroup/memory/kubepods /sys/fs/cgroup/memory/*/kubepods; do
+    [[ -d $other && $other != "/sys/fs/cgroup/memory$CGROUP_ROOT/kubepods" ]] || continue
+    log "$other exists: another kubelet runs on this machine (one real node at a time)"; exit 1
+  done
   mkdir -p "$DIR" "$LOGS"
   record_host
   echo "$BIN_DIR" >"$DIR/bin-dir"
@@ -477,6 +489,7 @@ remove_cgroups() {
   for h in $(cgroup_hierarchies); do
     for t in "$CGROUP_ROOT" /kubepods /k8s.io; do
       [[ -d $h$t ]] || continue
+      grep -qxF "$h$t" "$HOST/cgroups" 2>/dev/null && continue   # not this node's
       # rmdir, deepest first: a cgroup with tasks stays (check-clean names it).
       while read -r d; do rmdir "$d" 2>/dev/null || true; done < <(find "$h$t" -depth -type d)
     done
@@ -531,9 +544,7 @@ check_clean() {
   for p in $(owned_pids); do bad+=("process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-120)"); done
   while read -r m; do [[ -n $m ]] && bad+=("mount $m"); done < <(mounts_under "$DIR")
   for m in $(new_netns_entries); do bad+=("$m"); done
-  for h in $(cgroup_hierarchies); do
-    for t in "$CGROUP_ROOT" /kubepods /k8s.io; do [[ -d $h$t ]] && bad+=("cgroup $h$t"); done
-  done
+  for m in $(node_cgroups); do grep -qxF "$m" "$HOST/cgroups" 2>/dev/null || bad+=("cgroup $m"); done
   if [[ -f $HOST/sysctls ]]; then
     while IFS= read -r line; do
       [[ $(sysctl -n "${line%%=*}") == "${line#*=}" ]] || bad+=("sysctl ${line%%=*} is $(sysctl -n "${line%%=*}"), was ${line#*=}")
