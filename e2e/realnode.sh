@@ -348,7 +348,12 @@ up() {
   local pause_ref
   pause_ref=$(awk '$1 == "pause.oci.tar" {print $2}' "$IMAGES_DIR/IMAGES")
   # The kubelet's sysctls are the machine's: a second node would record the
-  # first one's values as the host's.
+  # first one's values as the host's. (A namespace this run made is gone by
+  # now: `up` takes down a run that did not finish.)
+  if [[ -e /run/netns/$NETNS ]]; then
+    log "network namespace $NETNS exists, but not from this folder's run ($DIR): another real node" \
+      "(its folder's realnode.sh down ends it; REALNODE_NETNS picks another name)"; exit 1
+  fi
   local other
   for other in /sys/fs/cgroup/memory/kubepods /sys/fs/cgroup/memory/*/kubepods; do
     [[ -d $other && $other != "/sys/fs/cgroup/memory$CGROUP_ROOT/kubepods" ]] || continue
@@ -403,7 +408,12 @@ env_lines() {
 down() {
   local t0=$SECONDS
   BIN_DIR=$(cat "$DIR/bin-dir" 2>/dev/null || true)
-  local have_ns=0; [[ -e /run/netns/$NETNS ]] && have_ns=1
+  # The namespace, the cgroups and the host's state are this folder's only if
+  # its up recorded the host first: a run that failed before (another node's
+  # namespace of the same name, say) touches nothing but its own processes.
+  local ours=0 have_ns=0
+  [[ -f $HOST/recorded ]] && ours=1
+  (( ours )) && [[ -e /run/netns/$NETNS ]] && have_ns=1
   # 1) Pods deleted while the kubelet runs: it tears down their networks (CNI
   #    DEL) and unmounts their volumes before it lets the API objects go.
   if (( have_ns )) && [[ -n $BIN_DIR ]] && running kubelet && cluster status >/dev/null 2>&1; then
@@ -420,20 +430,20 @@ down() {
   stop_one coredns
   local p; for p in $(owned_pids "$SOCK"); do stop_pid "$p" TERM; done
   # Whatever still runs in the pods' cgroups was started by this node's runtime.
-  kill_cgroup_tree
-  # 4) The control plane.
-  if (( have_ns )); then cluster down >/dev/null 2>&1 || true; fi
+  if (( ours )); then kill_cgroup_tree; fi
+  # 4) The control plane (by its pid files: no namespace needed).
+  E2E_DIR="$CP" CLUSTER_NODE=none "$here/cluster.sh" down >/dev/null 2>&1 || true
   for p in $(owned_pids); do stop_pid "$p" TERM; done
   # 5) Mounts under DIR (the kubelet's rshared root, tmpfs volumes, rootfs
   #    overlays, shm) and the pods' network namespaces, deepest first.
-  unmount_all
+  if (( ours )); then unmount_all; fi
   # 6) Links and rules: all live in the namespace; deleting it removes them.
   if (( have_ns )); then
     in_ns nft flush ruleset 2>/dev/null || true
     ip netns delete "$NETNS" 2>/dev/null || log "could not delete netns $NETNS"
   fi
   # 7) cgroups: the kubelet's root, and the kubepods and k8s.io trees in every hierarchy.
-  remove_cgroups
+  if (( ours )); then remove_cgroups; fi
   # 8) sysctls, and the host paths a node creates.
   restore_host
   # The node's state goes, but never while anything is mounted under DIR:
