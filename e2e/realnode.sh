@@ -402,6 +402,7 @@ up() {
 
 env_lines() {
   echo "export KUBECONFIG=$CP/kubeconfig REALNODE=$DIR REALNODE_NETNS=$NETNS"
+  echo "# the apiserver is on the namespace's 127.0.0.1: run clients through $here/realnode.sh exec CMD"
 }
 
 # --- down: the reverse, then the host restored ---------------------------------
