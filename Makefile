@@ -96,6 +96,23 @@ cluster-up:
 cluster-down:
 	@e2e/cluster.sh down
 
+.PHONY: realnode-up realnode-down realnode-test
+
+## realnode-up / realnode-down: a real node (containerd, runc, kubelet, kube-proxy) and its own
+## control plane, in a network namespace of its own (e2e/realnode.sh; root; installs what is
+## missing); down restores the host. `e2e/realnode.sh exec CMD` runs CMD beside it
+realnode-up:
+	@e2e/realnode.sh up
+
+realnode-down:
+	@e2e/realnode.sh down
+	@e2e/realnode.sh check-clean
+
+## realnode-test: the real-node suite (e2e/tests/realnode.rs): real pods on the real node, which
+## it brings up and takes down, then checks the host is as it was
+realnode-test:
+	e2e/realnode-test.sh
+
 ## run: the local control plane (started if it is not running; CLUSTER=current uses your
 ## current kubeconfig context instead, and names it first), the CRDs, examples/basic where
 ## absent, and the controller in the foreground on METRICS_PORT/HEALTH_PORT (19080/19081)

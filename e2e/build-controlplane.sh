@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # build-controlplane.sh: build the local control plane from Go modules at pinned
 # versions, cached by version outside the repository. Prints the folder holding
-# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok.
-# Only what is missing from the cache is built.
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok,
+# and the kubelet, kube-proxy and CoreDNS of the real node (e2e/realnode.sh).
+# Only what is missing from the cache is built: a cache from before the real
+# node gets just those three.
 #
 # Each program is built in a wrapper module of its own so that their dependency
 # versions never mix (etcd and kwok keep theirs; Kubernetes gets its staging
@@ -14,10 +16,13 @@ on_error_name_the_step
 K8S_VERSION=${K8S_VERSION:-1.34.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-0.7.0}
+COREDNS_VERSION=${COREDNS_VERSION:-1.14.7}
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 CACHE=${RANDOMSECRET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/randomsecret}
 OUT=$CACHE/controlplane/k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION-$(go env GOOS)-$(go env GOARCH)
-K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+# The kubelet and kube-proxy are always built: make test runs the real-node
+# suite, and they share the wrapper module (and Go's build cache) with the rest.
+K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 
 have() { local b; for b in "$@"; do [[ -x $OUT/$b ]] || return 1; done; }
 log() { echo "build-controlplane: $*" >&2; }
@@ -31,13 +36,19 @@ runs() {  # name
     *) timeout 60 "$OUT/$1" --version ;;
   esac >/dev/null 2>&1
 }
-for b in "${K8S_BINS[@]}" etcd kwok; do
+for b in "${K8S_BINS[@]}" etcd kwok coredns; do
   if [[ -x $OUT/$b ]] && ! runs "$b"; then
     log "cached $OUT/$b does not run ($b --version fails): building it again"
     mv -f "$OUT/$b" "$OUT/$b.broken"
   fi
 done
-if have "${K8S_BINS[@]}" etcd kwok && [[ -s $OUT/VERSIONS ]]; then echo "$OUT"; exit 0; fi
+# CoreDNS's version is not in the folder's name: a cached one of another
+# version is built again.
+if [[ -x $OUT/coredns ]]; then
+  v=$("$OUT/coredns" -version 2>&1 || true)
+  [[ $v == *"CoreDNS-$COREDNS_VERSION"* ]] || mv -f "$OUT/coredns" "$OUT/coredns.old"
+fi
+if have "${K8S_BINS[@]}" etcd kwok coredns && [[ -s $OUT/VERSIONS ]]; then echo "$OUT"; exit 0; fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 bin=$work/bin; mkdir -p "$bin" "$OUT"
 start=$SECONDS
@@ -65,7 +76,9 @@ wrapper() {  # dir module require-line import...
 # 1) Kubernetes: k8s.io/kubernetes requires its staging modules at v0.0.0 with
 #    replaces into ./staging, so replace every one with its published v0.N.M.
 build_kubernetes() {
-  log "kubernetes v$K8S_VERSION (cold: 15-30 minutes on 2 cores)"
+  local c missing=()
+  for c in "${K8S_BINS[@]}"; do have "$c" || missing+=("$c"); done
+  log "kubernetes v$K8S_VERSION: ${missing[*]} (cold, all of them: 20-40 minutes on 2 cores)"
   k8s=$work/k8s
   wrapper "$k8s" e2e-kubernetes "k8s.io/kubernetes v$K8S_VERSION" \
     "${K8S_BINS[@]/#/k8s.io/kubernetes/cmd/}"
@@ -110,11 +123,45 @@ if ! have kwok; then
   land "$bin/kwok" kwok
 fi
 
+# 4) CoreDNS: the real node's cluster DNS, with only the plugins it uses (the
+#    full set brings every cloud provider's SDK). Its own main: coremain with
+#    a shorter directive list, in the order of CoreDNS's plugin.cfg.
+if ! have coredns; then
+  log "coredns v$COREDNS_VERSION"
+  mkdir -p "$work/coredns"
+  printf 'module e2e-coredns\n\ngo 1.25.0\n\nrequire github.com/coredns/coredns v%s\n' "$COREDNS_VERSION" >"$work/coredns/go.mod"
+  cat >"$work/coredns/main.go" <<'GO'
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func init() {
+	dnsserver.Directives = []string{"bind", "ready", "health", "errors", "log", "cache", "kubernetes"}
+}
+
+func main() { coremain.Run() }
+GO
+  ( cd "$work/coredns"; go mod tidy
+    go build -trimpath -ldflags "-s -w" -o "$bin/coredns" . )
+  land "$bin/coredns" coredns
+fi
+
 # VERSIONS is written last and atomically: the cache is trusted (the early exit
 # above) only with it. No `| head` here: under pipefail a reader that stops
 # early makes the writer's next line a SIGPIPE and fails the script (exit 141).
 first_line() { local out; out=$("$@" 2>&1) || { log "$* failed"; return 1; }; printf '%s\n' "${out%%$'\n'*}"; }
-{ first_line "$OUT/etcd" --version; first_line "$OUT/kube-apiserver" --version; first_line "$OUT/kwok" --version; } >"$OUT/VERSIONS.tmp"
+{ first_line "$OUT/etcd" --version; first_line "$OUT/kube-apiserver" --version; first_line "$OUT/kwok" --version
+  first_line "$OUT/coredns" -version; } >"$OUT/VERSIONS.tmp"
 mv -f "$OUT/VERSIONS.tmp" "$OUT/VERSIONS"
 log "built in $((SECONDS - start))s: $(du -sh "$OUT" | cut -f1)"
 echo "$OUT"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cluster.sh up|down|status|env|stop NAME|kill NAME: a real local Kubernetes
+# cluster.sh up|down|status|env|pki|stop NAME|kill NAME: a real local Kubernetes
 # control plane on 127.0.0.1
 # (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as the
 # node simulator), built from Go modules by build-controlplane.sh and cached.
@@ -9,6 +9,13 @@
 # KWOK_PORT, BIN_DIR (skip the build), CRD_DIR (CRDs applied before the
 # controller-manager starts, so its garbage collector knows them at once),
 # E2E_FRESH=1 (start from an empty etcd instead of the previous state).
+#
+# For the real node (e2e/realnode.sh runs this inside its network namespace):
+# CLUSTER_NODE=none (no kwok and no simulated node), API_BIND_ADDRESS and
+# API_ADVERTISE_ADDRESS (127.0.0.1), ENDPOINT_RECONCILER (none; lease publishes
+# the advertise address as the kubernetes Service's endpoint),
+# APISERVER_EXTRA_ARGS (more kube-apiserver flags, split on spaces), and
+# `pki` (only writes the certificates, so the caller can sign more with its CA).
 #
 # For fault tests (e2e/chaos.sh): `stop NAME` (SIGTERM, then SIGKILL after 10 s)
 # and `kill NAME` (SIGKILL) end one component (etcd, kube-apiserver,
@@ -27,11 +34,16 @@ SERVICE_CIDR=${SERVICE_CIDR:-10.0.0.0/24}   # 10.0.0.1 is in the serving cert's 
 CRD_DIR=${CRD_DIR:-$root/config/crd}
 START_TIMEOUT=${START_TIMEOUT:-120}; LOG_V=${LOG_V:-1}
 PKI=$DIR/pki; LOGS=$DIR/logs
+CLUSTER_NODE=${CLUSTER_NODE:-kwok}
+API_BIND_ADDRESS=${API_BIND_ADDRESS:-127.0.0.1}; API_ADVERTISE_ADDRESS=${API_ADVERTISE_ADDRESS:-127.0.0.1}
+ENDPOINT_RECONCILER=${ENDPOINT_RECONCILER:-none}
+read -r -a apiserver_extra <<<"${APISERVER_EXTRA_ARGS:-}"
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+[[ $CLUSTER_NODE == kwok ]] || COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 NODE=kwok-node-0
 
-usage() { echo "usage: $0 up|down|status|env|stop NAME|kill NAME (NAME: ${COMPONENTS[*]})" >&2; exit 2; }
-[[ $cmd =~ ^(up|up-once|down|status|env|stop|kill)$ ]] || usage
+usage() { echo "usage: $0 up|down|status|env|pki|stop NAME|kill NAME (NAME: ${COMPONENTS[*]})" >&2; exit 2; }
+[[ $cmd =~ ^(up|up-once|down|status|env|pki|stop|kill)$ ]] || usage
 
 # A pid is ours only if alive and its command line names $DIR/ (every process
 # started here gets paths under DIR): never stop anything by name.
@@ -233,8 +245,8 @@ AUDIT
   fi
   start kube-apiserver "$BIN_DIR/kube-apiserver" "${audit[@]}" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
-    --endpoint-reconciler-type=none \
+    --bind-address="$API_BIND_ADDRESS" --advertise-address="$API_ADVERTISE_ADDRESS" --secure-port="$API_PORT" \
+    --endpoint-reconciler-type="$ENDPOINT_RECONCILER" \
     --cert-dir="$DIR/apiserver-certs" \
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
     --client-ca-file="$PKI/ca.crt" \
@@ -242,7 +254,7 @@ AUDIT
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --service-cluster-ip-range="$SERVICE_CIDR" \
     --authorization-mode=Node,RBAC --allow-privileged=true \
-    --max-requests-inflight=1000 --max-mutating-requests-inflight=500 --v="$LOG_V"
+    --max-requests-inflight=1000 --max-mutating-requests-inflight=500 --v="$LOG_V" "${apiserver_extra[@]}"
   wait_for kube-apiserver "kube-apiserver /readyz" \
     curl -fsS --max-time 5 "${admin[@]}" "https://127.0.0.1:$API_PORT/readyz"
 
@@ -270,7 +282,7 @@ AUDIT
   # A node Lease renewed every 10 s as the node's heartbeat: without one kwok
   # posts node status about once a minute, past the controller-manager's 50 s
   # grace period, so the node flaps NotReady and its pods stay Ready=False.
-  start kwok "$BIN_DIR/kwok" --kubeconfig="$DIR/kubeconfig" \
+  [[ $CLUSTER_NODE == none ]] || start kwok "$BIN_DIR/kwok" --kubeconfig="$DIR/kubeconfig" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-lease-duration-seconds=40 \
     --server-address="127.0.0.1:$KWOK_PORT"
@@ -281,6 +293,11 @@ AUDIT
   # The service-account controller works (it runs with its own token).
   wait_for kube-controller-manager "the default ServiceAccount" \
     curl -fsS --max-time 5 "${admin[@]}" "https://127.0.0.1:$API_PORT/api/v1/namespaces/default/serviceaccounts/default"
+  if [[ $CLUSTER_NODE == none ]]; then
+    echo "cluster.sh: up in $((SECONDS - t0))s, without a node; state in $DIR" >&2
+    echo "export KUBECONFIG=$DIR/kubeconfig"
+    return 0
+  fi
 
   # The one simulated node; kwok manages nodes with this annotation.
   "${kc[@]}" apply -f - >/dev/null <<NODE || fail "creating node $NODE"
@@ -311,6 +328,7 @@ case $cmd in
   up-once) mkdir -p "$DIR"; up ;;
   down) down ;;
   env) echo "export KUBECONFIG=$DIR/kubeconfig" ;;
+  pki) mkdir -p "$DIR"; gen_pki ;;
   stop|kill)
     name=${2:-}
     [[ " ${COMPONENTS[*]} " == *" $name "* && -n $name ]] || usage

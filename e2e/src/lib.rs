@@ -10,6 +10,7 @@
 //! - [`invariants`]: the fault suite's invariants.
 //! - [`openbao`]: an OpenBao dev server of a test's own, for the Vault push.
 //! - [`downstream`]: a second control plane of a test's own, for the cluster push.
+//! - [`realnode`]: the real node of `e2e/realnode.sh` (real pods), for `make realnode-test`.
 //!
 //! Everything is re-exported at the top, so suites `use randomsecret_e2e::*`.
 
@@ -19,6 +20,7 @@ pub mod downstream;
 pub mod invariants;
 pub mod openbao;
 pub mod randomsecrets;
+pub mod realnode;
 pub mod tools;
 pub mod values;
 pub mod workloads;

@@ -1,0 +1,3 @@
+module randomsecret-e2e-images
+
+go 1.24
