@@ -63,10 +63,10 @@ crd:
 	$(CARGO) run -q --bin randomsecret -- crd --dir config/crd
 	$(CARGO) run -q --bin randomsecret -- crd --dir charts/randomsecret/crds
 
-## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane;
-## each phase timed, and a failure names its phase and exit status
+## test: formatting, lints, unit tests, the image, the end-to-end suite against the local control
+## plane, then the real-node suite; each phase timed, and a failure names its phase and exit status
 test:
-	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit static dist image-test e2e
+	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit static dist image-test e2e realnode-test
 
 ## cold-test: .ci/run as on a new machine: a fresh clone of HEAD, every cache empty (the
 ## control plane and tools, Go's, cargo's, pip's); prints each phase's time (about 45 minutes
