@@ -6,14 +6,14 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 STATIC_DIR := $(TARGET_DIR)/static/x86_64-unknown-linux-gnu/release
 
 
-.PHONY: all build static dist crd test cold-test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench orderfile chaos fuzz clean-e2e
+.PHONY: all build static dist image image-test crd test cold-test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench orderfile chaos fuzz clean-e2e
 
 all: build
 
 build:
 	$(CARGO) build --release --bin randomsecret
 
-## static: a statically linked release binary (what the Dockerfile ships), checked to run,
+## static: a statically linked release binary (what make dist and make image ship), checked to run,
 ## and kubectl-randomsecret beside it (a link: the kubectl plugin)
 static:
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --bin randomsecret --target x86_64-unknown-linux-gnu --target-dir $(TARGET_DIR)/static
@@ -45,6 +45,19 @@ dist: static
 	  grep -q "Usage: kubectl randomsecret" <<<"$$out"; \
 	  echo "make dist: target/dist/$$name.tar.gz (kubectl randomsecret runs from it)"
 
+## image: the controller's image, without Docker: FROM scratch, the binary of make static,
+## user 65532, CA certificates (e2e/build-image.sh), as the OCI archive
+## $(TARGET_DIR)/image/randomsecret-VERSION.oci.tar named as the chart's default image; built
+## twice to check that it is reproducible, read back by skopeo; prints its digest
+image: static
+	@e2e/build-image.sh $(STATIC_DIR)/randomsecret $(TARGET_DIR)/image
+
+## image-test: the image's files run as a pod would (root: chroot, a network namespace of its
+## own): as 65532, resolving a Service name through a DNS server and the pod's search list
+image-test: image
+	@set -euo pipefail; v=$$($(STATIC_DIR)/randomsecret --version | awk '{print $$2}'); \
+	  e2e/image-test.sh $(TARGET_DIR)/image/randomsecret-$$v.oci.tar
+
 ## crd: regenerate the committed CRDs from the Rust types (a unit test checks them)
 crd:
 	$(CARGO) run -q --bin randomsecret -- crd --dir config/crd
@@ -53,7 +66,7 @@ crd:
 ## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane;
 ## each phase timed, and a failure names its phase and exit status
 test:
-	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit static dist e2e
+	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit static dist image-test e2e
 
 ## cold-test: .ci/run as on a new machine: a fresh clone of HEAD, every cache empty (the
 ## control plane and tools, Go's, cargo's, pip's); prints each phase's time (about 45 minutes

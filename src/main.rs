@@ -8,9 +8,10 @@ use std::io::IsTerminal;
 use std::io::Write;
 use std::process::ExitCode;
 
-// jemalloc, for the glibc release binary and the musl image alike: measured
-// by `make bench` against glibc's malloc (README, Memory), it keeps less
-// memory after bursts and restarts, and musl's own malloc is slow.
+// jemalloc, for the static glibc binary (the release archive and the image
+// ship the same one): measured by `make bench` against glibc's malloc
+// (README, Memory), it keeps less memory after bursts and restarts, and
+// musl's own malloc, for anyone building for musl, is slow.
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
