@@ -63,10 +63,11 @@ crd:
 	$(CARGO) run -q --bin randomsecret -- crd --dir config/crd
 	$(CARGO) run -q --bin randomsecret -- crd --dir charts/randomsecret/crds
 
-## test: formatting, lints, unit tests, then the end-to-end suite against the local control plane;
+## test: formatting, lints, unit tests, the end-to-end suite against the local control plane, then
+## the real-node suite (make realnode-test);
 ## each phase timed, and a failure names its phase and exit status
 test:
-	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit static dist image-test e2e
+	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit static dist image-test e2e realnode-test
 
 ## cold-test: .ci/run as on a new machine: a fresh clone of HEAD, every cache empty (the
 ## control plane and tools, Go's, cargo's, pip's); prints each phase's time (about 45 minutes
@@ -108,10 +109,11 @@ realnode-down:
 	@e2e/realnode.sh down
 	@e2e/realnode.sh check-clean
 
-## realnode-test: the real-node suite (e2e/tests/realnode.rs): real pods on the real node, which
-## it brings up and takes down, then checks the host is as it was
-realnode-test:
-	e2e/realnode-test.sh
+## realnode-test: the real-node suite (e2e/tests/realnode.rs): make image's controller image
+## installed by helm on the real node (which it brings up and takes down, then checks the host
+## is as it was), real pods reading versions through a rollout, the controller's memory
+realnode-test: image
+	REALNODE_IMAGE_DIR=$(TARGET_DIR)/image e2e/realnode-test.sh
 
 ## run: the local control plane (started if it is not running; CLUSTER=current uses your
 ## current kubeconfig context instead, and names it first), the CRDs, examples/basic where
