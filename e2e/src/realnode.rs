@@ -321,7 +321,9 @@ impl PodTrouble {
 /// (cgroup v1: `total_rss`, and the working set as usage minus
 /// `total_inactive_file`), and the process's `VmRSS`/`VmHWM` from
 /// `/proc/PID/status` (the cgroup's RSS counts only anonymous pages charged
-/// to it, the process's RSS also its mapped file pages).
+/// to it, the process's RSS also its mapped file pages: the binary's code,
+/// whose page cache is charged to the cgroup that first touched it, such as
+/// containerd's when it unpacked the image).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Memory {
     pub summary_working_set: u64,
@@ -329,6 +331,9 @@ pub struct Memory {
     pub cgroup_working_set: u64,
     pub cgroup_rss: u64,
     pub vm_rss: u64,
+    /// Of VmRSS: anonymous memory (`RssAnon`) and mapped files (`RssFile`).
+    pub rss_anon: u64,
+    pub rss_file: u64,
     pub vm_hwm: u64,
 }
 
@@ -337,12 +342,14 @@ impl std::fmt::Display for Memory {
         let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
         write!(
             f,
-            "cgroup working set {:.1} MiB, cgroup RSS {:.1} MiB (Summary API: working set {:.1} MiB, RSS {:.1} MiB), process VmRSS {:.1} MiB (peak VmHWM {:.1} MiB)",
+            "cgroup working set {:.1} MiB, cgroup RSS {:.1} MiB (Summary API: working set {:.1} MiB, RSS {:.1} MiB); process VmRSS {:.1} MiB = anonymous {:.1} + mapped files {:.1} (peak VmHWM {:.1} MiB)",
             mib(self.cgroup_working_set),
             mib(self.cgroup_rss),
             mib(self.summary_working_set),
             mib(self.summary_rss),
             mib(self.vm_rss),
+            mib(self.rss_anon),
+            mib(self.rss_file),
             mib(self.vm_hwm)
         )
     }
@@ -410,6 +417,8 @@ pub async fn pod_memory(client: &kube::Client, pod: &Pod, container: &str) -> Re
         cgroup_working_set: usage.saturating_sub(field("total_inactive_file")),
         cgroup_rss: field("total_rss"),
         vm_rss: kib("VmRSS:"),
+        rss_anon: kib("RssAnon:"),
+        rss_file: kib("RssFile:"),
         vm_hwm: kib("VmHWM:"),
     })
 }
