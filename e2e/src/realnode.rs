@@ -422,3 +422,41 @@ pub async fn pod_memory(client: &kube::Client, pod: &Pod, container: &str) -> Re
         vm_hwm: kib("VmHWM:"),
     })
 }
+
+/// The files under the real node's logs (`$REALNODE/logs`: the control
+/// plane, containerd, the kubelet, kube-proxy, CoreDNS; `$REALNODE/pod-logs`:
+/// every container's output, the controller's included) that contain any of
+/// `values` (those of 12 bytes or more: shorter ones could occur by chance).
+/// Names the files and never the values.
+pub fn values_in_node_logs(node_dir: &std::path::Path, values: &[&[u8]]) -> Result<Vec<String>> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        for e in std::fs::read_dir(dir)? {
+            let e = e?;
+            let t = e.file_type()?;
+            if t.is_dir() {
+                walk(&e.path(), out)?;
+            } else if t.is_file() {
+                out.push(e.path());
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    for sub in ["logs", "pod-logs"] {
+        walk(&node_dir.join(sub), &mut files)?;
+    }
+    ensure!(!files.is_empty(), "no log files under {node_dir:?}");
+    let values: Vec<&[u8]> = values.iter().copied().filter(|v| v.len() >= 12).collect();
+    ensure!(!values.is_empty(), "no value long enough to look for");
+    let mut found = Vec::new();
+    for f in files {
+        let bytes = std::fs::read(&f)?;
+        if values
+            .iter()
+            .any(|v| bytes.windows(v.len()).any(|w| w == *v))
+        {
+            found.push(f.display().to_string());
+        }
+    }
+    Ok(found)
+}

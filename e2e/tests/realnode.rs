@@ -738,12 +738,13 @@ fn running(p: &Pod) -> bool {
 /// the old version, which still exists (the controller keeps it while a
 /// ReplicaSet references it). Over the whole test no pod waits in
 /// `CreateContainerConfigError` or gets FailedMount for a missing Secret, no
-/// pod references a missing version, and no consumer ever saw a byte of a
-/// version change under it (each re-reads its volume every second).
+/// pod references a missing version, no consumer ever saw a byte of a version
+/// change under it (each re-reads its volume every second), and no value is
+/// in any log of the node.
 #[tokio::test]
 #[ignore = "needs a real node: make realnode-test"]
 async fn controller_3_pods_read_versions_through_a_rotation_rollout_and_undo() -> Result<()> {
-    require_real_node()?;
+    let node_dir = require_real_node()?;
     let client = client().await?;
     installed(&client).await?;
     let ns = TestNamespace::new(&client, "rn-rollout").await?;
@@ -909,6 +910,18 @@ async fn controller_3_pods_read_versions_through_a_rotation_rollout_and_undo() -
             "version {name} changed (or is not immutable)"
         );
     }
+
+    // No value of either version in any log of the node (the controller's,
+    // the consumers', the kubelet's, the apiserver's, ...).
+    let values: Vec<&[u8]> = [&s1, &s2]
+        .iter()
+        .flat_map(|s| s.data.iter().flatten().map(|(_, v)| v.0.as_slice()))
+        .collect();
+    let leaked = randomsecret_e2e::realnode::values_in_node_logs(&node_dir, &values)?;
+    ensure!(
+        leaked.is_empty(),
+        "a version's value is in the logs {leaked:?}"
+    );
 
     let problems = trouble.finish().await?;
     ensure!(
@@ -1136,11 +1149,12 @@ async fn wait_changed(
 /// afterwards on the same node, while the first still runs, gets the same
 /// cached old bytes; only once no pod on the node references it does a new
 /// pod read the re-created bytes. Also: the pod watch of the rollout test
-/// (PodTrouble) does report a pod whose Secret is missing.
+/// (PodTrouble) does report a pod whose Secret is missing, and its log scan
+/// finds a string that is in the node's logs.
 #[tokio::test]
 #[ignore = "needs a real node: make realnode-test"]
 async fn kubelet_caches_immutable_secrets_and_the_pod_watch_sees_missing_ones() -> Result<()> {
-    require_real_node()?;
+    let node_dir = require_real_node()?;
     let client = client().await?;
     let ns = TestNamespace::new(&client, "rn-immutable").await?;
     let (secrets, pods) = (ns.api::<Secret>(), ns.api::<Pod>());
@@ -1307,6 +1321,13 @@ async fn kubelet_caches_immutable_secrets_and_the_pod_watch_sees_missing_ones() 
             && problems.iter().any(|p| p.contains("FailedMount"))
             && problems.iter().all(|p| p.contains("absent")),
         "the pod watch reported {problems:?}"
+    );
+    // The log scan of the rollout test finds what is there: the kubelet logs
+    // the failed mounts with this namespace's name.
+    let found = randomsecret_e2e::realnode::values_in_node_logs(&node_dir, &[ns.name.as_bytes()])?;
+    ensure!(
+        !found.is_empty(),
+        "the namespace's name is in no log of the node"
     );
     ns.delete().await
 }
