@@ -538,10 +538,11 @@ fn key_lengths(s: &Secret) -> BTreeMap<String, usize> {
 /// the controller could patch). With both controller pods gone (the
 /// Deployment scaled to 0), Secret writes still succeed (`failurePolicy:
 /// Ignore`), and once the controller is back its controller path fills them.
+/// No filled value is in any log of the node.
 #[tokio::test]
 #[ignore = "needs a real node: make realnode-test"]
 async fn controller_2_webhook_called_through_its_service_and_failing_open() -> Result<()> {
-    require_real_node()?;
+    let node_dir = require_real_node()?;
     let client = client().await?;
     installed(&client).await?;
 
@@ -609,34 +610,39 @@ async fn controller_2_webhook_called_through_its_service_and_failing_open() -> R
         "deployment/randomsecret",
         "--replicas=0",
     ])?;
-    let deadline = Instant::now() + randomsecret_e2e::WAIT;
-    let all_pods: Api<Pod> = Api::namespaced(client.clone(), RELEASE_NS);
-    while !all_pods
-        .list(&ListParams::default().labels(CONTROLLER_PODS))
-        .await?
-        .items
-        .is_empty()
-    {
-        ensure!(Instant::now() < deadline, "the controller pods did not go");
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    // Scaled back up even when a check fails (the later tests need the controller).
+    let while_down = async {
+        let deadline = Instant::now() + randomsecret_e2e::WAIT;
+        let all_pods: Api<Pod> = Api::namespaced(client.clone(), RELEASE_NS);
+        while !all_pods
+            .list(&ListParams::default().labels(CONTROLLER_PODS))
+            .await?
+            .items
+            .is_empty()
+        {
+            ensure!(Instant::now() < deadline, "the controller pods did not go");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let t0 = Instant::now();
+        let stored = secrets
+            .create(&PostParams::default(), &annotated_secret("while-down")?)
+            .await
+            .context("a Secret write with the webhook down")?;
+        let patch = Patch::Merge(json!({"metadata": {"labels": {"edited": "yes"}}}));
+        secrets
+            .patch("while-down", &PatchParams::default(), &patch)
+            .await
+            .context("a Secret update with the webhook down")?;
+        let took = t0.elapsed();
+        ensure!(
+            key_lengths(&stored) == BTreeMap::from([("username".to_string(), 3)]),
+            "with no replica the Secret should be stored as sent: {:?}",
+            key_lengths(&stored)
+        );
+        eprintln!("webhook down: a create and an update of an annotated Secret took {took:.1?}");
+        anyhow::Ok(())
     }
-    let t0 = Instant::now();
-    let stored = secrets
-        .create(&PostParams::default(), &annotated_secret("while-down")?)
-        .await
-        .context("a Secret write with the webhook down")?;
-    let patch = Patch::Merge(json!({"metadata": {"labels": {"edited": "yes"}}}));
-    secrets
-        .patch("while-down", &PatchParams::default(), &patch)
-        .await
-        .context("a Secret update with the webhook down")?;
-    let took = t0.elapsed();
-    ensure!(
-        key_lengths(&stored) == BTreeMap::from([("username".to_string(), 3)]),
-        "with no replica the Secret should be stored as sent: {:?}",
-        key_lengths(&stored)
-    );
-    eprintln!("webhook down: a create and an update of an annotated Secret took {took:.1?}");
+    .await;
 
     kubectl(&[
         "-n",
@@ -645,6 +651,7 @@ async fn controller_2_webhook_called_through_its_service_and_failing_open() -> R
         "deployment/randomsecret",
         "--replicas=2",
     ])?;
+    while_down?;
     installed(&client).await?;
     let filled = wait_for(
         &secrets,
@@ -657,6 +664,20 @@ async fn controller_2_webhook_called_through_its_service_and_failing_open() -> R
         filled.is_ok(),
         "after the controller came back, while-down has keys {:?}",
         secrets.get("while-down").await.map(|s| key_lengths(&s))
+    );
+    // Neither the webhook's values nor the controller path's are in any log of the node.
+    let (a, b) = (
+        secrets.get("at-admission").await?,
+        secrets.get("while-down").await?,
+    );
+    let values: Vec<&[u8]> = [&a, &b]
+        .iter()
+        .flat_map(|s| s.data.iter().flatten().map(|(_, v)| v.0.as_slice()))
+        .collect();
+    let leaked = randomsecret_e2e::realnode::values_in_node_logs(&node_dir, &values)?;
+    ensure!(
+        leaked.is_empty(),
+        "a filled value is in the logs {leaked:?}"
     );
     ns.delete().await
 }
