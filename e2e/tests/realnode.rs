@@ -895,6 +895,20 @@ async fn controller_3_pods_read_versions_through_a_rotation_rollout_and_undo() -
         t0.elapsed()
     );
     let second: BTreeSet<String> = seen.difference(&old).cloned().collect();
+    // The old version is kept because the old ReplicaSet (scaled to 0, in the
+    // Deployment's history) references it: the controller made it an owner.
+    let deadline = Instant::now() + randomsecret_e2e::WAIT;
+    while !randomsecret_e2e::owner_kinds(&secrets, &v1)
+        .await?
+        .iter()
+        .any(|k| k == "ReplicaSet")
+    {
+        ensure!(
+            Instant::now() < deadline,
+            "{v1} has no ReplicaSet among its owners after the rollout to {v2}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 
     // Undo: pods reading v1 again, which still exists.
     rollout_undo(&ns.name, "deployment/app")?;
