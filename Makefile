@@ -108,10 +108,11 @@ realnode-down:
 	@e2e/realnode.sh down
 	@e2e/realnode.sh check-clean
 
-## realnode-test: the real-node suite (e2e/tests/realnode.rs): real pods on the real node, which
-## it brings up and takes down, then checks the host is as it was
-realnode-test:
-	e2e/realnode-test.sh
+## realnode-test: the real-node suite (e2e/tests/realnode.rs): make image's controller image
+## installed by helm on the real node (which it brings up and takes down, then checks the host
+## is as it was), real pods reading versions through a rollout, the controller's memory
+realnode-test: image
+	REALNODE_IMAGE_DIR=$(TARGET_DIR)/image e2e/realnode-test.sh
 
 ## run: the local control plane (started if it is not running; CLUSTER=current uses your
 ## current kubeconfig context instead, and names it first), the CRDs, examples/basic where

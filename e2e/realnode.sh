@@ -316,6 +316,9 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 50Mi, nodefs.available: 1%, nodefs.inodesFree: 1%, imagefs.available: 1%, imagefs.inodesFree: 1%}
 serializeImagePulls: false
+# Pods' Secret volumes are refreshed at each sync (default 1m): the suite checks
+# that a mutable Secret's update does reach a running pod, within one period.
+syncFrequency: 10s
 YAML
   cat >"$DIR/kube-proxy.yaml" <<YAML
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
