@@ -423,6 +423,18 @@ pub async fn pod_memory(client: &kube::Client, pod: &Pod, container: &str) -> Re
     })
 }
 
+/// [`values_in_node_logs`] with every value of `secrets`.
+pub fn secret_values_in_node_logs(
+    node_dir: &std::path::Path,
+    secrets: &[&k8s_openapi::api::core::v1::Secret],
+) -> Result<Vec<String>> {
+    let values: Vec<&[u8]> = secrets
+        .iter()
+        .flat_map(|s| s.data.iter().flatten().map(|(_, v)| v.0.as_slice()))
+        .collect();
+    values_in_node_logs(node_dir, &values)
+}
+
 /// The files under the real node's logs (`$REALNODE/logs`: the control
 /// plane, containerd, the kubelet, kube-proxy, CoreDNS; `$REALNODE/pod-logs`:
 /// every container's output, the controller's included) that contain any of

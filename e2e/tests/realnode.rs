@@ -670,11 +670,7 @@ async fn controller_2_webhook_called_through_its_service_and_failing_open() -> R
         secrets.get("at-admission").await?,
         secrets.get("while-down").await?,
     );
-    let values: Vec<&[u8]> = [&a, &b]
-        .iter()
-        .flat_map(|s| s.data.iter().flatten().map(|(_, v)| v.0.as_slice()))
-        .collect();
-    let leaked = randomsecret_e2e::realnode::values_in_node_logs(&node_dir, &values)?;
+    let leaked = randomsecret_e2e::realnode::secret_values_in_node_logs(&node_dir, &[&a, &b])?;
     ensure!(
         leaked.is_empty(),
         "a filled value is in the logs {leaked:?}"
@@ -948,11 +944,7 @@ async fn controller_3_pods_read_versions_through_a_rotation_rollout_and_undo() -
 
     // No value of either version in any log of the node (the controller's,
     // the consumers', the kubelet's, the apiserver's, ...).
-    let values: Vec<&[u8]> = [&s1, &s2]
-        .iter()
-        .flat_map(|s| s.data.iter().flatten().map(|(_, v)| v.0.as_slice()))
-        .collect();
-    let leaked = randomsecret_e2e::realnode::values_in_node_logs(&node_dir, &values)?;
+    let leaked = randomsecret_e2e::realnode::secret_values_in_node_logs(&node_dir, &[&s1, &s2])?;
     ensure!(
         leaked.is_empty(),
         "a version's value is in the logs {leaked:?}"
