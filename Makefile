@@ -69,7 +69,7 @@ test:
 	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit static dist image-test e2e realnode-test
 
 ## cold-test: .ci/run as on a new machine: a fresh clone of HEAD, every cache empty (the
-## control plane and tools, Go's, cargo's, pip's); prints each phase's time (about 45 minutes
+## control plane and tools, Go's, cargo's, pip's); prints each phase's time (about 25 minutes
 ## on 2 cores). COLD_DIR: the folder to use (kept, with its log and caches)
 cold-test:
 	e2e/cold-run.sh $(COLD_DIR)
