@@ -133,15 +133,7 @@ pub async fn write_status(
             if status::conditions_fingerprint(Some(&probe)) == rs.status.conditions_fingerprint {
                 return Ok(false);
             }
-            // The object itself (the controller's RBAC has get on it, not on
-            // /status), untyped: a spec this version cannot read must not stop
-            // the report that says so.
-            let stored: Option<RandomSecretStatus> = api
-                .get(&rs.key.name)
-                .await
-                .map_err(ReconcileError::api("reading the status"))?
-                .status
-                .and_then(|s| serde_json::from_value(s).ok());
+            let stored = stored_status(&api, rs).await?;
             let previous = Previous::of(stored.as_ref());
             status::desired(
                 &previous,
@@ -153,6 +145,22 @@ pub async fn write_status(
         }
     };
     apply_status(rs, &api, MANAGER, desired, "writing the status", ctx).await
+}
+
+/// The status as stored, read when the cache's fingerprints are not enough
+/// (transition times, what was reported already). From the object itself
+/// (the controller's RBAC has get on it, not on /status), untyped: a spec
+/// this version cannot read must not stop the report that says so.
+pub(super) async fn stored_status(
+    api: &Api<RandomSecretObject>,
+    rs: &Subject,
+) -> Result<Option<RandomSecretStatus>, ReconcileError> {
+    Ok(api
+        .get(&rs.key.name)
+        .await
+        .map_err(ReconcileError::api("reading the status"))?
+        .status
+        .and_then(|s| serde_json::from_value(s).ok()))
 }
 
 /// Applies `status` (server-side, field manager `manager`, while leading)

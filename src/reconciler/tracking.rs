@@ -10,7 +10,7 @@
 
 use super::status::{self, Previous, WORKLOADS_PINNED};
 use super::{Context, MANAGER, ReconcileError, Subject};
-use crate::api::{PinnedWorkload, RandomSecretStatus};
+use crate::api::PinnedWorkload;
 use crate::cache::slim::RandomSecretObject;
 use crate::proof::Proof;
 use crate::runtime::events::EventType;
@@ -231,12 +231,7 @@ async fn report_pinned(
     // Read what is stored (the cache keeps a fingerprint only): the
     // transition time, and which workloads were reported already.
     let api: Api<RandomSecretObject> = Api::namespaced(ctx.client.clone(), rs.key.ns());
-    let stored: Option<RandomSecretStatus> = api
-        .get(&rs.key.name)
-        .await
-        .map_err(ReconcileError::api("reading the status"))?
-        .status
-        .and_then(|s| serde_json::from_value(s).ok());
+    let stored = super::report::stored_status(&api, rs).await?;
     if Previous::of(stored.as_ref()).pinned == wanted {
         return Ok(()); // The cache has not seen our last write yet.
     }
