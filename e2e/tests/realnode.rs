@@ -746,6 +746,17 @@ fn running(p: &Pod) -> bool {
         && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
 }
 
+/// The names of the pods `lp` selects that run and are not being deleted.
+async fn running_pods(pods: &Api<Pod>, lp: &ListParams) -> Result<Vec<String>> {
+    let list = pods.list(lp).await?;
+    Ok(list
+        .items
+        .iter()
+        .filter(|p| running(p))
+        .map(|p| p.name_any())
+        .collect())
+}
+
 /// Item 3 (and item 4's check under running pods): real pods read a version
 /// through `envFrom`, `secretKeyRef` and a `secret` volume (digests compared
 /// with the Secret's data). A rotation makes a new version; the Deployment is
@@ -805,16 +816,10 @@ async fn controller_3_pods_read_versions_through_a_rotation_rollout_and_undo() -
     wait_for(&deployments, "app", "rolled out on v1", on(&v1)).await?;
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut reads = 0;
-    for p in pods
-        .list(&app_pods)
-        .await?
-        .items
-        .iter()
-        .filter(|p| running(p))
-    {
-        let report = consumer_report(&pods, &p.name_any()).await?;
-        check_reads(&p.name_any(), &report, &s1)?;
-        seen.insert(p.name_any());
+    for name in running_pods(&pods, &app_pods).await? {
+        let report = consumer_report(&pods, &name).await?;
+        check_reads(&name, &report, &s1)?;
+        seen.insert(name);
         reads += 1;
     }
     ensure!(seen.len() == 2, "first rollout: pods {seen:?}");
@@ -910,14 +915,7 @@ async fn controller_3_pods_read_versions_through_a_rotation_rollout_and_undo() -
     rollout_undo(&ns.name, "deployment/app")?;
     wait_for(&deployments, "app", "rolled back to v1", on(&v1)).await?;
     let mut third = 0;
-    for p in pods
-        .list(&app_pods)
-        .await?
-        .items
-        .iter()
-        .filter(|p| running(p))
-    {
-        let name = p.name_any();
+    for name in running_pods(&pods, &app_pods).await? {
         ensure!(
             !old.contains(&name) && !second.contains(&name),
             "pod {name} survived the undo"
