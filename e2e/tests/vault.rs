@@ -169,20 +169,36 @@ async fn push_create_rotate_resync_revert_and_delete() -> Result<()> {
     // Without push first: adding push must keep the name (push is not hashed).
     let spec = json!({"keys": {"password": {"length": 24}}, "static": {"user": "app-user-static"}, "history": 3, "rotation": "1"});
     let rs = create_ready(&api, "db", spec).await?;
-    let v1 = secret_name(&rs)?;
+    let v0 = secret_name(&rs)?;
     let gen_before = rs.metadata.generation;
     patch_spec(&api, "db", json!({"push": {"vault": {
         "connectionRef": {"name": conn}, "keyPrefix": "DB_", "keys": ["password"], "deletionPolicy": "Delete"}}}))
     .await?;
-    let rs = wait_for(&api, "db", "VaultSynced", synced_with(v1.clone())).await?;
+    // The version made before the target was added is never sent there
+    // (values in use do not go to a new place by an edit of spec.push).
+    let rs = wait_for(
+        &api,
+        "db",
+        "VaultSynced=False AwaitingNextVersion",
+        vault_synced("False", "AwaitingNextVersion"),
+    )
+    .await?;
     ensure!(
         rs.metadata.generation != gen_before,
         "adding push is a spec change"
     );
     ensure!(
-        secret_name(&rs)? == v1,
+        secret_name(&rs)? == v0,
         "adding push changed the version name"
     );
+    let path = format!("secret/{}/{}/db", openbao::PREFIX, ns.name);
+    ensure!(
+        bao.kv_metadata(&path)?.is_none(),
+        "{v0}, made before the target was added, was pushed"
+    );
+    // The next version is.
+    let v1 = rotate(&api, "db", "1b").await?;
+    let rs = wait_for(&api, "db", "VaultSynced", synced_with(v1.clone())).await?;
     ensure!(
         is_ready(Some(&rs)),
         "Ready must stay True beside VaultSynced: {:?}",
@@ -207,7 +223,6 @@ async fn push_create_rotate_resync_revert_and_delete() -> Result<()> {
         "the connection is Ready after a login: {:?}",
         cvc.status
     );
-    let path = format!("secret/{}/{}/db", openbao::PREFIX, ns.name);
     let s1 = current_secret(&secrets, &rs).await?;
     let (kv1, data1) = kv(&bao, &path)?;
     ensure!(kv1 == 1, "first KV version: {kv1}");
@@ -303,9 +318,9 @@ async fn push_create_rotate_resync_revert_and_delete() -> Result<()> {
     })
     .await?;
 
-    // Revert to rotation 1: the old version (retained) is current again and
+    // Revert to rotation 1b: the old version (retained) is current again and
     // its values are written as a new KV version.
-    let back = rotate(&api, "db", "1").await?;
+    let back = rotate(&api, "db", "1b").await?;
     ensure!(back == v1, "a revert brings the old name back");
     let rs = wait_for(
         &api,

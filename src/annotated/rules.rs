@@ -100,6 +100,7 @@ pub const KNOWN: &[&str] = &[
     crate::push::clusters::copy::ANNOTATION_COPY_OF,
     crate::push::clusters::copy::LABEL_ANCHOR,
     crate::push::clusters::copy::ANCHOR_TYPE,
+    crate::push::targets::ANNOTATION,
 ];
 
 /// What a user sets on an annotated Secret: the keys a suggestion may name.

@@ -5,6 +5,8 @@
 //!
 //! - [`api`]: `spec.push`, `status.push` and the connection kinds.
 //! - [`index`]: which RandomSecrets have push work, from the watch.
+//! - [`targets`]: which targets a version was made for (a target added
+//!   later starts with the next version).
 //! - [`vault`]: the Vault / OpenBao KV v2 target.
 //!
 //! The push writes its condition (`VaultSynced`) and `status.push` by
@@ -16,6 +18,7 @@
 pub mod api;
 pub mod clusters;
 pub mod index;
+pub mod targets;
 pub mod vault;
 
 use crate::api::RandomSecret;
@@ -50,8 +53,24 @@ pub const RESYNC: Duration = Duration::from_secs(600);
 pub const CLEANUP_RECHECK: Duration = Duration::from_secs(5);
 /// How soon a push waiting for its version to be Ready looks again.
 pub const AWAIT_READY: Duration = Duration::from_secs(15);
-/// Most pushes at once (each waits on a remote server, not on the CPU).
+/// Most pushes at once (each waits on a remote server, not on the CPU);
+/// the runner shares them between namespaces.
 pub const CONCURRENCY: usize = 4;
+/// The longest one push (login, read, write, mark) through a tenant's
+/// VaultConnection holds a slot: with the slots shared between namespaces,
+/// the longest a tenant's server that never answers delays another's push.
+pub const TENANT_DEADLINE: Duration = Duration::from_secs(60);
+/// The same for an administrator's ClusterVaultConnection (whose request
+/// timeout may be up to 300 s).
+pub const DEADLINE: Duration = Duration::from_secs(600);
+
+/// The deadline of one push to `target`.
+pub fn deadline(target: &api::VaultPush) -> Duration {
+    match target.connection_ref.kind.unwrap_or_default() {
+        api::ConnectionKind::VaultConnection => TENANT_DEADLINE,
+        api::ConnectionKind::ClusterVaultConnection => DEADLINE,
+    }
+}
 
 /// Why a push did not complete; `reason()` is the condition's reason.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -76,6 +95,9 @@ pub enum PushError {
     Vault(#[from] vault::client::VaultError),
     #[error("{0}")]
     Kube(String),
+    /// The target was added after the current version was made.
+    #[error("{0}")]
+    NotMadeForTarget(String),
     #[error("no answer within {0:?}")]
     Timeout(Duration),
     /// This replica stopped leading during the push: it writes nothing more.
@@ -104,6 +126,7 @@ impl PushError {
             PushError::PathNotManaged(_) => "PathNotManaged",
             PushError::Vault(e) => e.reason(),
             PushError::Kube(_) => "ApiError",
+            PushError::NotMadeForTarget(_) => "AwaitingNextVersion",
             PushError::Timeout(_) => "Unreachable",
             PushError::LostLease => "LostLease",
         }
@@ -113,7 +136,9 @@ impl PushError {
     /// others retry with backoff (a connection may be made or fixed later).
     pub fn next(&self) -> Next {
         match self {
-            PushError::InvalidPath(_) | PushError::KeyNotFound(_) => Next::AwaitChange,
+            PushError::InvalidPath(_)
+            | PushError::KeyNotFound(_)
+            | PushError::NotMadeForTarget(_) => Next::AwaitChange,
             _ => Next::Retry,
         }
     }
@@ -246,7 +271,13 @@ async fn step(
         return Ok(Next::RequeueAfter(AWAIT_READY));
     };
     let start = Instant::now();
-    let result = vault::sync(ctx, rs, target, &secret_name).await;
+    let deadline = deadline(target);
+    let result = match made_for(ctx, rs, target, &secret_name).await? {
+        Err(e) => Err(e),
+        Ok(()) => tokio::time::timeout(deadline, vault::sync(ctx, rs, target, &secret_name))
+            .await
+            .unwrap_or(Err(PushError::Timeout(deadline))),
+    };
     ctx.metrics
         .push_duration
         .observe(start.elapsed().as_secs_f64());
@@ -318,6 +349,38 @@ async fn step(
             Ok(e.next())
         }
     }
+}
+
+/// Refuses to push `secret_name` to `target` unless the version was made
+/// with that target in the spec (`targets`): values already in use are
+/// never sent to a new place by an edit of `spec.push`.
+async fn made_for(
+    ctx: &Context,
+    rs: &RandomSecret,
+    target: &api::VaultPush,
+    secret_name: &str,
+) -> Result<Result<(), PushError>, kube::Error> {
+    let namespace = rs.metadata.namespace.as_deref().unwrap_or_default();
+    let pushed = rs
+        .status
+        .as_ref()
+        .and_then(|s| s.push.as_ref())
+        .and_then(|p| p.vault.as_ref());
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(ctx.client.clone(), namespace);
+    // A version that is gone is the push's to report.
+    let Some(meta) = secrets.get_metadata_opt(secret_name).await? else {
+        return Ok(Ok(()));
+    };
+    let annotations = meta.metadata.annotations.as_ref();
+    if targets::vault_may_push(target, namespace, pushed, secret_name, annotations) {
+        return Ok(Ok(()));
+    }
+    Ok(Err(PushError::NotMadeForTarget(format!(
+        "spec.push.vault names {}, which Secret {secret_name} was not made for (the target was added or changed after it was made): values already in use are never sent to a new place by an edit of spec.push; the next version is pushed: rotate (change spec.rotation, or run `randomsecret rotate {}`)",
+        targets::vault(target).trim_start_matches("vault:"),
+        rs.metadata.name.as_deref().unwrap_or_default()
+    ))))
 }
 
 /// The RandomSecret is being deleted: the path is removed (Delete, ours,
@@ -556,7 +619,25 @@ pub(crate) fn reference(rs: &RandomSecret) -> ObjectReference {
 
 #[cfg(test)]
 mod tests {
-    use super::PushError;
+    use super::*;
+
+    #[test]
+    fn a_tenants_push_has_the_short_deadline() {
+        let target = |kind| api::VaultPush {
+            connection_ref: api::ConnectionRef {
+                kind,
+                name: "c".into(),
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            deadline(&target(Some(api::ConnectionKind::VaultConnection))),
+            TENANT_DEADLINE
+        );
+        assert_eq!(deadline(&target(None)), DEADLINE);
+        // One deadline covers every request of a tenant's push.
+        assert!(TENANT_DEADLINE >= vault::connection::MAX_TENANT_TIMEOUT * 4);
+    }
 
     #[test]
     fn only_a_missing_connection_or_reference_lets_a_deletion_keep_the_path() {

@@ -94,10 +94,17 @@ pub fn build_secret(
     labels.insert(LABEL_HASH.into(), v.hash.clone());
     labels.insert(LABEL_MANAGED_BY.into(), MANAGED_BY.into());
     let mut annotations = rs.spec.secret_annotations.clone().unwrap_or_default();
+    // The controller's own keys are its to write (the schema refuses them;
+    // an object admitted before that rule may still hold one).
+    annotations.retain(|k, _| !k.starts_with("randomsecret.io/"));
     annotations.insert(
         ANNOTATION_CREATED.into(),
         k8s_openapi::jiff::Timestamp::now().to_string(),
     );
+    // The push targets it is made for: one added later starts with the next.
+    if let Some(targets) = crate::push::targets::of_spec(rs.spec.push.as_ref()) {
+        annotations.insert(crate::push::targets::ANNOTATION.into(), targets);
+    }
     let holders = ctx.caches.holders.of(&rs.key.sibling(&v.secret_name));
     let mut secret = Secret {
         metadata: ObjectMeta {

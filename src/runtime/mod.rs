@@ -191,9 +191,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         },
     });
     info!(namespace = ?args.namespace, concurrency = args.concurrency, tracking = args.tracking, "starting controller");
-    let runner = Runner {
-        concurrency: usize::from(args.concurrency.max(1)),
-    };
+    let runner = Runner::new(usize::from(args.concurrency.max(1)));
     let run = runner.run(
         keys,
         listed(&caches, &readiness),
@@ -202,7 +200,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         shutdown.clone(),
     );
     // Few Secrets are annotated, and a fill is one GET and one patch.
-    let annotated = Runner { concurrency: 4 }.run(
+    let annotated = Runner::new(4).run(
         fill_keys,
         async {
             while !tracked.listed() {
@@ -217,12 +215,11 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         },
         shutdown.clone(),
     );
-    // Pushes: a few at once, each bounded by its target's timeout, with
-    // backoff per RandomSecret; a slow target delays nothing above.
-    let pushing = Runner {
-        concurrency: crate::push::CONCURRENCY,
-    }
-    .run(
+    // Pushes: a few at once, each bounded by a deadline, with backoff per
+    // RandomSecret; a slow target delays nothing above, and the slots are
+    // shared between namespaces, so one tenant's slow server cannot keep
+    // another tenant's push waiting for more than one deadline.
+    let pushing = Runner::fair(crate::push::CONCURRENCY).run(
         push_keys,
         until_listed(&caches),
         || push_index.keys(),
@@ -234,17 +231,14 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     // deletions; a second runner writes their status.
     let clusters = async {
         futures::future::join(
-            Runner {
-                concurrency: crate::push::CONCURRENCY,
-            }
-            .run(
+            Runner::new(crate::push::CONCURRENCY).run(
                 cluster_keys,
                 until_listed(&caches),
                 || push_index.keys(),
                 |key| crate::push::clusters::dispatch(key, cluster_ctx.clone()),
                 shutdown.clone(),
             ),
-            Runner { concurrency: 2 }.run(
+            Runner::new(2).run(
                 report_keys,
                 until_listed(&caches),
                 Vec::new,

@@ -11,6 +11,7 @@ use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Mutex;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -52,6 +53,60 @@ pub type Triggers = mpsc::UnboundedSender<Key>;
 
 pub struct Runner {
     pub concurrency: usize,
+    /// Share the slots between namespaces: a free slot goes to a ready key
+    /// of the namespace with the fewest reconciles running, so one tenant
+    /// whose work is slow (a push to a server that never answers) cannot
+    /// keep another tenant's key waiting for more than one reconcile.
+    pub fair: bool,
+}
+
+impl Runner {
+    /// A runner that takes keys in the scheduler's order.
+    pub fn new(concurrency: usize) -> Self {
+        Runner {
+            concurrency,
+            fair: false,
+        }
+    }
+
+    /// A runner that shares its slots between namespaces (`fair`).
+    pub fn fair(concurrency: usize) -> Self {
+        Runner {
+            concurrency,
+            fair: true,
+        }
+    }
+}
+
+/// Keys running, and how many per namespace (for `Runner::fair`).
+#[derive(Default)]
+struct Running {
+    keys: HashSet<Key>,
+    per_namespace: HashMap<String, usize>,
+}
+
+impl Running {
+    fn start(&mut self, key: &Key) {
+        self.keys.insert(key.clone());
+        *self.per_namespace.entry(key.ns().to_string()).or_default() += 1;
+    }
+
+    fn end(&mut self, key: &Key) {
+        self.keys.remove(key);
+        if let Some(n) = self.per_namespace.get_mut(key.ns()) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_namespace.remove(key.ns());
+            }
+        }
+    }
+
+    /// Whether `key` may start now, at fairness `level`: not running
+    /// already, and (when `fair`) its namespace runs at most `level` keys.
+    fn may_start(&self, key: &Key, fair: bool, level: usize) -> bool {
+        !self.keys.contains(key)
+            && (!fair || self.per_namespace.get(key.ns()).copied().unwrap_or(0) <= level)
+    }
 }
 
 impl Runner {
@@ -61,7 +116,7 @@ impl Runner {
     /// before that are dropped, and `initial()` (every RandomSecret) is
     /// scheduled when it opens.
     pub async fn run<F, Fut>(
-        &self,
+        self,
         mut triggers: mpsc::UnboundedReceiver<Key>,
         gate: impl Future<Output = ()>,
         initial: impl FnOnce() -> Vec<Key>,
@@ -96,7 +151,14 @@ impl Runner {
             receiver_stream(requeued),
         );
         let mut queue = std::pin::pin!(scheduler(requests));
-        let running: Mutex<HashSet<Key>> = Mutex::default();
+        let running: Mutex<Running> = Mutex::default();
+        // Fair: a free slot is offered first to namespaces running nothing,
+        // then to those running one, and so on.
+        let levels = if self.fair {
+            self.concurrency.max(1)
+        } else {
+            1
+        };
         let mut in_flight = FuturesUnordered::new();
         let mut failures: HashMap<Key, u32> = HashMap::new();
         loop {
@@ -105,7 +167,7 @@ impl Runner {
                 biased;
                 _ = &mut shutdown => break,
                 Some((key, next)) = in_flight.next() => {
-                    running.lock().expect("running lock").remove(&key);
+                    running.lock().expect("running lock").end(&key);
                     let delay = match next {
                         Next::AwaitChange => {
                             failures.remove(&key);
@@ -135,12 +197,22 @@ impl Runner {
                         queue.as_mut().hold().next().await
                     } else {
                         // Keys already running stay queued until their reconcile ends.
-                        let mut ready = queue.as_mut().hold_unless(|k| !running.lock().expect("running lock").contains(k));
-                        ready.next().await
+                        futures::future::poll_fn(|cx| {
+                            for level in 0..levels {
+                                let mut ready = queue.as_mut().hold_unless(|k| {
+                                    running.lock().expect("running lock").may_start(k, self.fair, level)
+                                });
+                                if let Poll::Ready(key) = ready.poll_next_unpin(cx) {
+                                    return Poll::Ready(key);
+                                }
+                            }
+                            Poll::Pending
+                        })
+                        .await
                     }
                 } => {
                     let Some(key) = key else { break };
-                    running.lock().expect("running lock").insert(key.clone());
+                    running.lock().expect("running lock").start(&key);
                     let work = reconcile(key.clone());
                     in_flight.push(async move { (key, work.await) });
                 }
@@ -168,7 +240,7 @@ mod tests {
             let task = {
                 let runs = runs.clone();
                 tokio::spawn(async move {
-                    Runner { concurrency: 1 }
+                    Runner::new(1)
                         .run(
                             rx,
                             async {},
@@ -192,6 +264,68 @@ mod tests {
             task.await.unwrap();
             assert_eq!(runs.load(Ordering::SeqCst), 1);
         }
+    }
+
+    /// One namespace's slow reconciles (a push to a server that never
+    /// answers) hold every slot; another namespace's key, triggered after,
+    /// takes the first slot that frees, not a place behind the slow queue.
+    #[tokio::test(start_paused = true)]
+    async fn a_fair_runner_gives_a_free_slot_to_the_namespace_running_least() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let ended: Arc<Mutex<Vec<Instant>>> = Arc::default();
+        let fast_started: Arc<Mutex<Option<Instant>>> = Arc::default();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let slow: Vec<Key> = (0..40)
+            .map(|i| Key::new("tarpit", &format!("s{i}")))
+            .collect();
+        let runner = {
+            let (ended, fast_started) = (ended.clone(), fast_started.clone());
+            tokio::spawn(async move {
+                Runner::fair(4)
+                    .run(
+                        rx,
+                        async {},
+                        move || slow,
+                        move |k: Key| {
+                            let (ended, fast_started) = (ended.clone(), fast_started.clone());
+                            async move {
+                                if k.ns() == "tenant-b" {
+                                    *fast_started.lock().unwrap() = Some(Instant::now());
+                                    return Next::AwaitChange;
+                                }
+                                // Each slow reconcile ends at its own time.
+                                let i: u64 = k.name[1..].parse().unwrap();
+                                tokio::time::sleep(Duration::from_secs(60 + i)).await;
+                                ended.lock().unwrap().push(Instant::now());
+                                Next::AwaitChange
+                            }
+                        },
+                        async move {
+                            let _ = stop_rx.await;
+                        },
+                    )
+                    .await
+            })
+        };
+        let start = Instant::now();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        tx.send(Key::new("tenant-b", "db")).unwrap();
+        tokio::time::sleep(Duration::from_secs(200)).await;
+        stop_tx.send(()).unwrap();
+        runner.await.unwrap();
+        let first_end = *ended
+            .lock()
+            .unwrap()
+            .iter()
+            .min()
+            .expect("slow reconciles ended");
+        let started = fast_started.lock().unwrap().expect("tenant-b's key ran");
+        assert!(
+            started <= first_end,
+            "tenant-b waited {:?} after the first slot freed at {:?}",
+            started - first_end,
+            first_end - start
+        );
     }
 
     #[test]
@@ -219,7 +353,7 @@ mod tests {
             let (runs, active, peak) = (runs.clone(), active.clone(), peak.clone());
             let initial = vec![a.clone(), Key::new("n", "b")];
             tokio::spawn(async move {
-                Runner { concurrency: 4 }
+                Runner::new(4)
                     .run(
                         rx,
                         async move {

@@ -80,17 +80,15 @@ impl Link {
         let runner = {
             let (link, shutdown) = (link.clone(), ctx.shutdown.clone());
             async move {
-                Runner {
-                    concurrency: CONCURRENCY,
-                }
-                .run(
-                    keys,
-                    async {},
-                    Vec::new,
-                    |key| super::sync::sync(key, link.clone(), ctx.clone()),
-                    shutdown,
-                )
-                .await
+                Runner::new(CONCURRENCY)
+                    .run(
+                        keys,
+                        async {},
+                        Vec::new,
+                        |key| super::sync::sync(key, link.clone(), ctx.clone()),
+                        shutdown,
+                    )
+                    .await
             }
         };
         link.tasks.lock().expect("tasks lock").spawn(runner);

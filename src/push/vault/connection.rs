@@ -21,6 +21,8 @@ pub const DEFAULT_PATH_PREFIX: &str = "randomsecret/{namespace}";
 pub const DEFAULT_AUTH_MOUNT: &str = "kubernetes";
 pub const DEFAULT_AUDIENCE: &str = "vault";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest request timeout of a (namespaced) VaultConnection.
+pub const MAX_TENANT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Lifetime asked of a ServiceAccount token (used once, to log in).
 const SA_TOKEN_SECONDS: i64 = 600;
 /// A cached Vault token is renewed by a new login this long before it expires.
@@ -49,10 +51,18 @@ impl Connection {
         }
     }
 
+    /// Each request's timeout. A VaultConnection is a tenant's: its
+    /// timeout is capped ([`MAX_TENANT_TIMEOUT`]), so a tenant's server
+    /// that never answers holds a push slot briefly.
     pub fn timeout(&self) -> Duration {
-        self.server
+        let chosen = self
+            .server
             .timeout_seconds
-            .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.max(1) as u64))
+            .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.max(1) as u64));
+        match self.kind {
+            ConnectionKind::VaultConnection => chosen.min(MAX_TENANT_TIMEOUT),
+            _ => chosen,
+        }
     }
 
     pub fn kv_mount(&self) -> &str {
@@ -417,6 +427,30 @@ pub async fn report(ctx: &crate::push::Context, conn: &Connection, result: Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tenant's connection cannot ask for the 300 s an administrator's may.
+    #[test]
+    fn a_tenants_timeout_is_capped_and_an_administrators_is_not() {
+        let of = |kind, seconds| {
+            Connection {
+                kind,
+                name: "c".into(),
+                namespace: None,
+                server: VaultServer {
+                    timeout_seconds: seconds,
+                    ..Default::default()
+                },
+                resource_version: "1".into(),
+            }
+            .timeout()
+        };
+        let tenant = ConnectionKind::VaultConnection;
+        let admin = ConnectionKind::ClusterVaultConnection;
+        assert_eq!(of(tenant, Some(300)), MAX_TENANT_TIMEOUT);
+        assert_eq!(of(tenant, Some(5)), Duration::from_secs(5));
+        assert_eq!(of(tenant, None), DEFAULT_TIMEOUT);
+        assert_eq!(of(admin, Some(300)), Duration::from_secs(300));
+    }
 
     /// The message names the controller's real flag and variable.
     #[test]
