@@ -14,6 +14,11 @@ pub const LABEL_HASH: &str = "randomsecret.io/hash";
 /// Annotation on produced Secrets: when the version was created, to the
 /// nanosecond (creationTimestamp has whole seconds; versions are ordered by it).
 pub const ANNOTATION_CREATED: &str = "randomsecret.io/created";
+
+/// CEL: the map key `k` is a qualified name (a label or annotation key): an
+/// optional DNS subdomain of at most 253 characters and '/', then a name of
+/// at most 63 characters.
+const QUALIFIED_NAME: &str = "size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (k.indexOf('/') < 0 || k.indexOf('/') <= 253)";
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "randomsecret";
 
@@ -117,10 +122,21 @@ pub struct RandomSecretSpec {
 
     /// Labels for the produced Secrets (not part of the version hash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 64, "additionalProperties" = {"type": "string", "maxLength": 63}))]
+    #[x_kube(
+        validation = Rule::new(format!("self.all(k, {QUALIFIED_NAME})").as_str()).message("secretLabels: each key must be a label key: an optional DNS-subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
+        validation = Rule::new("self.all(k, self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))").message("secretLabels: each value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit (or empty)"),
+    )]
     pub secret_labels: Option<BTreeMap<String, String>>,
 
     /// Annotations for the produced Secrets (not part of the version hash).
+    /// Keys with the prefix randomsecret.io/ are the controller's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 64))]
+    #[x_kube(
+        validation = Rule::new(format!("self.all(k, {QUALIFIED_NAME})").as_str()).message("secretAnnotations: each key must be an annotation key: an optional DNS-subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
+        validation = Rule::new("self.all(k, !k.startsWith('randomsecret.io/'))").message("secretAnnotations: keys with the prefix randomsecret.io/ are the controller's own (proof of creation, push targets)"),
+    )]
     pub secret_annotations: Option<BTreeMap<String, String>>,
 
     /// Time-based rotation, for tracking mode: a new version every period

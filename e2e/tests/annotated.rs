@@ -201,7 +201,9 @@ async fn refuses_immutable_produced_and_bad_annotations_with_a_warning() -> Resu
         )
         .await?;
     }
-    // A version produced by a RandomSecret that (wrongly) asks for more keys.
+    // A version produced by a RandomSecret that (wrongly) asks for more keys
+    // (in the original operator's annotations: the schema refuses our own
+    // prefix in secretAnnotations).
     let rsecs: Api<RandomSecret> = ns.api();
     let rs = create_ready(
         &rsecs,
@@ -209,7 +211,7 @@ async fn refuses_immutable_produced_and_bad_annotations_with_a_warning() -> Resu
         json!({
             "keys": {"password": {"length": 16}},
             "secretLabels": { MANAGED_LABEL: "true" },
-            "secretAnnotations": { rules::GENERATE: "password,extra" },
+            "secretAnnotations": { rules::alias::ENABLE: "true", rules::alias::KEY: "extra" },
         }),
     )
     .await?;
