@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub mod input;
+pub mod terminal;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -1,4 +1,5 @@
 use clap::{CommandFactory, FromArgMatches};
+use randomsecret::cli::terminal::clean;
 use randomsecret::cli::{
     Cli, Command, ControllerArgs, InputArgs, LogFormat, RotateArgs, StatusArgs, StatusOutput, input,
 };
@@ -61,12 +62,12 @@ fn name(args: InputArgs, explain: bool) -> Result<(), String> {
         found
             .iter()
             .flatten()
-            .for_each(|f| println!("{}", f.version.secret_name));
+            .for_each(|f| println!("{}", clean(&f.version.secret_name)));
         return Ok(());
     }
     for s in &sources {
         let text = gitops::explain::explain_stream(&s.text).map_err(|e| s.error(e))?;
-        print!("{text}");
+        print!("{}", clean(&text));
     }
     Ok(())
 }
@@ -222,7 +223,7 @@ fn main() -> ExitCode {
                 gitops::explain::named(text).map_err(|e| input::in_file(file, e))
             };
             let (old_rs, new_rs) = (read(&old_text, &old)?, read(&new_text, &new)?);
-            print!("{}", gitops::explain::diff_of(&old_rs, &new_rs));
+            print!("{}", clean(&gitops::explain::diff_of(&old_rs, &new_rs)));
             Ok(())
         }),
         Command::Rotate(args) => rotate(args),
@@ -247,7 +248,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("randomsecret: {e}");
+            eprintln!("randomsecret: {}", clean(&e));
             ExitCode::FAILURE
         }
     }

@@ -39,6 +39,31 @@ fn kustomize() {
     run_surface("kustomize", &["kustomize"], 15);
 }
 
+/// `name --explain` prints fields of its input: none may reach the
+/// terminal as an escape sequence.
+#[test]
+fn explain() {
+    run_surface("explain", &["name", "--explain"], 3);
+}
+
+/// `diff OLD -`: each case is the new side, against a fixed old side.
+#[test]
+fn diff() {
+    let old: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "testdata",
+        "cli",
+        "rotation-1.yaml",
+    ]
+    .iter()
+    .collect();
+    run_surface(
+        "diff",
+        &["diff", old.to_str().expect("a UTF-8 path"), "-"],
+        3,
+    );
+}
+
 /// The expected outcome of one case.
 #[derive(Debug)]
 enum Expect {
@@ -138,6 +163,19 @@ fn check(args: &[&str], input: Vec<u8>, expect: &Expect) -> Result<(), String> {
 fn judge(out: &Outcome, expect: &Expect) -> Result<(), String> {
     if out.stderr.contains("panicked at") {
         return Err(format!("panicked: {}", out.stderr));
+    }
+    // Whatever the input holds, nothing printed drives the terminal: no
+    // ESC, BEL or C1 control, no bidirectional override.
+    let raw = |t: &str| {
+        t.contains(|c: char| {
+            matches!(c, '\x1b' | '\x07' | '\u{80}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+    };
+    if raw(&out.stdout) || raw(&out.stderr) {
+        return Err(format!(
+            "a raw control character in the output: stdout {:?}, stderr {:?}",
+            out.stdout, out.stderr
+        ));
     }
     match expect {
         Expect::Ok { stdout } => {

@@ -13,17 +13,17 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use serde::Serialize;
 
 /// What `randomsecret status` shows: one entry per RandomSecret.
-#[derive(Serialize, Clone, Debug, Default, PartialEq)]
+#[derive(Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusList {
     pub items: Vec<RandomSecretView>,
     /// What could not be read (a kind the credentials may not list), so
     /// holders of that kind are not shown.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
-#[derive(Serialize, Clone, Debug, Default, PartialEq)]
+#[derive(Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RandomSecretView {
     pub namespace: String,
@@ -42,18 +42,18 @@ pub struct RandomSecretView {
     pub versions: Vec<VersionView>,
 }
 
-#[derive(Serialize, Clone, Debug, Default, PartialEq)]
+#[derive(Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ConditionView {
     #[serde(rename = "type")]
     pub type_: String,
     pub status: String,
     pub reason: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
 }
 
-#[derive(Serialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionView {
     pub name: String,
@@ -74,7 +74,7 @@ pub struct VersionView {
 }
 
 /// Why a version is kept, in the retention plan's terms.
-#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(tag = "reason", rename_all = "camelCase")]
 pub enum Kept {
     /// The version the spec describes now.
@@ -86,7 +86,7 @@ pub enum Kept {
 }
 
 /// Whether the version's Secret exists.
-#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub enum SecretPresence {
     Present,
@@ -99,12 +99,12 @@ pub enum SecretPresence {
 }
 
 /// An object that references a version; a ReplicaSet lists its pods that do too.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "camelCase")]
 pub struct HolderView {
     pub kind: String,
     pub name: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pods: Vec<String>,
 }
 

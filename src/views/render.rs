@@ -8,6 +8,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use std::fmt::Write;
 
+/// The view with every string from the cluster made safe to draw on a
+/// terminal (`cli::terminal`): the tree's own colours are added after.
+fn for_terminal(list: &StatusList) -> StatusList {
+    let mut value = serde_json::to_value(list).expect("the view serializes");
+    crate::cli::terminal::clean_json(&mut value);
+    serde_json::from_value(value).expect("the view reads back")
+}
+
 /// `-o json`: the view, pretty-printed.
 pub fn json(list: &StatusList) -> String {
     let mut s = serde_json::to_string_pretty(list).expect("the view serializes");
@@ -204,6 +212,7 @@ fn tree_of(out: &mut String, p: &Paint, rs: &RandomSecretView, now: Timestamp) {
 
 /// The tree of every RandomSecret, separated by blank lines; `colour` on a terminal only.
 pub fn tree(list: &StatusList, now: Timestamp, colour: bool) -> String {
+    let list = &for_terminal(list);
     let p = Paint(colour);
     let mut out = String::new();
     if list.items.is_empty() {
@@ -252,6 +261,27 @@ RandomSecret demo/taken  Not ready: SecretNameTaken  0 live versions, history 0,
   (no version)
 ";
         assert_eq!(text, expected, "\n{text}");
+    }
+
+    /// Names and messages from the cluster cannot drive the terminal.
+    #[test]
+    fn escape_sequences_from_the_cluster_are_shown_not_sent() {
+        let mut v = serde_json::to_value(assemble(&fixtures::read())).unwrap();
+        let hostile = "\x1b[2J\x1b]0;owned\x07";
+        v["items"][1]["name"] = hostile.into();
+        v["items"][1]["conditions"][0]["message"] = format!("fix{hostile}").into();
+        v["items"][0]["versions"][0]["holders"][0]["name"] = hostile.into();
+        let list: StatusList = serde_json::from_value(v).unwrap();
+        for colour in [false, true] {
+            let text = tree(&list, now(), colour);
+            assert!(text.contains("\\u{1b}[2J\\u{1b}]0;owned\\u{7}"), "{text}");
+            assert!(
+                !text.contains("\x1b[2J") && !text.contains('\x07'),
+                "{text:?}"
+            );
+        }
+        // JSON keeps the data as it is (serde_json escapes it).
+        assert!(json(&list).contains("\\u001b[2J"));
     }
 
     #[test]
