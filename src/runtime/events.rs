@@ -42,6 +42,26 @@ pub struct Reporter {
 }
 
 /// The Event, named like kubectl's and client-go's (`<object>.<hex time>`).
+/// The longest note an Event gets (the apiserver takes up to 1 KiB): a
+/// longer one (a message quoting a long path or many names) is cut at a
+/// character boundary and says so.
+pub const MAX_NOTE: usize = 1024;
+
+/// `text` cut to at most `max` bytes, ending in "..." when cut.
+pub fn truncate(mut text: String, max: usize) -> String {
+    const MORE: &str = "...";
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max.saturating_sub(MORE.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(MORE);
+    text
+}
+
 pub fn build(
     reporter: &Reporter,
     regarding: ObjectReference,
@@ -64,7 +84,7 @@ pub fn build(
         event_time: Some(MicroTime(now)),
         action: Some(action.to_string()),
         reason: Some(reason.to_string()),
-        note: Some(note),
+        note: Some(truncate(note, MAX_NOTE)),
         type_: Some(format!("{type_:?}")),
         reporting_controller: Some(reporter.controller.clone()),
         reporting_instance: Some(reporter.instance.clone()),
@@ -177,6 +197,29 @@ mod tests {
         assert_eq!(ev.reporting_instance.as_deref(), Some("randomsecret-0"));
         assert_eq!(ev.reporting_controller.as_deref(), Some("randomsecret"));
         assert!(ev.event_time.is_some() && ev.regarding.is_some());
+    }
+
+    /// A note over 1 KiB is refused by the apiserver (the Event is lost):
+    /// it is cut, at a character boundary.
+    #[test]
+    fn a_long_note_is_cut_to_1_kib() {
+        let long = "é".repeat(2000);
+        let ev = build(
+            &reporter(),
+            regarding(),
+            EventType::Warning,
+            "Bad",
+            "Validate",
+            long,
+        );
+        let note = ev.note.unwrap();
+        assert!(
+            note.len() <= MAX_NOTE && note.ends_with("..."),
+            "{}",
+            note.len()
+        );
+        assert_eq!(truncate("short".into(), MAX_NOTE), "short");
+        assert_eq!(truncate("abcdef".into(), 5), "ab...");
     }
 
     #[tokio::test]
