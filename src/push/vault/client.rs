@@ -31,9 +31,16 @@ pub enum VaultError {
     Status { call: &'static str, status: u16 },
     #[error("{call}: unreadable answer: {detail}")]
     Invalid { call: &'static str, detail: String },
+    #[error("{call}: the answer is larger than {} MiB; it was not read", MAX_REPLY >> 20)]
+    ReplyTooLarge { call: &'static str },
     #[error("the connection's CA is not a PEM certificate: {0}")]
     BadCa(String),
 }
+
+/// The most of a reply that is read: a KV version, its metadata or a login
+/// is a few KiB; a server that sends more (a hostile one: gigabytes, or a
+/// body without end) is refused before it can fill the controller's memory.
+pub const MAX_REPLY: usize = 4 << 20;
 
 impl VaultError {
     /// The VaultSynced reason.
@@ -46,6 +53,7 @@ impl VaultError {
             VaultError::PermissionDenied { .. } => "PermissionDenied",
             VaultError::CasMismatch { .. } => "Conflict",
             VaultError::BadCa(_) => "InvalidConnection",
+            VaultError::ReplyTooLarge { .. } => "ReplyTooLarge",
         }
     }
 }
@@ -189,7 +197,11 @@ impl Client {
         let Ok(resp) = self.http.get(self.url("sys/health")).send().await else {
             return false;
         };
-        resp.json::<Health>().await.is_ok_and(|h| h.sealed)
+        read_capped("reading sys/health", resp)
+            .await
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Health>(&b).ok())
+            .is_some_and(|h| h.sealed)
     }
 
     /// Logs in with a JWT at `auth/<mount>/login`.
@@ -258,13 +270,14 @@ impl Client {
         let resp = self.send(CALL, Some(token), req).await?;
         let status = resp.status().as_u16();
         // 404 with a body names a deleted newest version; without, no path.
-        let body: Value = match resp.json::<Value>().await {
+        let bytes = read_capped(CALL, resp).await?;
+        let body: Value = match serde_json::from_slice(&bytes) {
             Ok(v) => v,
             Err(_) if status == 404 => return Ok(None),
             Err(e) => {
                 return Err(VaultError::Invalid {
                     call: CALL,
-                    detail: describe(&e),
+                    detail: format!("not JSON at line {} column {}", e.line(), e.column()),
                 });
             }
         };
@@ -353,10 +366,7 @@ async fn ok_json<T: serde::de::DeserializeOwned>(
     match status {
         404 | 204 => Ok(None),
         200..=299 => {
-            let bytes = resp.bytes().await.map_err(|e| VaultError::Unreachable {
-                call,
-                detail: describe(&e),
-            })?;
+            let bytes = read_capped(call, resp).await?;
             if bytes.is_empty() {
                 return Ok(None);
             }
@@ -369,6 +379,29 @@ async fn ok_json<T: serde::de::DeserializeOwned>(
         }
         _ => Err(VaultError::Status { call, status }),
     }
+}
+
+/// The body of `resp`, at most [`MAX_REPLY`] bytes: a Content-Length above
+/// it is refused before anything is read, and a body that runs on (chunked,
+/// or longer than it said) is refused as soon as it passes the cap.
+async fn read_capped(
+    call: &'static str,
+    mut resp: reqwest::Response,
+) -> Result<Vec<u8>, VaultError> {
+    if resp.content_length().is_some_and(|n| n > MAX_REPLY as u64) {
+        return Err(VaultError::ReplyTooLarge { call });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| VaultError::Unreachable {
+        call,
+        detail: describe(&e),
+    })? {
+        if body.len() + chunk.len() > MAX_REPLY {
+            return Err(VaultError::ReplyTooLarge { call });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// A transport error without its URL or anything the server sent.
@@ -520,5 +553,91 @@ mod tests {
             Duration::from_secs(1),
         );
         assert!(matches!(e, Err(VaultError::BadCa(_))));
+    }
+}
+
+#[cfg(test)]
+mod hostile {
+    //! A server that answers with endless or huge bodies: every reply is
+    //! read through a cap, so the controller's memory stays small.
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A raw HTTP/1.1 server on loopback that answers every request with
+    /// `head`, then 64 KiB pieces of body forever (chunks if `chunked`).
+    async fn server(head: &'static str, chunked: bool) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = s.read(&mut buf).await;
+                    if s.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let piece = "x".repeat(0x10000);
+                    let chunk = if chunked {
+                        format!("10000\r\n{piece}\r\n")
+                    } else {
+                        piece
+                    };
+                    loop {
+                        if s.write_all(chunk.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    fn rss_kib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn a_huge_or_endless_reply_is_refused_not_read() {
+        let before = rss_kib();
+        let huge = server(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2147483648\r\n\r\n{",
+            false,
+        )
+        .await;
+        let endless = server(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+            true,
+        )
+        .await;
+        for address in [huge, endless] {
+            let c = Client::new(&address, "secret", None, Duration::from_secs(20)).unwrap();
+            let started = std::time::Instant::now();
+            let calls = [
+                c.metadata("t", "p").await.map(drop),
+                c.current("t", "p").await.map(drop),
+                c.login_kubernetes("kubernetes", "r", "jwt").await.map(drop),
+                c.write("t", "p", 0, &BTreeMap::new()).await.map(drop),
+            ];
+            for r in calls {
+                let e = r.unwrap_err();
+                assert_eq!(e.reason(), "ReplyTooLarge", "{address}: {e}");
+            }
+            assert!(!c.sealed().await);
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "{address}: the body was read on and on"
+            );
+        }
+        let grown = rss_kib().saturating_sub(before);
+        assert!(grown < 200 * 1024, "RSS grew by {grown} KiB");
     }
 }

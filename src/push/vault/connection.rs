@@ -353,6 +353,7 @@ pub fn readiness(result: &Result<(), &PushError>) -> Option<(bool, &'static str,
                 | VaultError::Invalid { .. }
                 | VaultError::Sealed { .. }
                 | VaultError::AuthFailed { .. }
+                | VaultError::ReplyTooLarge { .. }
                 | VaultError::BadCa(_),
             )
             | PushError::Timeout(_)
