@@ -46,8 +46,10 @@ impl VaultError {
     /// The VaultSynced reason.
     pub fn reason(&self) -> &'static str {
         match self {
-            VaultError::Unreachable { .. } | VaultError::Status { .. } => "Unreachable",
-            VaultError::Invalid { .. } => "Unreachable",
+            VaultError::Unreachable { .. } => "Unreachable",
+            // An answer: the server is there, it refused or garbled this call.
+            VaultError::Status { .. } => "UnexpectedStatus",
+            VaultError::Invalid { .. } => "InvalidReply",
             VaultError::Sealed { .. } => "Sealed",
             VaultError::AuthFailed { .. } => "AuthFailed",
             VaultError::PermissionDenied { .. } => "PermissionDenied",
@@ -487,11 +489,11 @@ mod tests {
             current.data.unwrap(),
             BTreeMap::from([("a".into(), "1".into()), ("n".into(), "2".into())])
         );
-        // 503 from a server that is not sealed: unreachable, not Sealed.
+        // 503 from a server that is not sealed: an unexpected status, not Sealed.
         let c = Client::new(&server(false).await, "secret", None, Duration::from_secs(2)).unwrap();
         assert_eq!(
             c.metadata("t", "p").await.unwrap_err().reason(),
-            "Unreachable"
+            "UnexpectedStatus"
         );
     }
 

@@ -98,15 +98,21 @@ async fn open(
 /// How long pushes through a connection that did not answer fail at once.
 const HOLD_DOWN: Duration = Duration::from_secs(10);
 
+/// Connections held down, and until when (`Context::down`).
+type Down = std::sync::Mutex<std::collections::HashMap<String, Instant>>;
+
 /// Fails at once while `conn` is held down after it did not answer.
 fn held_down(ctx: &Context, conn: &Connection) -> Result<(), PushError> {
-    let down = ctx.down.lock().expect("down lock");
-    match down.get(&conn.id()) {
+    held_down_in(&ctx.down, &conn.id())
+}
+
+fn held_down_in(down: &Down, id: &str) -> Result<(), PushError> {
+    let down = down.lock().expect("down lock");
+    match down.get(id) {
         Some(until) if *until > Instant::now() => Err(PushError::Vault(VaultError::Unreachable {
             call: "connect",
             detail: format!(
-                "{} did not answer moments ago; it is tried again within {}s",
-                conn.id(),
+                "{id} did not answer moments ago; it is tried again within {}s",
                 HOLD_DOWN.as_secs()
             ),
         })),
@@ -114,15 +120,30 @@ fn held_down(ctx: &Context, conn: &Connection) -> Result<(), PushError> {
     }
 }
 
+/// Whether a failure says the server did not answer at all (no connection,
+/// no answer in time): only that holds a connection down. An answer, any
+/// HTTP status, is about one push's path or data: on a shared
+/// ClusterVaultConnection one tenant's refused write must not stop another's.
+fn transport_failure(e: &PushError) -> bool {
+    matches!(
+        e,
+        PushError::Timeout(_) | PushError::Vault(VaultError::Unreachable { .. })
+    )
+}
+
 /// Holds `conn` down after it did not answer; releases it once it does.
 fn hold<T>(ctx: &Context, conn: &Connection, result: Result<T, &PushError>) {
-    let mut down = ctx.down.lock().expect("down lock");
+    hold_in(&ctx.down, &conn.id(), result)
+}
+
+fn hold_in<T>(down: &Down, id: &str, result: Result<T, &PushError>) {
+    let mut down = down.lock().expect("down lock");
     match result {
-        Err(e) if e.reason() == "Unreachable" => {
-            down.insert(conn.id(), Instant::now() + HOLD_DOWN);
+        Err(e) if transport_failure(e) => {
+            down.insert(id.to_string(), Instant::now() + HOLD_DOWN);
         }
         Ok(_) => {
-            down.remove(&conn.id());
+            down.remove(id);
         }
         Err(_) => {}
     }
@@ -302,4 +323,86 @@ async fn version_values(
         .into_iter()
         .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::http::StatusCode;
+    use axum::routing::{get, post};
+
+    /// A shared server: tenant A's paths answer every call with an error
+    /// status (403, 400, 500, 413, a body that is not JSON); tenant B's
+    /// work. A's failures must not hold the shared connection down for B.
+    #[tokio::test]
+    async fn a_tenants_refused_write_does_not_hold_a_shared_connection_down() {
+        let app = Router::new()
+            .route(
+                "/v1/secret/metadata/a/{code}",
+                get(
+                    |axum::extract::Path(code): axum::extract::Path<u16>| async move {
+                        (StatusCode::from_u16(code).unwrap(), "<html>not json</html>")
+                    },
+                ),
+            )
+            .route(
+                "/v1/secret/metadata/a-bad-json/x",
+                get(|| async { (StatusCode::OK, "<html>not json</html>") }),
+            )
+            .route(
+                "/v1/secret/metadata/b/x",
+                get(|| async { (StatusCode::NOT_FOUND, "") }),
+            )
+            .route(
+                "/v1/secret/data/b/x",
+                post(|| async { r#"{"data":{"version":1}}"# }),
+            )
+            .route(
+                "/v1/auth/token/lookup-self",
+                get(|| async { (StatusCode::OK, "{}") }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let vault = client::Client::new(
+            &format!("http://{addr}"),
+            "secret",
+            None,
+            Duration::from_secs(2),
+        )
+        .unwrap();
+        let down = Down::default();
+        let shared = "ClusterVaultConnection/shared";
+        for path in ["a/403", "a/400", "a/500", "a/413", "a/502", "a-bad-json/x"] {
+            let e = PushError::Vault(vault.metadata("t", path).await.unwrap_err());
+            hold_in::<()>(&down, shared, Err(&e));
+            assert!(
+                held_down_in(&down, shared).is_ok(),
+                "tenant A's {path} ({}) held the shared connection down",
+                e.reason()
+            );
+            assert_ne!(e.reason(), "Unreachable", "{path}: {e}");
+            assert!(!e.to_string().contains("html"), "{e}");
+        }
+        // Tenant B's push through the same connection goes through at once.
+        assert_eq!(vault.metadata("t", "b/x").await.unwrap(), None);
+        assert_eq!(
+            vault.write("t", "b/x", 0, &BTreeMap::new()).await.unwrap(),
+            1
+        );
+        // A server that does not answer at all holds it down.
+        let dead =
+            client::Client::new("http://127.0.0.1:9", "secret", None, Duration::from_secs(2))
+                .unwrap();
+        let e = PushError::Vault(dead.metadata("t", "b/x").await.unwrap_err());
+        assert_eq!(e.reason(), "Unreachable");
+        hold_in::<()>(&down, shared, Err(&e));
+        assert!(held_down_in(&down, shared).is_err());
+        hold_in(&down, shared, Ok::<_, &PushError>(()));
+        assert!(held_down_in(&down, shared).is_ok());
+        let timeout = PushError::Timeout(Duration::from_secs(1));
+        hold_in::<()>(&down, shared, Err(&timeout));
+        assert!(held_down_in(&down, shared).is_err());
+    }
 }
