@@ -183,9 +183,11 @@ pub struct VaultVersion {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct VaultServer {
-    /// The server's address, https://host:port (http:// only for development).
-    #[schemars(length(min = 8, max = 2048))]
-    #[x_kube(validation = Rule::new("self.startsWith('https://') || self.startsWith('http://')").message("address must start with https:// (or http:// for development)"))]
+    /// The server's address: https://host[:port] only, no path, query,
+    /// fragment or user name (http:// only if the controller allows it, for
+    /// development).
+    #[schemars(length(min = 8, max = 512))]
+    #[x_kube(validation = Rule::new(r#"self.matches('^https?://([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?/?$')"#).message("address must be https://host[:port] (or http:// where the controller allows it): no path, query, fragment or user name"))]
     pub address: String,
     /// The CA that signed the server's certificate, PEM (default: none; an
     /// https address then needs it).

@@ -128,6 +128,9 @@ pub struct Context {
     pub tokens: vault::connection::Tokens,
     /// The controller's ServiceAccount (Kubernetes auth); None: not known.
     pub identity: Option<vault::connection::Identity>,
+    /// Where connections may send requests (--allow-http-vault,
+    /// --vault-allowed-networks).
+    pub vault_policy: vault::address::Policy,
     pub out_of_sync: Mutex<HashSet<Key>>,
     /// The Ready condition last written per connection (status, reason), so
     /// a connection's status is written when it changes, not on every push.

@@ -159,6 +159,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
                 name,
             }
         }),
+        vault_policy: crate::push::vault::address::Policy {
+            allow_http: args.allow_http_vault,
+            allowed_networks: args.vault_allowed_networks.clone(),
+        },
         out_of_sync: Default::default(),
         connections: Default::default(),
         down: Default::default(),

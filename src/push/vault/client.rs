@@ -35,6 +35,8 @@ pub enum VaultError {
     ReplyTooLarge { call: &'static str },
     #[error("the connection's CA is not a PEM certificate: {0}")]
     BadCa(String),
+    #[error("{0}")]
+    BadAddress(&'static str),
 }
 
 /// The most of a reply that is read: a KV version, its metadata or a login
@@ -54,7 +56,7 @@ impl VaultError {
             VaultError::AuthFailed { .. } => "AuthFailed",
             VaultError::PermissionDenied { .. } => "PermissionDenied",
             VaultError::CasMismatch { .. } => "Conflict",
-            VaultError::BadCa(_) => "InvalidConnection",
+            VaultError::BadCa(_) | VaultError::BadAddress(_) => "InvalidConnection",
             VaultError::ReplyTooLarge { .. } => "ReplyTooLarge",
         }
     }
@@ -99,14 +101,29 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client for `address` (trailing '/' removed) and the KV v2 `mount`,
-    /// trusting `ca_pem` (if any) and each request bounded by `timeout`.
+    /// A client for `address` (`scheme://host[:port]`, anything more is
+    /// refused) and the KV v2 `mount`, trusting `ca_pem` (if any) and each
+    /// request bounded by `timeout`.
     pub fn new(
         address: &str,
         mount: &str,
         ca_pem: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<Self, VaultError> {
+        Self::pinned(address, mount, ca_pem, timeout, None)
+    }
+
+    /// As [`Client::new`]; with `pin`, every request goes to that socket
+    /// address (checked before, see `address::pin`), whatever the name
+    /// resolves to later, and never through a proxy.
+    pub fn pinned(
+        address: &str,
+        mount: &str,
+        ca_pem: Option<&[u8]>,
+        timeout: Duration,
+        pin: Option<std::net::SocketAddr>,
+    ) -> Result<Self, VaultError> {
+        let parsed = super::address::parse(address).map_err(VaultError::BadAddress)?;
         let mut roots = rustls::RootCertStore::empty();
         if let Some(pem) = ca_pem {
             let certs = pem::parse_many(pem).map_err(|e| VaultError::BadCa(e.to_string()))?;
@@ -127,16 +144,23 @@ impl Client {
             .map_err(|e| VaultError::BadCa(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
             .timeout(timeout)
             .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(pin) = pin {
+            http = http.no_proxy();
+            if parsed.ip().is_none() {
+                http = http.resolve(&parsed.host, pin);
+            }
+        }
+        let http = http
             .build()
             .map_err(|e| VaultError::BadCa(e.without_url().to_string()))?;
         Ok(Client {
             http,
-            address: address.trim_end_matches('/').to_string(),
+            address: parsed.base,
             mount: mount.trim_matches('/').to_string(),
         })
     }
@@ -257,9 +281,9 @@ impl Client {
         };
         serde_json::from_value(body["data"].clone())
             .map(Some)
-            .map_err(|e| VaultError::Invalid {
+            .map_err(|_| VaultError::Invalid {
                 call: CALL,
-                detail: e.to_string(),
+                detail: "not KV version 2 metadata".into(),
             })
     }
 
@@ -406,25 +430,38 @@ async fn read_capped(
     Ok(body)
 }
 
-/// A transport error without its URL or anything the server sent.
+/// A transport error as fixed text: what failed, never the URL, an
+/// address, or anything the server sent (a tenant's connection must not
+/// turn the controller into a probe that reports what it found).
 fn describe(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timed out"
     } else if e.is_connect() {
         "connection failed"
-    } else if e.is_decode() {
-        "unreadable body"
+    } else if e.is_decode() || e.is_body() {
+        "the answer broke off"
     } else {
         "request failed"
     };
-    // The source chain says why (refused, certificate unknown) and holds no body.
-    let mut detail = kind.to_string();
+    let mut hint = None;
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
-        detail = format!("{detail}: {s}");
+        if s.downcast_ref::<rustls::Error>().is_some() {
+            hint = Some("TLS handshake failed (check the connection's CA and the server's name)");
+        } else if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            hint = hint.or(match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => Some("connection refused"),
+                std::io::ErrorKind::ConnectionReset => Some("connection reset"),
+                std::io::ErrorKind::TimedOut => Some("timed out"),
+                _ => None,
+            });
+        }
         source = s.source();
     }
-    detail
+    match hint {
+        Some(h) => format!("{kind}: {h}"),
+        None => kind.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -641,5 +678,77 @@ mod hostile {
         }
         let grown = rss_kib().saturating_sub(before);
         assert!(grown < 200 * 1024, "RSS grew by {grown} KiB");
+    }
+}
+
+#[cfg(test)]
+mod request_target {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A loopback server that records each request line.
+    async fn recorder() -> (String, Arc<Mutex<Vec<String>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 8192];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let text = String::from_utf8_lossy(&buf[..n]).to_string();
+                log.lock()
+                    .unwrap()
+                    .push(text.lines().next().unwrap_or_default().to_string());
+                let _ = s
+                    .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    .await;
+            }
+        });
+        (format!("http://{addr}"), seen)
+    }
+
+    /// An address with a path, '?' or '#' would fix the request target
+    /// (`/v1/sys/seal#` makes every call a request to /v1/sys/seal): it is
+    /// refused before anything is sent.
+    #[tokio::test]
+    async fn an_address_cannot_choose_the_request_target() {
+        let (base, seen) = recorder().await;
+        for suffix in [
+            "/v1/sys/seal#",
+            "/v1/sys/seal?",
+            "/v1/sys/seal?x=",
+            "/anything",
+        ] {
+            let address = format!("{base}{suffix}");
+            if let Ok(c) = Client::new(&address, "secret", None, Duration::from_secs(2)) {
+                let _ = c.metadata("t", "p").await;
+            }
+        }
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.is_empty(), "requests were sent: {seen:?}");
+    }
+
+    /// A pinned client sends to the pinned socket address, whatever its
+    /// name would resolve to (here: nothing; no DNS query is made).
+    #[tokio::test]
+    async fn a_pinned_client_goes_to_the_checked_address_only() {
+        let (base, seen) = recorder().await;
+        let port = base.rsplit(':').next().unwrap();
+        let pin: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let c = Client::pinned(
+            &format!("http://vault.invalid:{port}"),
+            "secret",
+            None,
+            Duration::from_secs(2),
+            Some(pin),
+        )
+        .unwrap();
+        assert_eq!(c.metadata("t", "p").await.unwrap(), None);
+        assert_eq!(
+            seen.lock().unwrap().clone(),
+            vec!["GET /v1/secret/metadata/p HTTP/1.1".to_string()]
+        );
     }
 }

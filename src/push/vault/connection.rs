@@ -2,6 +2,7 @@
 //! read, and a Vault token (a Kubernetes-auth login, cached in memory until
 //! shortly before it expires, or a token from a Secret).
 
+use super::address::Policy;
 use super::client::{Client, VaultError};
 use crate::push::PushError;
 use crate::push::api::{
@@ -189,8 +190,42 @@ async fn read_key(
     })
 }
 
+/// The connection's address, checked against the administrator's
+/// `policy` before anything is sent: scheme, host and port only; http only
+/// if allowed, and never with Kubernetes auth (the controller's token would
+/// cross the network in the clear); a namespaced VaultConnection (a
+/// tenant's input) resolved, checked and pinned (see [`super::address`]).
+/// Fixed texts: a refusal never says what the name resolved to.
+pub async fn checked_address(
+    policy: &Policy,
+    conn: &Connection,
+) -> Result<Option<std::net::SocketAddr>, PushError> {
+    let refuse = |why: &str| PushError::InvalidConnection(format!("{}: {why}", conn.id()));
+    let address = super::address::parse(&conn.server.address).map_err(refuse)?;
+    if !address.https && conn.server.auth.kubernetes.is_some() {
+        return Err(refuse(
+            "Kubernetes auth needs an https:// address: the controller's ServiceAccount token is never sent in the clear",
+        ));
+    }
+    if !address.https && !policy.allow_http {
+        return Err(refuse(super::address::NO_HTTP));
+    }
+    match conn.kind {
+        ConnectionKind::ClusterVaultConnection => Ok(None),
+        ConnectionKind::VaultConnection => super::address::pin(policy, &address, conn.timeout())
+            .await
+            .map(Some)
+            .map_err(refuse),
+    }
+}
+
 /// The HTTP client of a connection, trusting its CA.
-pub async fn client(client: &kube::Client, conn: &Connection) -> Result<Client, PushError> {
+pub async fn client(
+    client: &kube::Client,
+    policy: &Policy,
+    conn: &Connection,
+) -> Result<Client, PushError> {
+    let pin = checked_address(policy, conn).await?;
     let ca = match &conn.server.ca {
         Some(ca) => match (&ca.secret_ref, &ca.config_map_ref) {
             (Some(r), _) => Some(read_key(client, conn, r, true).await?),
@@ -199,11 +234,12 @@ pub async fn client(client: &kube::Client, conn: &Connection) -> Result<Client, 
         },
         None => None,
     };
-    Client::new(
+    Client::pinned(
         &conn.server.address,
         conn.kv_mount(),
         ca.as_deref(),
         conn.timeout(),
+        pin,
     )
     .map_err(|e| PushError::InvalidConnection(format!("{}: {e}", conn.id())))
 }
@@ -432,5 +468,110 @@ mod tests {
         assert_eq!(flag, "--service-account-name");
         assert!(NO_IDENTITY.contains(&format!("{flag} ")), "{NO_IDENTITY}");
         assert!(NO_IDENTITY.contains(&format!("{env})")), "{NO_IDENTITY}");
+    }
+
+    fn conn(kind: ConnectionKind, address: &str, kubernetes: bool) -> Connection {
+        use crate::push::api::{KubernetesAuth, VaultAuth};
+        Connection {
+            kind,
+            name: "c".into(),
+            namespace: (kind == ConnectionKind::VaultConnection).then(|| "team".into()),
+            server: VaultServer {
+                address: address.into(),
+                auth: VaultAuth {
+                    kubernetes: kubernetes.then(|| KubernetesAuth {
+                        role: "r".into(),
+                        ..Default::default()
+                    }),
+                    token_secret_ref: (!kubernetes).then(|| KeyRef {
+                        name: "t".into(),
+                        namespace: None,
+                        key: "token".into(),
+                    }),
+                },
+                ..Default::default()
+            },
+            resource_version: "1".into(),
+        }
+    }
+
+    /// A tenant's VaultConnection never reaches the controller's own host or
+    /// the metadata service, whatever the address's form; an administrator's
+    /// ClusterVaultConnection may use a loopback dev server; http only with
+    /// the flag, never with Kubernetes auth. All refused before any
+    /// connection (IP literals: nothing is resolved, nothing is sent).
+    #[tokio::test]
+    async fn addresses_are_checked_before_anything_is_sent() {
+        use ConnectionKind::{ClusterVaultConnection as Cluster, VaultConnection as Tenant};
+        let strict = Policy::default();
+        let http = Policy {
+            allow_http: true,
+            ..Default::default()
+        };
+        let refused = |r: Result<Option<std::net::SocketAddr>, PushError>| {
+            matches!(r, Err(PushError::InvalidConnection(_)))
+        };
+        for address in [
+            "https://127.0.0.1:8200",
+            "https://[::1]:8200",
+            "https://169.254.169.254",
+            "https://[::ffff:169.254.169.254]",
+            "https://[fe80::1%25eth0]:8200",
+            "https://[fe80::1]:8200",
+            "https://0.0.0.0:8200",
+            "https://2130706433:8200",
+            "https://0x7f.1:8200",
+        ] {
+            let r = checked_address(&http, &conn(Tenant, address, false)).await;
+            assert!(refused(r.clone()), "{address}: {r:?}");
+            if let Err(e) = r {
+                assert!(!e.to_string().contains("127.0.0.1"), "{e}");
+            }
+        }
+        // Shape, for every kind.
+        for kind in [Tenant, Cluster] {
+            for address in ["https://192.0.2.1:8200/v1/sys/seal#", "https://192.0.2.1?"] {
+                assert!(
+                    refused(checked_address(&http, &conn(kind, address, false)).await),
+                    "{kind:?} {address}"
+                );
+            }
+        }
+        // http: only with the flag; Kubernetes auth never.
+        assert!(refused(
+            checked_address(&strict, &conn(Cluster, "http://127.0.0.1:8200", false)).await
+        ));
+        assert_eq!(
+            checked_address(&http, &conn(Cluster, "http://127.0.0.1:8200", false))
+                .await
+                .unwrap(),
+            None
+        );
+        assert!(refused(
+            checked_address(&http, &conn(Cluster, "http://127.0.0.1:8200", true)).await
+        ));
+        assert!(refused(
+            checked_address(&strict, &conn(Tenant, "http://192.0.2.1:8200", false)).await
+        ));
+        // A tenant's ordinary address is pinned; the administrator's list
+        // may open a loopback server.
+        assert_eq!(
+            checked_address(&strict, &conn(Tenant, "https://192.0.2.1:8200", false))
+                .await
+                .unwrap(),
+            Some("192.0.2.1:8200".parse().unwrap())
+        );
+        let opened = Policy {
+            allowed_networks: vec!["127.0.0.1/32".parse().unwrap()],
+            ..Default::default()
+        };
+        assert!(
+            checked_address(&opened, &conn(Tenant, "https://127.0.0.1:8200", false))
+                .await
+                .is_ok()
+        );
+        assert!(refused(
+            checked_address(&opened, &conn(Tenant, "https://192.0.2.1:8200", false)).await
+        ));
     }
 }

@@ -9,6 +9,7 @@
 //! version with check-and-set 0, then the mark that says it is ours (custom
 //! metadata), so a mark of ours never lands on someone else's path.
 
+pub mod address;
 pub mod client;
 pub mod connection;
 pub mod plan;
@@ -76,7 +77,7 @@ async fn open(
     })?;
     held_down(ctx, &conn)?;
     let login = async {
-        let vault = connection::client(&ctx.client, &conn).await?;
+        let vault = connection::client(&ctx.client, &ctx.vault_policy, &conn).await?;
         let token = bounded(
             &conn,
             ctx.tokens
