@@ -157,6 +157,11 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
                     .or_else(|| std::env::var("POD_NAMESPACE").ok())
                     .unwrap_or_else(|| "default".into()),
                 name,
+                pod: std::env::var("POD_NAME")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+                    .map(|n| (n, std::env::var("POD_UID").ok().filter(|u| !u.is_empty()))),
+                api_audiences: crate::push::vault::audience::own(args.kubeconfig.as_deref()),
             }
         }),
         vault_policy: crate::push::vault::address::Policy {

@@ -249,10 +249,16 @@ pub async fn client(
 const NO_IDENTITY: &str = "Kubernetes auth needs the controller's ServiceAccount: run the controller with --service-account-name (or $RANDOMSECRET_SERVICE_ACCOUNT_NAME); the chart sets it";
 
 /// The controller's own ServiceAccount, for Kubernetes auth.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Identity {
     pub namespace: String,
     pub name: String,
+    /// The controller's pod ($POD_NAME, $POD_UID): each token is bound to
+    /// it, so it stops working when the pod is gone.
+    pub pod: Option<(String, Option<String>)>,
+    /// The audiences of the controller's own credential (the apiserver's):
+    /// never requested ([`super::audience`]).
+    pub api_audiences: Vec<String>,
 }
 
 struct Cached {
@@ -261,9 +267,13 @@ struct Cached {
     renew_at: Instant,
 }
 
-/// Vault tokens by connection, in memory only (never logged or written).
+/// Vault tokens by connection, in memory only (never logged or written);
+/// and the issuer the apiserver publishes, read once.
 #[derive(Default)]
-pub struct Tokens(Mutex<HashMap<String, Cached>>);
+pub struct Tokens(Mutex<HashMap<String, Cached>>, Mutex<Option<String>>);
+
+/// Why a ClusterVaultConnection's audience is refused (fixed text).
+const APISERVER_AUDIENCE: &str = "auth.kubernetes.audience is one the Kubernetes apiserver accepts: a token for it would be an apiserver credential of the controller; use the audience of the Vault role (default \"vault\")";
 
 impl Tokens {
     /// A token for `conn`: cached, or from a new login.
@@ -285,12 +295,24 @@ impl Tokens {
         let (token, lease) = if let Some(k) = &auth.kubernetes {
             let identity =
                 identity.ok_or_else(|| PushError::InvalidConnection(NO_IDENTITY.into()))?;
-            let jwt = service_account_token(
-                kube,
-                identity,
-                k.audience.as_deref().unwrap_or(DEFAULT_AUDIENCE),
-            )
-            .await?;
+            let audience = k.audience.as_deref().unwrap_or(DEFAULT_AUDIENCE);
+            let refuse =
+                || PushError::InvalidConnection(format!("{}: {APISERVER_AUDIENCE}", conn.id()));
+            // Refused before any TokenRequest: the known audiences first,
+            // then the issuer the apiserver publishes.
+            if super::audience::refused(audience, &identity.api_audiences) {
+                return Err(refuse());
+            }
+            if let Some(issuer) = self.issuer(kube).await
+                && super::audience::refused(audience, &[issuer])
+            {
+                return Err(refuse());
+            }
+            let jwt = service_account_token(kube, identity, audience).await?;
+            // The apiserver issued it for exactly that audience, nothing more.
+            if !super::audience::issued_for(&jwt, audience) {
+                return Err(refuse());
+            }
             let login = vault
                 .login_kubernetes(
                     k.mount.as_deref().unwrap_or(DEFAULT_AUTH_MOUNT),
@@ -330,6 +352,16 @@ impl Tokens {
         Ok(token)
     }
 
+    /// The issuer the apiserver publishes, read once (None while unreadable).
+    async fn issuer(&self, kube: &kube::Client) -> Option<String> {
+        if let Some(i) = self.1.lock().expect("issuer lock").clone() {
+            return Some(i);
+        }
+        let i = super::audience::issuer(kube).await?;
+        *self.1.lock().expect("issuer lock") = Some(i.clone());
+        Some(i)
+    }
+
     /// Forgets the token of `conn` (refused: expired or revoked early).
     pub fn forget(&self, conn: &Connection) {
         self.0.lock().expect("tokens lock").remove(&conn.id());
@@ -348,7 +380,14 @@ async fn service_account_token(
         spec: TokenRequestSpec {
             audiences: vec![audience.to_string()],
             expiration_seconds: Some(SA_TOKEN_SECONDS),
-            ..Default::default()
+            bound_object_ref: identity.pod.as_ref().map(|(name, uid)| {
+                k8s_openapi::api::authentication::v1::BoundObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: Some(name.clone()),
+                    uid: uid.clone(),
+                }
+            }),
         },
         ..Default::default()
     };
@@ -573,5 +612,118 @@ mod tests {
         assert!(refused(
             checked_address(&opened, &conn(Tenant, "https://192.0.2.1:8200", false)).await
         ));
+    }
+
+    /// A ClusterVaultConnection whose audience the apiserver accepts gets
+    /// InvalidConnection and no TokenRequest is made; a token the apiserver
+    /// issued for more than the audience asked is not used.
+    #[tokio::test]
+    async fn apiserver_audiences_get_no_token() {
+        use http::{Request, Response};
+        use kube::client::Body;
+        use std::sync::{Arc, Mutex as StdMutex};
+        use tower_test::mock;
+        let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let requests = Arc::new(StdMutex::new(Vec::<String>::new()));
+        let seen = requests.clone();
+        tokio::spawn(async move {
+            while let Some((req, send)) = handle.next_request().await {
+                let path = req.uri().path().to_string();
+                seen.lock().unwrap().push(path.clone());
+                let body = if path.ends_with("/token") {
+                    // Issued for "vault" and the apiserver's audience.
+                    let claims = r#"{"aud":["vault","https://issuer.test"]}"#;
+                    let enc = |b: &[u8]| {
+                        b.iter()
+                            .map(|c| format!("{c:08b}"))
+                            .collect::<String>()
+                            .as_bytes()
+                            .chunks(6)
+                            .map(|c| {
+                                let mut v = 0u8;
+                                for (i, bit) in c.iter().enumerate() {
+                                    v |= (bit - b'0') << (5 - i);
+                                }
+                                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                                    [v as usize] as char
+                            })
+                            .collect::<String>()
+                    };
+                    serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                        "spec": {"audiences": ["vault"]},
+                        "status": {"token": format!("e30.{}.sig", enc(claims.as_bytes())), "expirationTimestamp": "2030-01-01T00:00:00Z"}})
+                } else {
+                    serde_json::json!({"issuer": "https://issuer.test"})
+                };
+                send.send_response(
+                    Response::builder()
+                        .status(if path.ends_with("/token") { 201 } else { 200 })
+                        .body(Body::from(serde_json::to_vec(&body).unwrap()))
+                        .unwrap(),
+                );
+            }
+        });
+        let kube = kube::Client::new(service, "default");
+        let identity = Identity {
+            namespace: "system".into(),
+            name: "controller".into(),
+            pod: None,
+            api_audiences: vec!["https://own-token-audience.test".into()],
+        };
+        let vault = Client::new(
+            "https://127.0.0.1:1",
+            "secret",
+            None,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let tokens = Tokens::default();
+        let with = |audience: &str| {
+            let mut c = conn(
+                ConnectionKind::ClusterVaultConnection,
+                "https://127.0.0.1:1",
+                true,
+            );
+            c.server.auth.kubernetes.as_mut().unwrap().audience = Some(audience.into());
+            c
+        };
+        for audience in [
+            "https://kubernetes.default.svc",
+            "https://own-token-audience.test",
+            "https://issuer.test",
+            " ",
+        ] {
+            let e = tokens
+                .get(&kube, Some(&identity), &with(audience), &vault)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(e, PushError::InvalidConnection(_)),
+                "{audience}: {e:?}"
+            );
+            assert!(e.to_string().contains("apiserver"), "{e}");
+        }
+        assert!(
+            requests
+                .lock()
+                .unwrap()
+                .iter()
+                .all(|p| !p.ends_with("/token")),
+            "a TokenRequest was made: {:?}",
+            requests.lock().unwrap()
+        );
+        // "vault" is asked; the answer is for more than that: not used.
+        let e = tokens
+            .get(&kube, Some(&identity), &with("vault"), &vault)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, PushError::InvalidConnection(_)), "{e:?}");
+        assert!(
+            requests
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|p| p.ends_with("/token"))
+        );
     }
 }

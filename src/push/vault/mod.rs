@@ -10,6 +10,7 @@
 //! metadata), so a mark of ours never lands on someone else's path.
 
 pub mod address;
+pub mod audience;
 pub mod client;
 pub mod connection;
 pub mod plan;
