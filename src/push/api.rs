@@ -314,6 +314,7 @@ pub struct ConnectionStatus {
 #[x_kube(
     validation = Rule::new("!has(self.ca) || (has(self.ca.secretRef) ? has(self.ca.secretRef.namespace) : has(self.ca.configMapRef.namespace))").message("ca: a ClusterVaultConnection names the namespace of its Secret or ConfigMap"),
     validation = Rule::new("!has(self.auth.tokenSecretRef) || has(self.auth.tokenSecretRef.namespace)").message("auth.tokenSecretRef: a ClusterVaultConnection names the namespace of its Secret"),
+    validation = Rule::new("!has(self.pathPrefix) || self.pathPrefix.contains('{namespace}') || (has(self.allowedNamespaces) && size(self.allowedNamespaces) == 1) || (has(self.sharedPrefix) && self.sharedPrefix)").message("pathPrefix without {namespace} lets the RandomSecrets of every allowed namespace write below one prefix: list exactly one namespace in allowedNamespaces, or set sharedPrefix: true"),
 )]
 pub struct ClusterVaultConnectionSpec {
     #[serde(flatten)]
@@ -321,6 +322,12 @@ pub struct ClusterVaultConnectionSpec {
     /// Namespaces whose RandomSecrets may use this connection (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_namespaces: Option<Vec<String>>,
+    /// A pathPrefix without {namespace} for more than one namespace: the
+    /// allowed namespaces share one folder, first come first served (a path
+    /// another namespace wrote first is PathNotManaged). Default false: such
+    /// a prefix needs exactly one namespace in allowedNamespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix: Option<bool>,
 }
 
 /// A Vault or OpenBao server for the RandomSecrets of its own namespace. It

@@ -128,6 +128,9 @@ pub struct Context {
     pub tokens: vault::connection::Tokens,
     /// The controller's ServiceAccount (Kubernetes auth); None: not known.
     pub identity: Option<vault::connection::Identity>,
+    /// The controller's proof key: the owner proof of the Vault paths it
+    /// writes (`vault::plan::META_OWNER`).
+    pub proof_key: crate::proof::ProofKey,
     /// Where connections may send requests (--allow-http-vault,
     /// --vault-allowed-networks).
     pub vault_policy: vault::address::Policy,

@@ -57,7 +57,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let servers = admin::spawn(&args, registry, readiness.clone(), shutdown.clone()).await?;
 
     // Watches feed the caches and send the keys of the RandomSecrets to reconcile.
-    let caches = Arc::new(Caches::new(proof_key));
+    let caches = Arc::new(Caches::new(proof_key.clone()));
     let (triggers, keys) = mpsc::unbounded_channel();
     let sources = watches::Watch {
         client: client.clone(),
@@ -164,6 +164,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
                 api_audiences: crate::push::vault::audience::own(args.kubeconfig.as_deref()),
             }
         }),
+        proof_key,
         vault_policy: crate::push::vault::address::Policy {
             allow_http: args.allow_http_vault,
             allowed_networks: args.vault_allowed_networks.clone(),

@@ -115,6 +115,12 @@ pub async fn resolve(
                     r.name
                 )));
             }
+            if !prefix_separates_namespaces(&c.spec) {
+                return Err(PushError::InvalidConnection(format!(
+                    "ClusterVaultConnection {}: {SHARED_PREFIX}",
+                    r.name
+                )));
+            }
             Ok(Connection {
                 kind,
                 name: r.name.clone(),
@@ -144,6 +150,25 @@ pub async fn resolve(
             })
         }
     }
+}
+
+/// Why a ClusterVaultConnection's prefix is refused (fixed text).
+const SHARED_PREFIX: &str = "pathPrefix has no {namespace} and more than one namespace may use the connection: every allowed namespace would write below one prefix and could take another's paths first; list exactly one namespace in allowedNamespaces, or set sharedPrefix: true";
+
+/// Whether each namespace gets its own folder below the prefix, or only one
+/// namespace may use the connection, or the administrator chose to share.
+pub fn prefix_separates_namespaces(spec: &crate::push::api::ClusterVaultConnectionSpec) -> bool {
+    let prefix = spec
+        .server
+        .path_prefix
+        .as_deref()
+        .unwrap_or(DEFAULT_PATH_PREFIX);
+    prefix.contains("{namespace}")
+        || spec
+            .allowed_namespaces
+            .as_ref()
+            .is_some_and(|a| a.len() == 1)
+        || spec.shared_prefix == Some(true)
 }
 
 /// One key of a Secret (`secret`) or ConfigMap.
@@ -725,5 +750,53 @@ mod tests {
                 .iter()
                 .any(|p| p.ends_with("/token"))
         );
+    }
+
+    /// A shared ClusterVaultConnection whose prefix does not separate
+    /// namespaces is refused unless one namespace, or sharedPrefix.
+    #[test]
+    fn a_prefix_without_namespace_needs_one_namespace_or_shared_prefix() {
+        use crate::push::api::ClusterVaultConnectionSpec;
+        let spec = |prefix: Option<&str>, allowed: Option<Vec<&str>>, shared: Option<bool>| {
+            ClusterVaultConnectionSpec {
+                server: VaultServer {
+                    path_prefix: prefix.map(String::from),
+                    ..Default::default()
+                },
+                allowed_namespaces: allowed.map(|a| a.into_iter().map(String::from).collect()),
+                shared_prefix: shared,
+            }
+        };
+        assert!(prefix_separates_namespaces(&spec(None, None, None)));
+        assert!(prefix_separates_namespaces(&spec(
+            Some("kv/{namespace}/x"),
+            None,
+            None
+        )));
+        assert!(!prefix_separates_namespaces(&spec(
+            Some("shared"),
+            None,
+            None
+        )));
+        assert!(!prefix_separates_namespaces(&spec(
+            Some("shared"),
+            Some(vec!["a", "b"]),
+            None
+        )));
+        assert!(!prefix_separates_namespaces(&spec(
+            Some("shared"),
+            None,
+            Some(false)
+        )));
+        assert!(prefix_separates_namespaces(&spec(
+            Some("shared"),
+            Some(vec!["a"]),
+            None
+        )));
+        assert!(prefix_separates_namespaces(&spec(
+            Some("shared"),
+            None,
+            Some(true)
+        )));
     }
 }

@@ -38,12 +38,24 @@ pub struct Synced {
     pub drift: bool,
 }
 
-fn source(rs: &RandomSecret) -> Source<'_> {
+fn source<'a>(rs: &'a RandomSecret, owner: &'a str) -> Source<'a> {
     Source {
         namespace: rs.metadata.namespace.as_deref().unwrap_or_default(),
         name: rs.metadata.name.as_deref().unwrap_or_default(),
         uid: rs.metadata.uid.as_deref().unwrap_or_default(),
+        owner,
     }
+}
+
+/// This installation's owner proof for the RandomSecret's paths.
+fn owner(ctx: &Context, rs: &RandomSecret) -> String {
+    ctx.proof_key.sign_fields(
+        plan::OWNER_DOMAIN,
+        &plan::owner_fields(
+            rs.metadata.namespace.as_deref().unwrap_or_default(),
+            rs.metadata.name.as_deref().unwrap_or_default(),
+        ),
+    )
 }
 
 /// The whole exchange with one target is bounded: a server that accepts
@@ -64,7 +76,8 @@ async fn open(
     rs: &RandomSecret,
     target: &VaultPush,
 ) -> Result<(Connection, client::Client, String, String), PushError> {
-    let src = source(rs);
+    let owner = owner(ctx, rs);
+    let src = source(rs, &owner);
     let conn = connection::resolve(&ctx.client, src.namespace, &target.connection_ref).await?;
     let path = plan::path(conn.path_prefix(), target.path.as_deref(), &src).ok_or_else(|| {
         PushError::InvalidPath(format!(
@@ -169,7 +182,8 @@ pub async fn sync(
     target: &VaultPush,
     secret_name: &str,
 ) -> Result<Synced, PushError> {
-    let src = source(rs);
+    let owner = owner(ctx, rs);
+    let src = source(rs, &owner);
     let (conn, vault, token, path) = open(ctx, rs, target).await?;
     let values = version_values(ctx, rs, secret_name).await?;
     let desired = plan::data(
@@ -197,16 +211,12 @@ pub async fn sync(
         } else {
             plan::decide(meta.as_ref(), current.as_ref(), &desired, &src, secret_name)
         };
-        let recorded = meta
-            .as_ref()
-            .and_then(|m| m.custom_metadata.as_ref())
-            .and_then(|c| c.get(plan::META_SECRET))
-            .cloned();
+        let remark = plan::needs_mark(meta.as_ref(), &src, secret_name);
         let ours = plan::ours(&src, secret_name);
         let (kv_version, written, drift) = match decision {
             Decision::NotManaged => {
                 return Err::<_, PushError>(PushError::PathNotManaged(format!(
-                    "{}/{path} exists and was not written by this RandomSecret (its custom metadata does not say managed-by=randomsecret, source-namespace={}, source-name={}): it is never written; choose another spec.push.vault.path, or delete the path in Vault",
+                    "{}/{path} exists and was not written by this RandomSecret (its custom metadata does not say managed-by=randomsecret, source-namespace={}, source-name={} with this installation's owner-proof): it is never written; choose another spec.push.vault.path, or delete the path in Vault",
                     conn.kv_mount(),
                     src.namespace,
                     src.name
@@ -228,10 +238,9 @@ pub async fn sync(
                 (v, true, drift)
             }
         };
-        // The metadata names the version the path holds.
-        if recorded.as_deref() != Some(secret_name)
-            && !matches!(decision, Decision::Write { claim: true, .. })
-        {
+        // The metadata names the version the path holds, and this
+        // installation's owner proof.
+        if remark && !matches!(decision, Decision::Write { claim: true, .. }) {
             vault.write_metadata(&token, &path, &ours).await?;
         }
         Ok((kv_version, written, drift))
@@ -275,7 +284,8 @@ pub async fn cleanup(
     rs: &RandomSecret,
     target: &VaultPush,
 ) -> Result<bool, PushError> {
-    let src = source(rs);
+    let owner = owner(ctx, rs);
+    let src = source(rs, &owner);
     let (conn, vault, token, path) = open(ctx, rs, target).await?;
     let work = async {
         match vault
@@ -303,7 +313,7 @@ async fn version_values(
     rs: &RandomSecret,
     secret_name: &str,
 ) -> Result<BTreeMap<String, String>, PushError> {
-    let src = source(rs);
+    let src = source(rs, "");
     let secret = Api::<Secret>::namespaced(ctx.client.clone(), src.namespace)
         .get(secret_name)
         .await
