@@ -72,6 +72,9 @@ pub enum PushError {
     KeyNotFound(String),
     #[error("{0}")]
     PathNotManaged(String),
+    /// The version Secret carries no valid proof of creation: not pushed.
+    #[error("{0}")]
+    UnprovenVersion(String),
     #[error(transparent)]
     Vault(#[from] vault::client::VaultError),
     #[error("{0}")]
@@ -102,6 +105,7 @@ impl PushError {
             PushError::InvalidPath(_) => "InvalidPath",
             PushError::KeyNotFound(_) => "KeyNotFound",
             PushError::PathNotManaged(_) => "PathNotManaged",
+            PushError::UnprovenVersion(_) => "VersionNotProven",
             PushError::Vault(e) => e.reason(),
             PushError::Kube(_) => "ApiError",
             PushError::Timeout(_) => "Unreachable",

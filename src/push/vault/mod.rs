@@ -306,6 +306,42 @@ pub async fn cleanup(
     result.map_err(|e| refused(ctx, &conn, e))
 }
 
+/// Whether `secret` is a version of this RandomSecret that this controller
+/// made, before its data is pushed: controlled by it (uid), labelled with its
+/// name, and carrying a valid proof over its namespace, name, labels, type
+/// and data, immutable. Anyone who can write Secrets in the namespace can
+/// forge an owner reference; no one without the proof key can forge the proof.
+fn check_version(
+    key: &crate::proof::ProofKey,
+    secret: &Secret,
+    src: &Source,
+) -> Result<(), PushError> {
+    let name = secret.metadata.name.as_deref().unwrap_or_default();
+    let owned = secret
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.uid == src.uid && o.controller == Some(true));
+    if !owned {
+        return Err(PushError::Kube(format!(
+            "Secret {name} is not controlled by this RandomSecret (yet); waiting for the version"
+        )));
+    }
+    let labelled = secret
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(crate::api::LABEL_NAME))
+        .is_some_and(|n| n == src.name);
+    if !labelled || key.check_secret(secret) != crate::proof::Proof::Valid {
+        return Err(PushError::UnprovenVersion(format!(
+            "Secret {name} carries no valid proof that this controller made it as a version of this RandomSecret: its data is not pushed"
+        )));
+    }
+    Ok(())
+}
+
 /// The values of the version Secret, read once for this push and dropped
 /// after (never cached). It must be this RandomSecret's version.
 async fn version_values(
@@ -318,17 +354,7 @@ async fn version_values(
         .get(secret_name)
         .await
         .map_err(|e| PushError::Kube(format!("reading Secret {secret_name}: {e}")))?;
-    let owned = secret
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.uid == src.uid && o.controller == Some(true));
-    if !owned {
-        return Err(PushError::Kube(format!(
-            "Secret {secret_name} is not controlled by this RandomSecret (yet); waiting for the version"
-        )));
-    }
+    check_version(&ctx.proof_key, &secret, &src)?;
     Ok(secret
         .data
         .unwrap_or_default()
@@ -340,6 +366,62 @@ async fn version_values(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Secret made to look like a version (owner reference, labels) but
+    /// not made by the controller is never pushed; one it made and signed is.
+    #[test]
+    fn only_a_proven_version_is_pushed() {
+        let key = crate::proof::ProofKey::generate().unwrap();
+        let src = Source {
+            namespace: "team",
+            name: "db",
+            uid: "u1",
+            owner: "",
+        };
+        let mut secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "db-abc", "namespace": "team",
+                "labels": {crate::api::LABEL_NAME: "db", crate::api::LABEL_HASH: "abc"},
+                "ownerReferences": [{"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
+                    "name": "db", "uid": "u1", "controller": true}]},
+            "immutable": true,
+            "data": {"password": "Zm9yZ2Vk"},
+        }))
+        .unwrap();
+        let e = check_version(&key, &secret, &src).unwrap_err();
+        assert_eq!(e.reason(), "VersionNotProven");
+        let proof = key.sign(&secret);
+        secret
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(crate::proof::ANNOTATION_PROOF.into(), proof);
+        assert!(check_version(&key, &secret, &src).is_ok());
+        // Signed by another installation's key: not ours.
+        let other = crate::proof::ProofKey::generate().unwrap();
+        assert_eq!(
+            check_version(&other, &secret, &src).unwrap_err().reason(),
+            "VersionNotProven"
+        );
+        // Relabelled to another RandomSecret: the proof no longer holds.
+        let mut moved = secret.clone();
+        moved
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert(crate::api::LABEL_NAME.into(), "other".into());
+        assert!(
+            check_version(
+                &key,
+                &moved,
+                &Source {
+                    name: "other",
+                    ..src.clone()
+                }
+            )
+            .is_err()
+        );
+    }
     use axum::Router;
     use axum::http::StatusCode;
     use axum::routing::{get, post};
