@@ -70,6 +70,9 @@ pub enum PushError {
     InvalidPath(String),
     #[error("{0}")]
     KeyNotFound(String),
+    /// The data to push is larger than `vault::plan::MAX_PAYLOAD`.
+    #[error("{0}")]
+    PayloadTooLarge(String),
     #[error("{0}")]
     PathNotManaged(String),
     /// The version Secret carries no valid proof of creation: not pushed.
@@ -104,6 +107,7 @@ impl PushError {
             PushError::InvalidConnection(_) | PushError::ReferenceGone(_) => "InvalidConnection",
             PushError::InvalidPath(_) => "InvalidPath",
             PushError::KeyNotFound(_) => "KeyNotFound",
+            PushError::PayloadTooLarge(_) => "PayloadTooLarge",
             PushError::PathNotManaged(_) => "PathNotManaged",
             PushError::UnprovenVersion(_) => "VersionNotProven",
             PushError::Vault(e) => e.reason(),
@@ -117,7 +121,9 @@ impl PushError {
     /// others retry with backoff (a connection may be made or fixed later).
     pub fn next(&self) -> Next {
         match self {
-            PushError::InvalidPath(_) | PushError::KeyNotFound(_) => Next::AwaitChange,
+            PushError::InvalidPath(_)
+            | PushError::KeyNotFound(_)
+            | PushError::PayloadTooLarge(_) => Next::AwaitChange,
             _ => Next::Retry,
         }
     }

@@ -42,12 +42,7 @@ pub struct Connection {
 impl Connection {
     /// kind/name (namespace/name for a VaultConnection), for status and messages.
     pub fn id(&self) -> String {
-        match (&self.kind, &self.namespace) {
-            (ConnectionKind::VaultConnection, Some(ns)) => {
-                format!("VaultConnection/{ns}/{}", self.name)
-            }
-            (kind, _) => format!("{kind:?}/{}", self.name),
-        }
+        id_of(self.kind, &self.name, self.namespace.as_deref())
     }
 
     pub fn timeout(&self) -> Duration {
@@ -80,6 +75,15 @@ impl Connection {
                     r.name
                 ))
             })
+    }
+}
+
+/// kind/name (namespace/name for a VaultConnection): the key of every
+/// per-connection map (tokens, hold-down, last status written).
+pub fn id_of(kind: ConnectionKind, name: &str, namespace: Option<&str>) -> String {
+    match (kind, namespace) {
+        (ConnectionKind::VaultConnection, Some(ns)) => format!("VaultConnection/{ns}/{name}"),
+        (kind, _) => format!("{kind:?}/{name}"),
     }
 }
 
@@ -366,7 +370,11 @@ impl Tokens {
         } else {
             lease.min(Duration::from_secs(86_400))
         };
-        self.0.lock().expect("tokens lock").insert(
+        let mut cached = self.0.lock().expect("tokens lock");
+        // Tokens due for renewal are dropped: the map holds connections in use.
+        let now = Instant::now();
+        cached.retain(|_, c| c.renew_at > now);
+        cached.insert(
             id,
             Cached {
                 token: token.clone(),
@@ -389,7 +397,12 @@ impl Tokens {
 
     /// Forgets the token of `conn` (refused: expired or revoked early).
     pub fn forget(&self, conn: &Connection) {
-        self.0.lock().expect("tokens lock").remove(&conn.id());
+        self.forget_id(&conn.id());
+    }
+
+    /// Forgets the token of the connection `id` (deleted).
+    pub fn forget_id(&self, id: &str) {
+        self.0.lock().expect("tokens lock").remove(id);
     }
 }
 

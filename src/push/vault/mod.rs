@@ -78,7 +78,17 @@ async fn open(
 ) -> Result<(Connection, client::Client, String, String), PushError> {
     let owner = owner(ctx, rs);
     let src = source(rs, &owner);
-    let conn = connection::resolve(&ctx.client, src.namespace, &target.connection_ref).await?;
+    let conn = match connection::resolve(&ctx.client, src.namespace, &target.connection_ref).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            if matches!(e, PushError::ConnectionNotFound(_)) {
+                let r = &target.connection_ref;
+                let kind = r.kind.unwrap_or_default();
+                forget_connection(ctx, &connection::id_of(kind, &r.name, Some(src.namespace)));
+            }
+            return Err(e);
+        }
+    };
     let path = plan::path(conn.path_prefix(), target.path.as_deref(), &src).ok_or_else(|| {
         PushError::InvalidPath(format!(
             "the path {:?} below the prefix {:?} of {} is not a valid KV path for {}/{}",
@@ -108,6 +118,16 @@ async fn open(
             Err(e)
         }
     }
+}
+
+/// Forgets what this process holds about a deleted connection: its token,
+/// its hold-down and the status last written, so the maps hold only
+/// connections that exist (a namespace that makes and deletes connections
+/// cannot grow them).
+fn forget_connection(ctx: &Context, id: &str) {
+    ctx.tokens.forget_id(id);
+    ctx.down.lock().expect("down lock").remove(id);
+    ctx.connections.lock().expect("connections lock").remove(id);
 }
 
 /// How long pushes through a connection that did not answer fail at once.
@@ -155,7 +175,9 @@ fn hold_in<T>(down: &Down, id: &str, result: Result<T, &PushError>) {
     let mut down = down.lock().expect("down lock");
     match result {
         Err(e) if transport_failure(e) => {
-            down.insert(id.to_string(), Instant::now() + HOLD_DOWN);
+            let now = Instant::now();
+            down.retain(|_, until| *until > now);
+            down.insert(id.to_string(), now + HOLD_DOWN);
         }
         Ok(_) => {
             down.remove(id);
@@ -197,6 +219,12 @@ pub async fn sync(
         ))
     })?;
     drop(values);
+    if plan::payload_size(&desired) > plan::MAX_PAYLOAD {
+        return Err(PushError::PayloadTooLarge(format!(
+            "the data to push is larger than {} KiB: a Vault shared with other namespaces is not sent it; push fewer keys (spec.push.vault.keys)",
+            plan::MAX_PAYLOAD >> 10
+        )));
+    }
     let random = holds_generated(rs, target, &desired);
     let work = async {
         let meta: Option<client::Metadata> = vault.metadata(&token, &path).await?;

@@ -85,6 +85,16 @@ pub fn data(
     }
 }
 
+/// The most data one push writes (keys and values): far above what a
+/// Secret of credentials holds, and small enough that no RandomSecret can
+/// make a shared server slow for everyone else.
+pub const MAX_PAYLOAD: usize = 256 << 10;
+
+/// The size of the data to write, keys and values.
+pub fn payload_size(data: &BTreeMap<String, String>) -> usize {
+    data.iter().map(|(k, v)| k.len() + v.len()).sum()
+}
+
 /// The custom metadata that marks the path as ours, naming the version.
 pub fn ours(src: &Source, secret_name: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
@@ -272,6 +282,13 @@ mod tests {
         assert_eq!(path("p", Some("../x"), &SRC), None);
         assert_eq!(path("p", Some("a//b"), &SRC), None);
         assert_eq!(path("p?x", None, &SRC), None);
+    }
+
+    #[test]
+    fn the_payload_counts_keys_and_values() {
+        assert_eq!(payload_size(&map(&[("ab", "123"), ("c", "")])), 6);
+        let big = map(&[("k", &"x".repeat(MAX_PAYLOAD))]);
+        assert!(payload_size(&big) > MAX_PAYLOAD);
     }
 
     #[test]
