@@ -271,6 +271,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             "in-flight reconciles did not finish in time after the shutdown signal; stopping anyway"
         ),
     }
+    // The Vault tokens of Kubernetes-auth logins are revoked, not left to
+    // expire (a copy of the process's memory holds nothing usable).
+    push_ctx.tokens.revoke_all(Duration::from_secs(2)).await;
     if let Some(e) = elector {
         // Releases the lease (if held) so a standby takes over at once.
         let _ = e.await;

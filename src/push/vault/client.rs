@@ -213,6 +213,25 @@ impl Client {
         !matches!(resp, Ok(r) if r.status().as_u16() == 403)
     }
 
+    /// Revokes `token` (`auth/token/revoke-self`): a login token this
+    /// process no longer uses. Best effort: a failure is only logged.
+    pub async fn revoke_self(&self, token: &str) {
+        let sent = self
+            .http
+            .post(self.url("auth/token/revoke-self"))
+            .header("X-Vault-Token", token)
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() => {}
+            Ok(r) => tracing::debug!(
+                status = r.status().as_u16(),
+                "revoking a Vault token failed"
+            ),
+            Err(e) => tracing::debug!(error = %describe(&e), "revoking a Vault token failed"),
+        }
+    }
+
     /// Whether the server says it is sealed (sys/health, no token needed).
     pub async fn sealed(&self) -> bool {
         #[derive(Deserialize)]

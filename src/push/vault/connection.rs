@@ -294,6 +294,12 @@ struct Cached {
     token: String,
     resource_version: String,
     renew_at: Instant,
+    /// The server a login token came from, to revoke it when it is
+    /// replaced or forgotten; None for a token from a Secret (not ours).
+    revoke: Option<Client>,
+    /// How long a push may still use it after it is replaced (the bound of
+    /// one push's exchange): it is revoked after that.
+    grace: Duration,
 }
 
 /// Vault tokens by connection, in memory only (never logged or written);
@@ -370,16 +376,14 @@ impl Tokens {
         } else {
             lease.min(Duration::from_secs(86_400))
         };
-        let mut cached = self.0.lock().expect("tokens lock");
-        // Tokens due for renewal are dropped: the map holds connections in use.
-        let now = Instant::now();
-        cached.retain(|_, c| c.renew_at > now);
-        cached.insert(
+        self.store(
             id,
             Cached {
                 token: token.clone(),
                 resource_version: conn.resource_version.clone(),
                 renew_at: Instant::now() + lease.saturating_sub(RENEW_BEFORE).max(lease / 2),
+                revoke: auth.kubernetes.is_some().then(|| vault.clone()),
+                grace: conn.timeout() * 4,
             },
         );
         Ok(token)
@@ -400,9 +404,61 @@ impl Tokens {
         self.forget_id(&conn.id());
     }
 
-    /// Forgets the token of the connection `id` (deleted).
+    /// Forgets the token of the connection `id` (deleted), revoking it.
     pub fn forget_id(&self, id: &str) {
-        self.0.lock().expect("tokens lock").remove(id);
+        let gone = self.0.lock().expect("tokens lock").remove(id);
+        revoke(gone.into_iter().collect());
+    }
+
+    /// Caches `new` for `id`; the token it replaces, and tokens due for
+    /// renewal (the map holds connections in use), are dropped and revoked
+    /// if they came from a login.
+    fn store(&self, id: String, new: Cached) {
+        let now = Instant::now();
+        let mut gone = Vec::new();
+        {
+            let mut cached = self.0.lock().expect("tokens lock");
+            let expired: Vec<String> = cached
+                .iter()
+                .filter(|(_, c)| c.renew_at <= now)
+                .map(|(k, _)| k.clone())
+                .collect();
+            gone.extend(expired.iter().filter_map(|k| cached.remove(k)));
+            let same = |old: &Cached| old.token == new.token;
+            let replaced = cached.remove(&id).filter(|old| !same(old));
+            gone.extend(replaced);
+            cached.insert(id, new);
+        }
+        revoke(gone);
+    }
+
+    /// Revokes every login token (at shutdown), waiting at most `limit`.
+    pub async fn revoke_all(&self, limit: Duration) {
+        let all: Vec<Cached> = self
+            .0
+            .lock()
+            .expect("tokens lock")
+            .drain()
+            .map(|(_, c)| c)
+            .collect();
+        let calls = all.into_iter().filter_map(|c| {
+            let client = c.revoke?;
+            Some(async move { client.revoke_self(&c.token).await })
+        });
+        let _ = tokio::time::timeout(limit, futures::future::join_all(calls)).await;
+    }
+}
+
+/// Revokes the login tokens among `gone`, in the background, once a push
+/// that took one just before could no longer be using it.
+fn revoke(gone: Vec<Cached>) {
+    for c in gone {
+        if let Some(client) = c.revoke {
+            tokio::spawn(async move {
+                tokio::time::sleep(c.grace).await;
+                client.revoke_self(&c.token).await
+            });
+        }
     }
 }
 
@@ -811,5 +867,69 @@ mod tests {
             None,
             Some(true)
         )));
+    }
+
+    /// A login token is revoked when a new login replaces it, when its
+    /// connection is deleted, and at shutdown; a token from a Secret (the
+    /// user's, not ours) never is.
+    #[tokio::test]
+    async fn login_tokens_are_revoked_when_replaced_and_at_shutdown() {
+        use axum::Router;
+        use axum::http::HeaderMap;
+        use axum::routing::post;
+        use std::sync::Arc;
+        let revoked = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = revoked.clone();
+        let app = Router::new().route(
+            "/v1/auth/token/revoke-self",
+            post(move |h: HeaderMap| {
+                let seen = seen.clone();
+                async move {
+                    let t = h
+                        .get("x-vault-token")
+                        .unwrap()
+                        .to_str()
+                        .unwrap()
+                        .to_string();
+                    seen.lock().unwrap().push(t);
+                    axum::http::StatusCode::NO_CONTENT
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let vault = Client::new(
+            &format!("http://{addr}"),
+            "secret",
+            None,
+            Duration::from_secs(2),
+        )
+        .unwrap();
+        let cached = |token: &str, login: bool| Cached {
+            token: token.into(),
+            resource_version: "1".into(),
+            renew_at: Instant::now() + Duration::from_secs(600),
+            revoke: login.then(|| vault.clone()),
+            grace: Duration::from_millis(50),
+        };
+        let tokens = Tokens::default();
+        tokens.store("a".into(), cached("login-1", true));
+        tokens.store("a".into(), cached("login-2", true));
+        tokens.store("b".into(), cached("from-a-secret", false));
+        tokens.store("b".into(), cached("from-a-secret-2", false));
+        tokens.store("c".into(), cached("login-c", true));
+        tokens.forget_id("c");
+        tokens.revoke_all(Duration::from_secs(5)).await;
+        // The background revocations of the first two.
+        for _ in 0..100 {
+            if revoked.lock().unwrap().len() >= 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let mut got = revoked.lock().unwrap().clone();
+        got.sort();
+        assert_eq!(got, ["login-1", "login-2", "login-c"]);
     }
 }
