@@ -104,7 +104,7 @@ pub async fn resolve(
                 String::new()
             }
         )),
-        e => PushError::Kube(format!("reading {kind:?} {}: {e}", r.name)),
+        e => PushError::Kube(format!("reading {kind:?} {}: {}", r.name, super::brief(e))),
     };
     match kind {
         ConnectionKind::ClusterVaultConnection => {
@@ -197,7 +197,7 @@ async fn read_key(
             conn.id(),
             s.reason
         )),
-        e => PushError::Kube(format!("reading {what}: {e}")),
+        e => PushError::Kube(format!("reading {what}: {}", super::brief(e))),
     };
     let value = if secret {
         let s = Api::<Secret>::namespaced(client.clone(), ns)
@@ -270,7 +270,7 @@ pub async fn client(
         conn.timeout(),
         pin,
     )
-    .map_err(|e| PushError::InvalidConnection(format!("{}: {e}", conn.id())))
+    .map_err(|e| PushError::InvalidConnection(format!("{}: {}", conn.id(), super::brief(e))))
 }
 
 /// Why Kubernetes auth cannot log in: the controller was not told its
@@ -495,7 +495,10 @@ async fn service_account_token(
                     status: s.code,
                 })
             }
-            e => PushError::Kube(format!("requesting a ServiceAccount token: {e}")),
+            e => PushError::Kube(format!(
+                "requesting a ServiceAccount token: {}",
+                super::brief(e)
+            )),
         })?;
     answer
         .status

@@ -27,6 +27,19 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+/// The most of an error from elsewhere (the apiserver, an admission
+/// webhook's words) that goes into a condition or an Event.
+const BRIEF: usize = 300;
+
+/// `e` as text of at most [`BRIEF`] characters.
+pub(crate) fn brief(e: impl std::fmt::Display) -> String {
+    let text = e.to_string();
+    match text.char_indices().nth(BRIEF) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
+}
+
 /// A push that completed.
 #[derive(Debug)]
 pub struct Synced {
@@ -381,7 +394,7 @@ async fn version_values(
     let secret = Api::<Secret>::namespaced(ctx.client.clone(), src.namespace)
         .get(secret_name)
         .await
-        .map_err(|e| PushError::Kube(format!("reading Secret {secret_name}: {e}")))?;
+        .map_err(|e| PushError::Kube(format!("reading Secret {secret_name}: {}", brief(e))))?;
     check_version(&ctx.proof_key, &secret, &src)?;
     Ok(secret
         .data
@@ -394,6 +407,15 @@ async fn version_values(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn foreign_text_is_cut_short() {
+        assert_eq!(brief("short"), "short");
+        let long = "é".repeat(1000);
+        let cut = brief(&long);
+        assert_eq!(cut.chars().count(), BRIEF + 1);
+        assert!(cut.ends_with('…'));
+    }
 
     /// A Secret made to look like a version (owner reference, labels) but
     /// not made by the controller is never pushed; one it made and signed is.
