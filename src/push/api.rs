@@ -196,6 +196,7 @@ pub struct VaultServer {
     /// Mount of the KV v2 engine (default "secret").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
+    #[x_kube(validation = Rule::new("self.matches('^[-_.a-zA-Z0-9]+(/[-_.a-zA-Z0-9]+)*/?$') && !self.split('/').exists(s, s == '.' || s == '..')").message("a mount is segments of letters, digits, '-', '_' and '.', separated by single '/', without '.' or '..' segments"))]
     pub kv_mount: Option<String>,
     /// Every path is below this prefix; {namespace} is the RandomSecret's
     /// namespace (default "randomsecret/{namespace}").
@@ -257,6 +258,7 @@ pub struct KubernetesAuth {
     /// Mount of the auth method (default "kubernetes").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
+    #[x_kube(validation = Rule::new("self.matches('^[-_.a-zA-Z0-9]+(/[-_.a-zA-Z0-9]+)*/?$') && !self.split('/').exists(s, s == '.' || s == '..')").message("a mount is segments of letters, digits, '-', '_' and '.', separated by single '/', without '.' or '..' segments"))]
     pub mount: Option<String>,
     /// The Vault role to log in as.
     #[schemars(length(min = 1, max = 128))]

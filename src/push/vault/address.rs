@@ -88,6 +88,23 @@ pub fn parse(text: &str) -> Result<Address, &'static str> {
     })
 }
 
+/// Why a mount is refused (fixed text).
+pub const BAD_MOUNT: &str = "a mount (kvMount, auth.kubernetes.mount) is segments of letters, digits, '-', '_' and '.', separated by '/', without '.' or '..' segments";
+
+/// Whether a mount (part of every request's path) is plain path segments:
+/// nothing that would change the request target ('?', '#', '..', '%').
+pub fn mount_ok(mount: &str) -> bool {
+    let m = mount.trim_matches('/');
+    !m.is_empty()
+        && m.split('/').all(|s| {
+            !s.is_empty()
+                && s != "."
+                && s != ".."
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        })
+}
+
 /// An IP network (address/prefix length).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Network {
@@ -244,6 +261,25 @@ mod tests {
             "vault.example:8200",
         ] {
             assert_eq!(parse(bad), Err(NOT_AN_ORIGIN), "{bad}");
+        }
+    }
+
+    #[test]
+    fn mounts_are_plain_segments() {
+        for ok in ["secret", "kv/team-a", "secret/", "k_v.2"] {
+            assert!(mount_ok(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "/",
+            "secret/../sys",
+            "secret?x",
+            "secret#",
+            "a//b",
+            "%2e%2e",
+            "s p",
+        ] {
+            assert!(!mount_ok(bad), "{bad}");
         }
     }
 

@@ -124,6 +124,9 @@ impl Client {
         pin: Option<std::net::SocketAddr>,
     ) -> Result<Self, VaultError> {
         let parsed = super::address::parse(address).map_err(VaultError::BadAddress)?;
+        if !super::address::mount_ok(mount) {
+            return Err(VaultError::BadAddress(super::address::BAD_MOUNT));
+        }
         let mut roots = rustls::RootCertStore::empty();
         if let Some(pem) = ca_pem {
             let certs = pem::parse_many(pem).map_err(|e| VaultError::BadCa(e.to_string()))?;
@@ -257,6 +260,9 @@ impl Client {
         jwt: &str,
     ) -> Result<Login, VaultError> {
         const CALL: &str = "login";
+        if !super::address::mount_ok(auth_mount) {
+            return Err(VaultError::BadAddress(super::address::BAD_MOUNT));
+        }
         let req = self
             .http
             .post(self.url(&format!("auth/{}/login", auth_mount.trim_matches('/'))))
