@@ -526,6 +526,7 @@ pub fn readiness(result: &Result<(), &PushError>) -> Option<(bool, &'static str,
                 | VaultError::Sealed { .. }
                 | VaultError::AuthFailed { .. }
                 | VaultError::ReplyTooLarge { .. }
+                | VaultError::BadAddress(_)
                 | VaultError::BadCa(_),
             )
             | PushError::Timeout(_)
