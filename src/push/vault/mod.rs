@@ -200,14 +200,18 @@ fn hold_in<T>(down: &Down, id: &str, result: Result<T, &PushError>) {
 }
 
 /// Forgets the token when the server refused it (revoked or expired early).
+/// A path the policy denies (the token itself is valid: `Client::send` asks
+/// the token's own lookup) keeps it: on a shared ClusterVaultConnection one
+/// tenant's denied path must not make every push log in again.
 fn refused(ctx: &Context, conn: &Connection, e: PushError) -> PushError {
-    if matches!(
-        e,
-        PushError::Vault(VaultError::PermissionDenied { .. } | VaultError::AuthFailed { .. })
-    ) {
+    if token_refused(&e) {
         ctx.tokens.forget(conn);
     }
     e
+}
+
+fn token_refused(e: &PushError) -> bool {
+    matches!(e, PushError::Vault(VaultError::AuthFailed { .. }))
 }
 
 /// Makes the path hold the values of `secret_name` (selected keys, prefixed).
@@ -529,6 +533,13 @@ mod tests {
             assert_ne!(e.reason(), "Unreachable", "{path}: {e}");
             assert!(!e.to_string().contains("html"), "{e}");
         }
+        // Nor does it cost the shared connection its token.
+        let denied = PushError::Vault(VaultError::PermissionDenied { call: "x" });
+        assert!(!token_refused(&denied));
+        assert!(token_refused(&PushError::Vault(VaultError::AuthFailed {
+            call: "x",
+            status: 403
+        })));
         // Tenant B's push through the same connection goes through at once.
         assert_eq!(vault.metadata("t", "b/x").await.unwrap(), None);
         assert_eq!(
