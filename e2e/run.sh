@@ -74,10 +74,13 @@ export E2E_METRICS_URL=http://127.0.0.1:$METRICS_PORT/metrics
 # Every controller of the run (this one, and those the outage and HA suites
 # start) shares one proof key, as the replicas of one install do.
 export RANDOMSECRET_PROOF_KEY_NAMESPACE=randomsecret-system
-# The lease is the chart's (its Role names it): release "e2e".
+# The lease is the chart's (its Role names it): release "e2e". The vault
+# suite's namespaced VaultConnection uses an OpenBao on 127.0.0.1, which a
+# namespaced connection reaches only if the administrator lists it.
 "$RANDOMSECRET_BIN" controller --log-level=debug --kubeconfig "$E2E_CONTROLLER_KUBECONFIG" \
   --leader-elect --leader-election-namespace randomsecret-system --leader-election-id e2e-randomsecret --tracking \
   --service-account-namespace randomsecret-system --service-account-name e2e-randomsecret \
+  --vault-allowed-networks 127.0.0.1/32 \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
   >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!

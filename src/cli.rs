@@ -225,6 +225,21 @@ pub struct ControllerArgs {
     /// Namespace of --service-account-name (default: $POD_NAMESPACE, else "default").
     #[arg(long, env = "RANDOMSECRET_SERVICE_ACCOUNT_NAMESPACE")]
     pub service_account_namespace: Option<String>,
+    /// Allow http:// (unencrypted) Vault addresses, for development. Never
+    /// with Kubernetes auth. Off: every connection must use https://.
+    #[arg(long, env = "RANDOMSECRET_ALLOW_HTTP_VAULT", default_value_t = false)]
+    pub allow_http_vault: bool,
+    /// Addresses and networks (CIDR, comma-separated) that namespaced
+    /// VaultConnections may reach, checked after name resolution. Unset: any
+    /// address but loopback, link-local, unspecified, multicast and cloud
+    /// metadata addresses. Listed addresses are allowed even if they are one
+    /// of those. ClusterVaultConnections are not limited.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_VAULT_ALLOWED_NETWORKS",
+        value_delimiter = ','
+    )]
+    pub vault_allowed_networks: Vec<crate::push::vault::address::Network>,
     /// The mutating webhook of annotation mode (off unless --webhook-bind-address is set).
     #[command(flatten)]
     pub webhook: WebhookArgs,

@@ -183,9 +183,11 @@ pub struct VaultVersion {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct VaultServer {
-    /// The server's address, https://host:port (http:// only for development).
-    #[schemars(length(min = 8, max = 2048))]
-    #[x_kube(validation = Rule::new("self.startsWith('https://') || self.startsWith('http://')").message("address must start with https:// (or http:// for development)"))]
+    /// The server's address: https://host[:port] only, no path, query,
+    /// fragment or user name (http:// only if the controller allows it, for
+    /// development).
+    #[schemars(length(min = 8, max = 512))]
+    #[x_kube(validation = Rule::new(r#"self.matches('^https?://([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?/?$')"#).message("address must be https://host[:port] (or http:// where the controller allows it): no path, query, fragment or user name"))]
     pub address: String,
     /// The CA that signed the server's certificate, PEM (default: none; an
     /// https address then needs it).
@@ -194,6 +196,7 @@ pub struct VaultServer {
     /// Mount of the KV v2 engine (default "secret").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
+    #[x_kube(validation = Rule::new("self.matches('^[-_.a-zA-Z0-9]+(/[-_.a-zA-Z0-9]+)*/?$') && !self.split('/').exists(s, s == '.' || s == '..')").message("a mount is segments of letters, digits, '-', '_' and '.', separated by single '/', without '.' or '..' segments"))]
     pub kv_mount: Option<String>,
     /// Every path is below this prefix; {namespace} is the RandomSecret's
     /// namespace (default "randomsecret/{namespace}").
@@ -255,6 +258,7 @@ pub struct KubernetesAuth {
     /// Mount of the auth method (default "kubernetes").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
+    #[x_kube(validation = Rule::new("self.matches('^[-_.a-zA-Z0-9]+(/[-_.a-zA-Z0-9]+)*/?$') && !self.split('/').exists(s, s == '.' || s == '..')").message("a mount is segments of letters, digits, '-', '_' and '.', separated by single '/', without '.' or '..' segments"))]
     pub mount: Option<String>,
     /// The Vault role to log in as.
     #[schemars(length(min = 1, max = 128))]
@@ -312,6 +316,7 @@ pub struct ConnectionStatus {
 #[x_kube(
     validation = Rule::new("!has(self.ca) || (has(self.ca.secretRef) ? has(self.ca.secretRef.namespace) : has(self.ca.configMapRef.namespace))").message("ca: a ClusterVaultConnection names the namespace of its Secret or ConfigMap"),
     validation = Rule::new("!has(self.auth.tokenSecretRef) || has(self.auth.tokenSecretRef.namespace)").message("auth.tokenSecretRef: a ClusterVaultConnection names the namespace of its Secret"),
+    validation = Rule::new("!has(self.pathPrefix) || self.pathPrefix.contains('{namespace}') || (has(self.allowedNamespaces) && size(self.allowedNamespaces) == 1) || (has(self.sharedPrefix) && self.sharedPrefix)").message("pathPrefix without {namespace} lets the RandomSecrets of every allowed namespace write below one prefix: list exactly one namespace in allowedNamespaces, or set sharedPrefix: true"),
 )]
 pub struct ClusterVaultConnectionSpec {
     #[serde(flatten)]
@@ -319,6 +324,12 @@ pub struct ClusterVaultConnectionSpec {
     /// Namespaces whose RandomSecrets may use this connection (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_namespaces: Option<Vec<String>>,
+    /// A pathPrefix without {namespace} for more than one namespace: the
+    /// allowed namespaces share one folder, first come first served (a path
+    /// another namespace wrote first is PathNotManaged). Default false: such
+    /// a prefix needs exactly one namespace in allowedNamespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix: Option<bool>,
 }
 
 /// A Vault or OpenBao server for the RandomSecrets of its own namespace. It

@@ -89,8 +89,14 @@ pub enum PushError {
     InvalidPath(String),
     #[error("{0}")]
     KeyNotFound(String),
+    /// The data to push is larger than `vault::plan::MAX_PAYLOAD`.
+    #[error("{0}")]
+    PayloadTooLarge(String),
     #[error("{0}")]
     PathNotManaged(String),
+    /// The version Secret carries no valid proof of creation: not pushed.
+    #[error("{0}")]
+    UnprovenVersion(String),
     #[error(transparent)]
     Vault(#[from] vault::client::VaultError),
     #[error("{0}")]
@@ -123,7 +129,9 @@ impl PushError {
             PushError::InvalidConnection(_) | PushError::ReferenceGone(_) => "InvalidConnection",
             PushError::InvalidPath(_) => "InvalidPath",
             PushError::KeyNotFound(_) => "KeyNotFound",
+            PushError::PayloadTooLarge(_) => "PayloadTooLarge",
             PushError::PathNotManaged(_) => "PathNotManaged",
+            PushError::UnprovenVersion(_) => "VersionNotProven",
             PushError::Vault(e) => e.reason(),
             PushError::Kube(_) => "ApiError",
             PushError::NotMadeForTarget(_) => "AwaitingNextVersion",
@@ -138,6 +146,7 @@ impl PushError {
         match self {
             PushError::InvalidPath(_)
             | PushError::KeyNotFound(_)
+            | PushError::PayloadTooLarge(_)
             | PushError::NotMadeForTarget(_) => Next::AwaitChange,
             _ => Next::Retry,
         }
@@ -153,6 +162,12 @@ pub struct Context {
     pub tokens: vault::connection::Tokens,
     /// The controller's ServiceAccount (Kubernetes auth); None: not known.
     pub identity: Option<vault::connection::Identity>,
+    /// The controller's proof key: the owner proof of the Vault paths it
+    /// writes (`vault::plan::META_OWNER`).
+    pub proof_key: crate::proof::ProofKey,
+    /// Where connections may send requests (--allow-http-vault,
+    /// --vault-allowed-networks).
+    pub vault_policy: vault::address::Policy,
     pub out_of_sync: Mutex<HashSet<Key>>,
     /// The Ready condition last written per connection (status, reason), so
     /// a connection's status is written when it changes, not on every push.

@@ -57,7 +57,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let servers = admin::spawn(&args, registry, readiness.clone(), shutdown.clone()).await?;
 
     // Watches feed the caches and send the keys of the RandomSecrets to reconcile.
-    let caches = Arc::new(Caches::new(proof_key));
+    let caches = Arc::new(Caches::new(proof_key.clone()));
     let (triggers, keys) = mpsc::unbounded_channel();
     let sources = watches::Watch {
         client: client.clone(),
@@ -157,8 +157,18 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
                     .or_else(|| std::env::var("POD_NAMESPACE").ok())
                     .unwrap_or_else(|| "default".into()),
                 name,
+                pod: std::env::var("POD_NAME")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+                    .map(|n| (n, std::env::var("POD_UID").ok().filter(|u| !u.is_empty()))),
+                api_audiences: crate::push::vault::audience::own(args.kubeconfig.as_deref()),
             }
         }),
+        proof_key,
+        vault_policy: crate::push::vault::address::Policy {
+            allow_http: args.allow_http_vault,
+            allowed_networks: args.vault_allowed_networks.clone(),
+        },
         out_of_sync: Default::default(),
         connections: Default::default(),
         down: Default::default(),
@@ -255,6 +265,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             "in-flight reconciles did not finish in time after the shutdown signal; stopping anyway"
         ),
     }
+    // The Vault tokens of Kubernetes-auth logins are revoked, not left to
+    // expire (a copy of the process's memory holds nothing usable).
+    push_ctx.tokens.revoke_all(Duration::from_secs(2)).await;
     if let Some(e) = elector {
         // Releases the lease (if held) so a standby takes over at once.
         let _ = e.await;

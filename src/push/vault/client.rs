@@ -31,21 +31,33 @@ pub enum VaultError {
     Status { call: &'static str, status: u16 },
     #[error("{call}: unreadable answer: {detail}")]
     Invalid { call: &'static str, detail: String },
+    #[error("{call}: the answer is larger than {} MiB; it was not read", MAX_REPLY >> 20)]
+    ReplyTooLarge { call: &'static str },
     #[error("the connection's CA is not a PEM certificate: {0}")]
     BadCa(String),
+    #[error("{0}")]
+    BadAddress(&'static str),
 }
+
+/// The most of a reply that is read: a KV version, its metadata or a login
+/// is a few KiB; a server that sends more (a hostile one: gigabytes, or a
+/// body without end) is refused before it can fill the controller's memory.
+pub const MAX_REPLY: usize = 4 << 20;
 
 impl VaultError {
     /// The VaultSynced reason.
     pub fn reason(&self) -> &'static str {
         match self {
-            VaultError::Unreachable { .. } | VaultError::Status { .. } => "Unreachable",
-            VaultError::Invalid { .. } => "Unreachable",
+            VaultError::Unreachable { .. } => "Unreachable",
+            // An answer: the server is there, it refused or garbled this call.
+            VaultError::Status { .. } => "UnexpectedStatus",
+            VaultError::Invalid { .. } => "InvalidReply",
             VaultError::Sealed { .. } => "Sealed",
             VaultError::AuthFailed { .. } => "AuthFailed",
             VaultError::PermissionDenied { .. } => "PermissionDenied",
             VaultError::CasMismatch { .. } => "Conflict",
-            VaultError::BadCa(_) => "InvalidConnection",
+            VaultError::BadCa(_) | VaultError::BadAddress(_) => "InvalidConnection",
+            VaultError::ReplyTooLarge { .. } => "ReplyTooLarge",
         }
     }
 }
@@ -89,14 +101,32 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client for `address` (trailing '/' removed) and the KV v2 `mount`,
-    /// trusting `ca_pem` (if any) and each request bounded by `timeout`.
+    /// A client for `address` (`scheme://host[:port]`, anything more is
+    /// refused) and the KV v2 `mount`, trusting `ca_pem` (if any) and each
+    /// request bounded by `timeout`.
     pub fn new(
         address: &str,
         mount: &str,
         ca_pem: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<Self, VaultError> {
+        Self::pinned(address, mount, ca_pem, timeout, None)
+    }
+
+    /// As [`Client::new`]; with `pin`, every request goes to that socket
+    /// address (checked before, see `address::pin`), whatever the name
+    /// resolves to later, and never through a proxy.
+    pub fn pinned(
+        address: &str,
+        mount: &str,
+        ca_pem: Option<&[u8]>,
+        timeout: Duration,
+        pin: Option<std::net::SocketAddr>,
+    ) -> Result<Self, VaultError> {
+        let parsed = super::address::parse(address).map_err(VaultError::BadAddress)?;
+        if !super::address::mount_ok(mount) {
+            return Err(VaultError::BadAddress(super::address::BAD_MOUNT));
+        }
         let mut roots = rustls::RootCertStore::empty();
         if let Some(pem) = ca_pem {
             let certs = pem::parse_many(pem).map_err(|e| VaultError::BadCa(e.to_string()))?;
@@ -117,16 +147,23 @@ impl Client {
             .map_err(|e| VaultError::BadCa(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
             .timeout(timeout)
             .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(pin) = pin {
+            http = http.no_proxy();
+            if parsed.ip().is_none() {
+                http = http.resolve(&parsed.host, pin);
+            }
+        }
+        let http = http
             .build()
             .map_err(|e| VaultError::BadCa(e.without_url().to_string()))?;
         Ok(Client {
             http,
-            address: address.trim_end_matches('/').to_string(),
+            address: parsed.base,
             mount: mount.trim_matches('/').to_string(),
         })
     }
@@ -179,6 +216,25 @@ impl Client {
         !matches!(resp, Ok(r) if r.status().as_u16() == 403)
     }
 
+    /// Revokes `token` (`auth/token/revoke-self`): a login token this
+    /// process no longer uses. Best effort: a failure is only logged.
+    pub async fn revoke_self(&self, token: &str) {
+        let sent = self
+            .http
+            .post(self.url("auth/token/revoke-self"))
+            .header("X-Vault-Token", token)
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() => {}
+            Ok(r) => tracing::debug!(
+                status = r.status().as_u16(),
+                "revoking a Vault token failed"
+            ),
+            Err(e) => tracing::debug!(error = %describe(&e), "revoking a Vault token failed"),
+        }
+    }
+
     /// Whether the server says it is sealed (sys/health, no token needed).
     pub async fn sealed(&self) -> bool {
         #[derive(Deserialize)]
@@ -189,7 +245,11 @@ impl Client {
         let Ok(resp) = self.http.get(self.url("sys/health")).send().await else {
             return false;
         };
-        resp.json::<Health>().await.is_ok_and(|h| h.sealed)
+        read_capped("reading sys/health", resp)
+            .await
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Health>(&b).ok())
+            .is_some_and(|h| h.sealed)
     }
 
     /// Logs in with a JWT at `auth/<mount>/login`.
@@ -200,6 +260,9 @@ impl Client {
         jwt: &str,
     ) -> Result<Login, VaultError> {
         const CALL: &str = "login";
+        if !super::address::mount_ok(auth_mount) {
+            return Err(VaultError::BadAddress(super::address::BAD_MOUNT));
+        }
         let req = self
             .http
             .post(self.url(&format!("auth/{}/login", auth_mount.trim_matches('/'))))
@@ -243,9 +306,9 @@ impl Client {
         };
         serde_json::from_value(body["data"].clone())
             .map(Some)
-            .map_err(|e| VaultError::Invalid {
+            .map_err(|_| VaultError::Invalid {
                 call: CALL,
-                detail: e.to_string(),
+                detail: "not KV version 2 metadata".into(),
             })
     }
 
@@ -258,13 +321,14 @@ impl Client {
         let resp = self.send(CALL, Some(token), req).await?;
         let status = resp.status().as_u16();
         // 404 with a body names a deleted newest version; without, no path.
-        let body: Value = match resp.json::<Value>().await {
+        let bytes = read_capped(CALL, resp).await?;
+        let body: Value = match serde_json::from_slice(&bytes) {
             Ok(v) => v,
             Err(_) if status == 404 => return Ok(None),
             Err(e) => {
                 return Err(VaultError::Invalid {
                     call: CALL,
-                    detail: describe(&e),
+                    detail: format!("not JSON at line {} column {}", e.line(), e.column()),
                 });
             }
         };
@@ -353,10 +417,7 @@ async fn ok_json<T: serde::de::DeserializeOwned>(
     match status {
         404 | 204 => Ok(None),
         200..=299 => {
-            let bytes = resp.bytes().await.map_err(|e| VaultError::Unreachable {
-                call,
-                detail: describe(&e),
-            })?;
+            let bytes = read_capped(call, resp).await?;
             if bytes.is_empty() {
                 return Ok(None);
             }
@@ -371,25 +432,61 @@ async fn ok_json<T: serde::de::DeserializeOwned>(
     }
 }
 
-/// A transport error without its URL or anything the server sent.
+/// The body of `resp`, at most [`MAX_REPLY`] bytes: a Content-Length above
+/// it is refused before anything is read, and a body that runs on (chunked,
+/// or longer than it said) is refused as soon as it passes the cap.
+async fn read_capped(
+    call: &'static str,
+    mut resp: reqwest::Response,
+) -> Result<Vec<u8>, VaultError> {
+    if resp.content_length().is_some_and(|n| n > MAX_REPLY as u64) {
+        return Err(VaultError::ReplyTooLarge { call });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| VaultError::Unreachable {
+        call,
+        detail: describe(&e),
+    })? {
+        if body.len() + chunk.len() > MAX_REPLY {
+            return Err(VaultError::ReplyTooLarge { call });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A transport error as fixed text: what failed, never the URL, an
+/// address, or anything the server sent (a tenant's connection must not
+/// turn the controller into a probe that reports what it found).
 fn describe(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timed out"
     } else if e.is_connect() {
         "connection failed"
-    } else if e.is_decode() {
-        "unreadable body"
+    } else if e.is_decode() || e.is_body() {
+        "the answer broke off"
     } else {
         "request failed"
     };
-    // The source chain says why (refused, certificate unknown) and holds no body.
-    let mut detail = kind.to_string();
+    let mut hint = None;
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
-        detail = format!("{detail}: {s}");
+        if s.downcast_ref::<rustls::Error>().is_some() {
+            hint = Some("TLS handshake failed (check the connection's CA and the server's name)");
+        } else if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            hint = hint.or(match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => Some("connection refused"),
+                std::io::ErrorKind::ConnectionReset => Some("connection reset"),
+                std::io::ErrorKind::TimedOut => Some("timed out"),
+                _ => None,
+            });
+        }
         source = s.source();
     }
-    detail
+    match hint {
+        Some(h) => format!("{kind}: {h}"),
+        None => kind.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -454,11 +551,11 @@ mod tests {
             current.data.unwrap(),
             BTreeMap::from([("a".into(), "1".into()), ("n".into(), "2".into())])
         );
-        // 503 from a server that is not sealed: unreachable, not Sealed.
+        // 503 from a server that is not sealed: an unexpected status, not Sealed.
         let c = Client::new(&server(false).await, "secret", None, Duration::from_secs(2)).unwrap();
         assert_eq!(
             c.metadata("t", "p").await.unwrap_err().reason(),
-            "Unreachable"
+            "UnexpectedStatus"
         );
     }
 
@@ -520,5 +617,163 @@ mod tests {
             Duration::from_secs(1),
         );
         assert!(matches!(e, Err(VaultError::BadCa(_))));
+    }
+}
+
+#[cfg(test)]
+mod hostile {
+    //! A server that answers with endless or huge bodies: every reply is
+    //! read through a cap, so the controller's memory stays small.
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A raw HTTP/1.1 server on loopback that answers every request with
+    /// `head`, then 64 KiB pieces of body forever (chunks if `chunked`).
+    async fn server(head: &'static str, chunked: bool) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = s.read(&mut buf).await;
+                    if s.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let piece = "x".repeat(0x10000);
+                    let chunk = if chunked {
+                        format!("10000\r\n{piece}\r\n")
+                    } else {
+                        piece
+                    };
+                    loop {
+                        if s.write_all(chunk.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    fn rss_kib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn a_huge_or_endless_reply_is_refused_not_read() {
+        let before = rss_kib();
+        let huge = server(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2147483648\r\n\r\n{",
+            false,
+        )
+        .await;
+        let endless = server(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+            true,
+        )
+        .await;
+        for address in [huge, endless] {
+            let c = Client::new(&address, "secret", None, Duration::from_secs(20)).unwrap();
+            let started = std::time::Instant::now();
+            let calls = [
+                c.metadata("t", "p").await.map(drop),
+                c.current("t", "p").await.map(drop),
+                c.login_kubernetes("kubernetes", "r", "jwt").await.map(drop),
+                c.write("t", "p", 0, &BTreeMap::new()).await.map(drop),
+            ];
+            for r in calls {
+                let e = r.unwrap_err();
+                assert_eq!(e.reason(), "ReplyTooLarge", "{address}: {e}");
+            }
+            assert!(!c.sealed().await);
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "{address}: the body was read on and on"
+            );
+        }
+        let grown = rss_kib().saturating_sub(before);
+        assert!(grown < 200 * 1024, "RSS grew by {grown} KiB");
+    }
+}
+
+#[cfg(test)]
+mod request_target {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A loopback server that records each request line.
+    async fn recorder() -> (String, Arc<Mutex<Vec<String>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 8192];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let text = String::from_utf8_lossy(&buf[..n]).to_string();
+                log.lock()
+                    .unwrap()
+                    .push(text.lines().next().unwrap_or_default().to_string());
+                let _ = s
+                    .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    .await;
+            }
+        });
+        (format!("http://{addr}"), seen)
+    }
+
+    /// An address with a path, '?' or '#' would fix the request target
+    /// (`/v1/sys/seal#` makes every call a request to /v1/sys/seal): it is
+    /// refused before anything is sent.
+    #[tokio::test]
+    async fn an_address_cannot_choose_the_request_target() {
+        let (base, seen) = recorder().await;
+        for suffix in [
+            "/v1/sys/seal#",
+            "/v1/sys/seal?",
+            "/v1/sys/seal?x=",
+            "/anything",
+        ] {
+            let address = format!("{base}{suffix}");
+            if let Ok(c) = Client::new(&address, "secret", None, Duration::from_secs(2)) {
+                let _ = c.metadata("t", "p").await;
+            }
+        }
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.is_empty(), "requests were sent: {seen:?}");
+    }
+
+    /// A pinned client sends to the pinned socket address, whatever its
+    /// name would resolve to (here: nothing; no DNS query is made).
+    #[tokio::test]
+    async fn a_pinned_client_goes_to_the_checked_address_only() {
+        let (base, seen) = recorder().await;
+        let port = base.rsplit(':').next().unwrap();
+        let pin: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let c = Client::pinned(
+            &format!("http://vault.invalid:{port}"),
+            "secret",
+            None,
+            Duration::from_secs(2),
+            Some(pin),
+        )
+        .unwrap();
+        assert_eq!(c.metadata("t", "p").await.unwrap(), None);
+        assert_eq!(
+            seen.lock().unwrap().clone(),
+            vec!["GET /v1/secret/metadata/p HTTP/1.1".to_string()]
+        );
     }
 }

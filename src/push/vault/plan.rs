@@ -12,6 +12,18 @@ pub const META_NAMESPACE: &str = "source-namespace";
 pub const META_NAME: &str = "source-name";
 pub const META_UID: &str = "source-uid";
 pub const META_SECRET: &str = "secret-name";
+/// Which installation wrote the mark: an HMAC under the controller's proof
+/// key over the RandomSecret's namespace and name ([`owner_fields`]). Two
+/// clusters (or two installations) that share one Vault never take each
+/// other's paths, and no one without the key can write a mark of ours.
+pub const META_OWNER: &str = "owner-proof";
+/// The proof domain of [`META_OWNER`].
+pub const OWNER_DOMAIN: &str = "vault-path-owner";
+
+/// The fields [`META_OWNER`] is a proof over.
+pub fn owner_fields<'a>(namespace: &'a str, name: &'a str) -> [&'a str; 2] {
+    [namespace, name]
+}
 
 /// How many Secret versions status.push.vault maps to KV versions.
 pub const VERSIONS_KEPT: usize = 10;
@@ -22,6 +34,8 @@ pub struct Source<'a> {
     pub namespace: &'a str,
     pub name: &'a str,
     pub uid: &'a str,
+    /// This installation's [`META_OWNER`] for namespace/name.
+    pub owner: &'a str,
 }
 
 /// The path below the mount: `prefix/path`, both templates; None when a
@@ -71,6 +85,16 @@ pub fn data(
     }
 }
 
+/// The most data one push writes (keys and values): far above what a
+/// Secret of credentials holds, and small enough that no RandomSecret can
+/// make a shared server slow for everyone else.
+pub const MAX_PAYLOAD: usize = 256 << 10;
+
+/// The size of the data to write, keys and values.
+pub fn payload_size(data: &BTreeMap<String, String>) -> usize {
+    data.iter().map(|(k, v)| k.len() + v.len()).sum()
+}
+
 /// The custom metadata that marks the path as ours, naming the version.
 pub fn ours(src: &Source, secret_name: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
@@ -79,18 +103,36 @@ pub fn ours(src: &Source, secret_name: &str) -> BTreeMap<String, String> {
         (META_NAME.into(), src.name.into()),
         (META_UID.into(), src.uid.into()),
         (META_SECRET.into(), secret_name.into()),
+        (META_OWNER.into(), src.owner.into()),
     ])
 }
 
 /// Whether existing metadata marks the path as ours: written by this
-/// controller for this namespace/name (a RandomSecret deleted with Retain and
-/// made again takes its path back, as it adopts its Secrets).
+/// installation (its owner proof) for this namespace/name (a RandomSecret
+/// deleted with Retain and made again takes its path back, as it adopts its
+/// Secrets). A mark written before owner proofs (none) is ours only if it
+/// names this very RandomSecret (its uid): another cluster's RandomSecret of
+/// the same namespace and name has another uid. Such a mark is rewritten
+/// with the proof ([`needs_mark`]).
 pub fn is_ours(meta: &Metadata, src: &Source) -> bool {
     let custom = meta.custom_metadata.as_ref();
     let get = |k: &str| custom.and_then(|c| c.get(k)).map(String::as_str);
+    let owned = match get(META_OWNER) {
+        Some(owner) => owner == src.owner,
+        None => get(META_UID) == Some(src.uid),
+    };
     get(META_MANAGED_BY) == Some(MANAGED_BY)
         && get(META_NAMESPACE) == Some(src.namespace)
         && get(META_NAME) == Some(src.name)
+        && owned
+}
+
+/// Whether a path of ours needs its mark written again: it names another
+/// version, or has no owner proof yet (written before them).
+pub fn needs_mark(meta: Option<&Metadata>, src: &Source, secret_name: &str) -> bool {
+    let custom = meta.and_then(|m| m.custom_metadata.as_ref());
+    let get = |k: &str| custom.and_then(|c| c.get(k)).map(String::as_str);
+    get(META_SECRET) != Some(secret_name) || get(META_OWNER) != Some(src.owner)
 }
 
 /// What to do with the path.
@@ -210,6 +252,7 @@ mod tests {
         namespace: "team",
         name: "db",
         uid: "u1",
+        owner: "v1.this-installation",
     };
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -239,6 +282,13 @@ mod tests {
         assert_eq!(path("p", Some("../x"), &SRC), None);
         assert_eq!(path("p", Some("a//b"), &SRC), None);
         assert_eq!(path("p?x", None, &SRC), None);
+    }
+
+    #[test]
+    fn the_payload_counts_keys_and_values() {
+        assert_eq!(payload_size(&map(&[("ab", "123"), ("c", "")])), 6);
+        let big = map(&[("k", &"x".repeat(MAX_PAYLOAD))]);
+        assert!(payload_size(&big) > MAX_PAYLOAD);
     }
 
     #[test]
@@ -359,6 +409,59 @@ mod tests {
         // Our own path, from a RandomSecret of the same name made again: ours.
         let again = ours(&Source { uid: "u0", ..SRC }, "db-1");
         assert!(is_ours(&meta(1, Some(again)), &SRC));
+    }
+
+    /// Two clusters, one Vault: a RandomSecret of the same namespace and
+    /// name in another cluster (another proof key) marks the path with its
+    /// own owner proof; the path is not ours, never written nor deleted.
+    #[test]
+    fn another_installations_path_is_not_ours() {
+        let c = Current {
+            version: 1,
+            data: Some(map(&[("a", "1")])),
+        };
+        let theirs = ours(
+            &Source {
+                uid: "other-cluster-uid",
+                owner: "v1.other-installation",
+                ..SRC
+            },
+            "db-1",
+        );
+        let m = meta(1, Some(theirs));
+        assert!(!is_ours(&m, &SRC));
+        assert_eq!(
+            decide(Some(&m), Some(&c), &map(&[("a", "1")]), &SRC, "db-1"),
+            Decision::NotManaged
+        );
+        // Same uid but another installation's proof: not ours either.
+        let forged = ours(
+            &Source {
+                owner: "v1.forged",
+                ..SRC
+            },
+            "db-1",
+        );
+        assert!(!is_ours(&meta(1, Some(forged)), &SRC));
+    }
+
+    /// A mark written before owner proofs: ours only for the very
+    /// RandomSecret it names (uid), then marked again with the proof.
+    #[test]
+    fn a_mark_without_owner_proof_is_adopted_by_its_own_randomsecret_only() {
+        let mut legacy = ours(&SRC, "db-1");
+        legacy.remove(META_OWNER);
+        let m = meta(1, Some(legacy.clone()));
+        assert!(is_ours(&m, &SRC));
+        assert!(needs_mark(Some(&m), &SRC, "db-1"));
+        let other_cluster = Source {
+            uid: "u-elsewhere",
+            ..SRC
+        };
+        assert!(!is_ours(&m, &other_cluster));
+        let marked = meta(1, Some(ours(&SRC, "db-1")));
+        assert!(!needs_mark(Some(&marked), &SRC, "db-1"));
+        assert!(needs_mark(Some(&marked), &SRC, "db-2"));
     }
 
     #[test]
