@@ -137,7 +137,7 @@ async fn status(args: StatusArgs) -> anyhow::Result<()> {
     if args.watch {
         fetch::watch(&client, &scope, args.interval, draw).await
     } else {
-        match draw(&fetch::status(&client, &scope).await?) {
+        match draw(&fetch::status(&client, &scope, fetch::Freshness::Consistent).await?) {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
             r => Ok(r?),
         }

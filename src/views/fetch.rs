@@ -37,6 +37,46 @@ where
     }
 }
 
+/// Objects per page: a namespace with 50,000 Pods is read in pieces, not
+/// in one reply the apiserver must build whole.
+const PAGE: u32 = 500;
+
+/// How a read lists: a one-off read is consistent (etcd); each poll of
+/// `--watch` reads the apiserver's watch cache (`resourceVersion=0`), so
+/// polling every few seconds costs etcd nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Freshness {
+    Consistent,
+    Cached,
+}
+
+fn list_params(freshness: Freshness) -> ListParams {
+    let lp = ListParams::default().limit(PAGE);
+    match freshness {
+        Freshness::Consistent => lp,
+        Freshness::Cached => lp.match_any(),
+    }
+}
+
+/// Every page of a list (`page` lists one, from its `continue` token).
+async fn paged<T, F, Fut>(lp: ListParams, mut page: F) -> kube::Result<Vec<T>>
+where
+    T: Clone,
+    F: FnMut(ListParams) -> Fut,
+    Fut: std::future::Future<Output = kube::Result<kube::api::ObjectList<T>>>,
+{
+    let mut items = Vec::new();
+    let mut lp = lp;
+    loop {
+        let list = page(lp.clone()).await?;
+        items.extend(list.items);
+        match list.metadata.continue_ {
+            Some(token) if !token.is_empty() => lp = lp.continue_token(&token),
+            _ => return Ok(items),
+        }
+    }
+}
+
 fn forbidden(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 403)
 }
@@ -48,6 +88,7 @@ async fn holders<K>(
     plural: &str,
     held: fn(&K) -> Held,
     notes: &mut Vec<String>,
+    freshness: Freshness,
 ) -> anyhow::Result<Vec<(Held, Option<String>)>>
 where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -55,12 +96,14 @@ where
         + DeserializeOwned
         + Debug,
 {
-    match api::<K>(client, namespace)
-        .list(&ListParams::default())
-        .await
+    let api = api::<K>(client, namespace);
+    match paged(list_params(freshness), |lp| {
+        let api = api.clone();
+        async move { api.list(&lp).await }
+    })
+    .await
     {
-        Ok(list) => Ok(list
-            .items
+        Ok(items) => Ok(items
             .iter()
             .map(|o| {
                 let rs = o.meta().owner_references.iter().flatten().find_map(|r| {
@@ -80,7 +123,7 @@ where
 }
 
 /// Reads everything the view needs.
-pub async fn read(client: &Client, scope: &Scope) -> anyhow::Result<Read> {
+pub async fn read(client: &Client, scope: &Scope, freshness: Freshness) -> anyhow::Result<Read> {
     let ns = scope.namespace.as_deref();
     let randomsecrets: Vec<RandomSecretObject> = match &scope.name {
         Some(name) => {
@@ -97,11 +140,13 @@ pub async fn read(client: &Client, scope: &Scope) -> anyhow::Result<Read> {
             }
         }
         None => {
-            api::<RandomSecretObject>(client, ns)
-                .list(&ListParams::default())
-                .await
-                .context("listing RandomSecrets")?
-                .items
+            let api = api::<RandomSecretObject>(client, ns);
+            paged(list_params(freshness), |lp| {
+                let api = api.clone();
+                async move { api.list(&lp).await }
+            })
+            .await
+            .context("listing RandomSecrets")?
         }
     };
     let mut selector = format!("{LABEL_MANAGED_BY}={MANAGED_BY}");
@@ -109,14 +154,16 @@ pub async fn read(client: &Client, scope: &Scope) -> anyhow::Result<Read> {
         selector.push_str(&format!(",{LABEL_NAME}={name}"));
     }
     // Metadata only: the Secrets' data never reaches this process.
-    let secrets = api::<Secret>(client, ns)
-        .list_metadata(&ListParams::default().labels(&selector))
-        .await
-        .context("listing the version Secrets' metadata")?
-        .items
-        .into_iter()
-        .map(|m| m.metadata)
-        .collect();
+    let secret_api = api::<Secret>(client, ns);
+    let secrets = paged(list_params(freshness).labels(&selector), |lp| {
+        let api = secret_api.clone();
+        async move { api.list_metadata(&lp).await }
+    })
+    .await
+    .context("listing the version Secrets' metadata")?
+    .into_iter()
+    .map(|m| m.metadata)
+    .collect();
     let mut notes = Vec::new();
     let mut held = holders::<ReplicaSetRefs>(
         client,
@@ -124,6 +171,7 @@ pub async fn read(client: &Client, scope: &Scope) -> anyhow::Result<Read> {
         "ReplicaSets",
         references::replica_set,
         &mut notes,
+        freshness,
     )
     .await?;
     held.extend(
@@ -133,10 +181,13 @@ pub async fn read(client: &Client, scope: &Scope) -> anyhow::Result<Read> {
             "ControllerRevisions",
             references::controller_revision,
             &mut notes,
+            freshness,
         )
         .await?,
     );
-    held.extend(holders::<PodRefs>(client, ns, "Pods", references::pod, &mut notes).await?);
+    held.extend(
+        holders::<PodRefs>(client, ns, "Pods", references::pod, &mut notes, freshness).await?,
+    );
     let holders = held
         .into_iter()
         .filter_map(|(h, rs)| {
@@ -181,9 +232,13 @@ pub async fn client(
     Ok(Client::try_from(config)?)
 }
 
-/// The view now.
-pub async fn status(client: &Client, scope: &Scope) -> anyhow::Result<StatusList> {
-    Ok(assemble(&read(client, scope).await?))
+/// The view now (`Freshness::Consistent`), or as the watch cache has it.
+pub async fn status(
+    client: &Client,
+    scope: &Scope,
+    freshness: Freshness,
+) -> anyhow::Result<StatusList> {
+    Ok(assemble(&read(client, scope, freshness).await?))
 }
 
 /// `--watch`: reads every `interval` and calls `draw` with the view each
@@ -197,7 +252,13 @@ pub async fn watch(
 ) -> anyhow::Result<()> {
     let mut last: Option<StatusList> = None;
     loop {
-        let view = status(client, scope).await?;
+        // The first view is consistent, each later one from the watch cache.
+        let freshness = if last.is_none() {
+            Freshness::Consistent
+        } else {
+            Freshness::Cached
+        };
+        let view = status(client, scope, freshness).await?;
         if last.as_ref() != Some(&view) {
             if let Err(e) = draw(&view) {
                 if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -208,5 +269,47 @@ pub async fn watch(
             last = Some(view);
         }
         tokio::time::sleep(interval).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::api::ObjectList;
+
+    /// Pages are followed by their continue token until the last, and each
+    /// request carries the page size and the freshness asked for.
+    #[tokio::test]
+    async fn every_page_is_read_in_order() {
+        let seen = std::sync::Mutex::new(Vec::new());
+        let items = paged(list_params(Freshness::Cached), |lp| {
+            seen.lock().unwrap().push((
+                lp.continue_token.clone(),
+                lp.limit,
+                lp.resource_version.clone(),
+            ));
+            let page = match lp.continue_token.as_deref() {
+                None => (vec![1, 2], Some("a")),
+                Some("a") => (vec![3], Some("b")),
+                Some(_) => (vec![4], Some("")),
+            };
+            async move {
+                let mut list: ObjectList<i32> = serde_json::from_value(serde_json::json!({
+                    "metadata": {}, "items": page.0,
+                }))
+                .unwrap();
+                list.metadata.continue_ = page.1.map(String::from);
+                Ok(list)
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(items, [1, 2, 3, 4]);
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[1].0.as_deref(), Some("a"));
+        assert!(seen.iter().all(|s| s.1 == Some(PAGE)));
+        assert!(seen.iter().all(|s| s.2.as_deref() == Some("0")), "{seen:?}");
+        assert_eq!(list_params(Freshness::Consistent).resource_version, None);
     }
 }
