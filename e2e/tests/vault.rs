@@ -464,6 +464,23 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
         versions.insert(name, (secret_name(&rs)?, value(&s, "token")?));
     }
     ensure!(kv(&bao, &path("keep"))?.1 == json!({"token": versions["keep"].1}));
+    // Only a deletion that removes the path waits for the controller: with
+    // Retain there is no finalizer (an uninstalled controller never holds a
+    // namespace in deletion); with Delete there is.
+    for (name, finalizer) in [("keep", false), ("forget", true)] {
+        let held = api
+            .get(name)
+            .await?
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == "randomsecret.io/push");
+        ensure!(
+            held == finalizer,
+            "{name}: push finalizer {held}, want {finalizer}"
+        );
+    }
     // A refused login or token: the connection is not Ready; a denied path
     // is a policy matter of a connection that works.
     let connections = Api::<ClusterVaultConnection>::all(client.clone());

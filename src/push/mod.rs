@@ -49,8 +49,20 @@ pub const VAULT_SYNCED: &str = "VaultSynced";
 /// A synced target is compared again this often (a value changed by hand in
 /// Vault is written back); reading writes nothing.
 pub const RESYNC: Duration = Duration::from_secs(600);
-/// How often a deletion that waits on its target looks again.
+/// How often a deletion that waits on its target looks again, at first;
+/// the wait between looks grows with the wait so far, to [`CLEANUP_RECHECK_MAX`].
 pub const CLEANUP_RECHECK: Duration = Duration::from_secs(5);
+pub const CLEANUP_RECHECK_MAX: Duration = Duration::from_secs(120);
+/// How long a deletion waits on a state only a person can fix (a namespace
+/// no longer allowed, a role removed, an invalid path) before it lets the
+/// RandomSecret go and keeps the path, with a Warning Event.
+pub const CLEANUP_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The wait before a waiting deletion looks again, `waited` after it began:
+/// a quarter of the wait so far, within [`CLEANUP_RECHECK`, `CLEANUP_RECHECK_MAX`].
+pub fn cleanup_recheck(waited: Duration) -> Duration {
+    (waited / 4).clamp(CLEANUP_RECHECK, CLEANUP_RECHECK_MAX)
+}
 /// How soon a push waiting for its version to be Ready looks again.
 pub const AWAIT_READY: Duration = Duration::from_secs(15);
 /// Most pushes at once (each waits on a remote server, not on the CPU);
@@ -137,6 +149,26 @@ impl PushError {
             PushError::NotMadeForTarget(_) => "AwaitingNextVersion",
             PushError::Timeout(_) => "Unreachable",
             PushError::LostLease => "LostLease",
+        }
+    }
+
+    /// A state no retry can fix by itself: someone must change the
+    /// connection, the spec or Vault's policy. A deletion that waits on one
+    /// gives up after [`CLEANUP_DEADLINE`] (the path is kept, and said so).
+    pub fn needs_a_person(&self) -> bool {
+        use vault::client::VaultError as V;
+        match self {
+            PushError::NamespaceNotAllowed(_)
+            | PushError::InvalidConnection(_)
+            | PushError::InvalidPath(_)
+            | PushError::KeyNotFound(_)
+            | PushError::PathNotManaged(_)
+            | PushError::UnprovenVersion(_) => true,
+            PushError::Vault(e) => matches!(
+                e,
+                V::AuthFailed { .. } | V::PermissionDenied { .. } | V::BadCa(_) | V::BadAddress(_)
+            ),
+            _ => false,
         }
     }
 
@@ -274,8 +306,12 @@ async fn step(
         ctx.mark(key, true);
         return Ok(Next::AwaitChange);
     };
-    if !has_finalizer {
-        set_finalizer(api, rs, FINALIZER, true).await?;
+    // Only a deletion that removes the path needs to wait for the
+    // controller: with Retain, an uninstalled controller never holds a
+    // RandomSecret (or its namespace) in deletion.
+    let wants_finalizer = target.deletion_policy.unwrap_or_default() == api::DeletionPolicy::Delete;
+    if wants_finalizer != has_finalizer {
+        set_finalizer(api, rs, FINALIZER, wants_finalizer).await?;
         // The patch is a change of its own: the watch brings it back here.
         return Ok(Next::AwaitChange);
     }
@@ -450,6 +486,24 @@ async fn cleanup(
                 "DeleteVault",
                 note,
             );
+        } else if let Err(e) = &removed
+            && e.needs_a_person()
+            && waited(rs) >= CLEANUP_DEADLINE
+        {
+            // Nothing changed in ten minutes and no retry can: let the
+            // RandomSecret go, keep the path (never lost), say so.
+            let note = format!(
+                "kept the Vault path: the deletion waited {} minutes on a state only a person can fix ({e}); remove the path by hand if it is no longer needed",
+                CLEANUP_DEADLINE.as_secs() / 60
+            );
+            warn!(randomsecret = %key, reason = e.reason(), "push cleanup: {note}");
+            ctx.events.publish(
+                reference(rs),
+                EventType::Warning,
+                "VaultPathKept",
+                "DeleteVault",
+                note,
+            );
         } else if let Err(e) = &removed {
             let reason = e.reason();
             ctx.metrics.push_error(reason);
@@ -475,9 +529,10 @@ async fn cleanup(
                 .and_then(|s| s.push.as_ref())
                 .and_then(|p| p.vault.clone());
             apply_status(api, rs, Some(cond), kept).await?;
-            // Not the growing backoff: the escape annotation is no change the
-            // watch brings here, so a waiting deletion looks again soon.
-            return Ok(Next::RequeueAfter(CLEANUP_RECHECK));
+            // Not the runner's backoff: the escape annotation is no change
+            // the watch brings here, so a waiting deletion looks again soon
+            // at first, then less often.
+            return Ok(Next::RequeueAfter(cleanup_recheck(waited(rs))));
         } else if matches!(removed, Ok(true)) {
             info!(randomsecret = %key, "push: deleted the Vault path (deletionPolicy Delete)");
         } else {
@@ -492,6 +547,16 @@ async fn cleanup(
     ctx.mark(key, true);
     set_finalizer(api, rs, FINALIZER, false).await?;
     Ok(Next::AwaitChange)
+}
+
+/// How long the RandomSecret's deletion has been waiting.
+fn waited(rs: &RandomSecret) -> Duration {
+    rs.metadata
+        .deletion_timestamp
+        .as_ref()
+        .map(|t| k8s_openapi::jiff::Timestamp::now().duration_since(t.0))
+        .and_then(|d| Duration::try_from(d).ok())
+        .unwrap_or_default()
 }
 
 /// Whether the current version exists without an owner reference to `rs`
@@ -635,6 +700,27 @@ pub(crate) fn reference(rs: &RandomSecret) -> ObjectReference {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_waiting_deletion_looks_again_less_often_and_gives_up_only_on_what_a_person_must_fix() {
+        assert_eq!(cleanup_recheck(Duration::ZERO), CLEANUP_RECHECK);
+        assert_eq!(
+            cleanup_recheck(Duration::from_secs(100)),
+            Duration::from_secs(25)
+        );
+        assert_eq!(
+            cleanup_recheck(Duration::from_secs(3600)),
+            CLEANUP_RECHECK_MAX
+        );
+        use vault::client::VaultError as V;
+        assert!(PushError::NamespaceNotAllowed("x".into()).needs_a_person());
+        assert!(PushError::Vault(V::PermissionDenied { call: "c" }).needs_a_person());
+        // A server that is down or sealed comes back by itself: the deletion
+        // waits for it (or for the skip annotation).
+        assert!(!PushError::Vault(V::Sealed { call: "c" }).needs_a_person());
+        assert!(!PushError::Timeout(Duration::from_secs(1)).needs_a_person());
+        assert!(!PushError::Kube("x".into()).needs_a_person());
+    }
 
     #[test]
     fn a_tenants_push_has_the_short_deadline() {
