@@ -524,3 +524,47 @@ async fn the_chart_and_kustomize_render_the_grafana_dashboard() -> Result<()> {
     );
     Ok(())
 }
+
+/// A namespaced install (`watchNamespace`) gets a Role, and a Role cannot
+/// grant cluster-scoped kinds: it lists only the namespaced connection kind.
+/// A cluster-wide install's ClusterRole lists all three.
+#[tokio::test]
+async fn a_namespaced_install_puts_no_cluster_scoped_kind_in_its_role() -> Result<()> {
+    let chart = repo_root().join("charts/randomsecret");
+    let chart = chart.to_str().unwrap();
+    let kinds_in = |extra: &[&str], kind: &str| -> Result<Vec<String>> {
+        let mut args = vec!["template", "rs-ns", chart, "--namespace", "rs-ns"];
+        args.extend_from_slice(extra);
+        let d = docs(&run("helm", &args, None)?)?;
+        let role = d
+            .iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == "rs-ns-randomsecret")
+            .with_context(|| format!("no {kind} rs-ns-randomsecret"))?;
+        Ok(role["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["apiGroups"][0] == "randomsecret.io")
+            .flat_map(|r| r["resources"].as_array().cloned().unwrap_or_default())
+            .filter_map(|r| r.as_str().map(String::from))
+            .collect())
+    };
+    let namespaced = kinds_in(&["--set", "watchNamespace=apps"], "Role")?;
+    ensure!(
+        !namespaced.iter().any(|r| r.starts_with("cluster")),
+        "a Role cannot grant cluster-scoped kinds: {namespaced:?}"
+    );
+    ensure!(
+        namespaced.iter().any(|r| r == "vaultconnections"),
+        "{namespaced:?}"
+    );
+    let cluster = kinds_in(&[], "ClusterRole")?;
+    for kind in [
+        "clustervaultconnections",
+        "clusterconnections",
+        "vaultconnections",
+    ] {
+        ensure!(cluster.iter().any(|r| r == kind), "{kind}: {cluster:?}");
+    }
+    Ok(())
+}
