@@ -84,6 +84,23 @@ impl OpenBao {
         Ok(bao)
     }
 
+    /// A new token with the controller's policy (for a `tokenSecretRef`),
+    /// recorded for the end-of-run leak check.
+    pub fn policy_token(&self) -> Result<String> {
+        let out = self.cli(&[
+            "token",
+            "create",
+            "-format=json",
+            &format!("-policy={ROLE}"),
+        ])?;
+        let token = serde_json::from_str::<serde_json::Value>(&out)?["auth"]["client_token"]
+            .as_str()
+            .context("client_token")?
+            .to_string();
+        crate::record_values([token.as_bytes()])?;
+        Ok(token)
+    }
+
     /// Runs the bao CLI against this server with the root token.
     pub fn cli(&self, args: &[&str]) -> Result<String> {
         let out = Command::new(bao_bin()?)

@@ -70,17 +70,7 @@ fn push_through(connection: &str) -> Value {
 async fn a_tenants_tarpit_never_starves_another_tenants_push() -> Result<()> {
     let client = client().await?;
     let bao = OpenBao::start(28240)?;
-    let out = bao.cli(&[
-        "token",
-        "create",
-        "-format=json",
-        &format!("-policy={}", openbao::ROLE),
-    ])?;
-    let token = serde_json::from_str::<Value>(&out)?["auth"]["client_token"]
-        .as_str()
-        .context("client_token")?
-        .to_string();
-    record_values([token.as_bytes()])?;
+    let token = bao.policy_token()?;
 
     // Tenant A: eight connections to the tarpit, twelve pushes through them.
     let port = tarpit()?;

@@ -711,17 +711,7 @@ async fn namespaced_connection_with_a_token_secret() -> Result<()> {
     let client = client().await?;
     let bao = OpenBao::start(28206)?;
     let ns = TestNamespace::new(&client, "vault-token").await?;
-    let out = bao.cli(&[
-        "token",
-        "create",
-        "-format=json",
-        &format!("-policy={}", openbao::ROLE),
-    ])?;
-    let token = serde_json::from_str::<Value>(&out)?["auth"]["client_token"]
-        .as_str()
-        .context("client_token")?
-        .to_string();
-    record_values([token.as_bytes()])?;
+    let token = bao.policy_token()?;
     let secret: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vault"},
         "stringData": {"token": token, "ca.crt": bao.ca_pem},

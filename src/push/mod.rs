@@ -476,34 +476,18 @@ async fn cleanup(
             // The connection (or what it reads) is gone, as in a namespace
             // being torn down: no one can remove the path now. It is kept
             // (never lost), and said so.
-            let note =
-                format!("kept the Vault path: {e}; remove it by hand if it is no longer needed");
-            warn!(randomsecret = %key, reason = e.reason(), "push cleanup: {note}");
-            ctx.events.publish(
-                reference(rs),
-                EventType::Warning,
-                "VaultPathKept",
-                "DeleteVault",
-                note,
-            );
+            path_kept(ctx, key, rs, e, format!("{e}"));
         } else if let Err(e) = &removed
             && e.needs_a_person()
             && waited(rs) >= CLEANUP_DEADLINE
         {
             // Nothing changed in ten minutes and no retry can: let the
             // RandomSecret go, keep the path (never lost), say so.
-            let note = format!(
-                "kept the Vault path: the deletion waited {} minutes on a state only a person can fix ({e}); remove the path by hand if it is no longer needed",
+            let why = format!(
+                "the deletion waited {} minutes on a state only a person can fix ({e})",
                 CLEANUP_DEADLINE.as_secs() / 60
             );
-            warn!(randomsecret = %key, reason = e.reason(), "push cleanup: {note}");
-            ctx.events.publish(
-                reference(rs),
-                EventType::Warning,
-                "VaultPathKept",
-                "DeleteVault",
-                note,
-            );
+            path_kept(ctx, key, rs, e, why);
         } else if let Err(e) = &removed {
             let reason = e.reason();
             ctx.metrics.push_error(reason);
@@ -547,6 +531,20 @@ async fn cleanup(
     ctx.mark(key, true);
     set_finalizer(api, rs, FINALIZER, false).await?;
     Ok(Next::AwaitChange)
+}
+
+/// A deletion goes on without removing the path (`why` it cannot): the
+/// path is kept, never lost, and a Warning Event says so.
+fn path_kept(ctx: &Context, key: &Key, rs: &RandomSecret, e: &PushError, why: String) {
+    let note = format!("kept the Vault path: {why}; remove it by hand if it is no longer needed");
+    warn!(randomsecret = %key, reason = e.reason(), "push cleanup: {note}");
+    ctx.events.publish(
+        reference(rs),
+        EventType::Warning,
+        "VaultPathKept",
+        "DeleteVault",
+        note,
+    );
 }
 
 /// How long the RandomSecret's deletion has been waiting.
