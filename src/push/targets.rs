@@ -43,15 +43,6 @@ pub fn of_spec(push: Option<&PushSpec>) -> Option<String> {
     (!ids.is_empty()).then(|| ids.join(","))
 }
 
-/// A Vault connection as `status.push.vault.connection` names it
-/// (`VaultConnection/<namespace>/<name>`, `ClusterVaultConnection/<name>`).
-pub fn vault_connection_id(kind: ConnectionKind, name: &str, namespace: Option<&str>) -> String {
-    match (kind, namespace) {
-        (ConnectionKind::VaultConnection, Some(ns)) => format!("VaultConnection/{ns}/{name}"),
-        (kind, _) => format!("{kind:?}/{name}"),
-    }
-}
-
 /// Whether the Vault target `target` of a RandomSecret in `namespace` may
 /// push the version `secret_name`, whose annotations are `annotations`:
 /// made for it, or already pushed through the same connection (a version
@@ -63,7 +54,7 @@ pub fn vault_may_push(
     secret_name: &str,
     annotations: Option<&BTreeMap<String, String>>,
 ) -> bool {
-    let connection = vault_connection_id(
+    let connection = crate::push::vault::connection::id_of(
         target.connection_ref.kind.unwrap_or_default(),
         &target.connection_ref.name,
         Some(namespace),
