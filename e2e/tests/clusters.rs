@@ -42,6 +42,21 @@ async fn connection(
     allowed: &str,
     targets: &[&str],
 ) -> Result<()> {
+    kubeconfig_secret(client, name, kubeconfig).await?;
+    let c: ClusterConnection = serde_json::from_value(json!({
+        "apiVersion": "randomsecret.io/v1", "kind": "ClusterConnection",
+        "metadata": {"name": name},
+        "spec": {"kubeconfigSecretRef": {"name": format!("kubeconfig-{name}"), "namespace": SYSTEM},
+                 "allowedNamespaces": [allowed], "targetNamespaces": targets, "timeoutSeconds": 3},
+    }))?;
+    Api::<ClusterConnection>::all(client.clone())
+        .patch(name, &PatchParams::apply("e2e").force(), &Patch::Apply(&c))
+        .await?;
+    Ok(())
+}
+
+/// The upstream Secret `kubeconfig-<name>` with `kubeconfig` under key `value`.
+async fn kubeconfig_secret(client: &Client, name: &str, kubeconfig: &str) -> Result<()> {
     let secret: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": format!("kubeconfig-{name}"), "namespace": SYSTEM},
@@ -54,12 +69,23 @@ async fn connection(
             &Patch::Apply(&secret),
         )
         .await?;
-    let c: ClusterConnection = serde_json::from_value(json!({
+    Ok(())
+}
+
+/// A ClusterConnection `name` with `spec` besides its kubeconfig Secret
+/// (for specs the tests' usual [`connection`] does not write).
+async fn connection_with(client: &Client, name: &str, kubeconfig: &str, spec: Value) -> Result<()> {
+    kubeconfig_secret(client, name, kubeconfig).await?;
+    let mut full = json!({"kubeconfigSecretRef": {"name": format!("kubeconfig-{name}"), "namespace": SYSTEM},
+                          "timeoutSeconds": 3});
+    if let (Some(f), Value::Object(extra)) = (full.as_object_mut(), spec) {
+        f.extend(extra);
+    }
+    // As JSON, not the typed object, which would drop fields it lacks.
+    let c = json!({
         "apiVersion": "randomsecret.io/v1", "kind": "ClusterConnection",
-        "metadata": {"name": name},
-        "spec": {"kubeconfigSecretRef": {"name": format!("kubeconfig-{name}"), "namespace": SYSTEM},
-                 "allowedNamespaces": [allowed], "targetNamespaces": targets, "timeoutSeconds": 3},
-    }))?;
+        "metadata": {"name": name}, "spec": full,
+    });
     Api::<ClusterConnection>::all(client.clone())
         .patch(name, &PatchParams::apply("e2e").force(), &Patch::Apply(&c))
         .await?;
@@ -598,6 +624,502 @@ async fn isolation_refusals_outage_and_deletion() -> Result<()> {
     }
     controller.terminate()?;
     for c in [&good_a, &good_b, &dead, &exec] {
+        delete_connection(&client, c).await?;
+    }
+    ns.delete().await?;
+    Ok(())
+}
+
+/// Nothing of RandomSecret `base` downstream in `namespace` (no copy, no
+/// anchor), and no Secret named `version` there.
+async fn nothing_copied(dc: &Client, namespace: &str, base: &str, version: &str) -> Result<()> {
+    let api: Api<Secret> = Api::namespaced(dc.clone(), namespace);
+    let selector = format!("randomsecret.io/copy-of,randomsecret.io/name={base}");
+    let ours = api
+        .list_metadata(&ListParams::default().labels(&selector))
+        .await?;
+    let names: Vec<String> = ours.items.iter().map(|s| s.name_any()).collect();
+    ensure!(
+        names.is_empty(),
+        "copies or anchors of {base} downstream in {namespace}: {names:?}"
+    );
+    ensure!(
+        api.get_opt(version).await?.is_none(),
+        "{version} was copied into {namespace}"
+    );
+    Ok(())
+}
+
+/// The message of ClustersSynced's entry for connection `name`, once it is
+/// not synced with `reason` (within `within`).
+async fn refused_with(
+    api: &Api<RandomSecret>,
+    rs: &str,
+    name: &str,
+    reason: &'static str,
+    within: Duration,
+) -> Result<String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let got = api.get(rs).await?;
+        let e = entry(&got, name);
+        if let Some(e) = &e
+            && !e.synced
+            && e.reason == reason
+        {
+            return Ok(e.message.clone().unwrap_or_default());
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "{rs} via {name}: not {reason} within {within:?} (now {e:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Finding #7 and the tenant rules, as attacks against a real downstream
+/// cluster. Each attack is checked on its own and all are reported, so a
+/// run shows every one that gets through:
+/// - a tenant namespace named `argocd` with a RandomSecret shaped like an
+///   Argo CD repository Secret, through a connection written before
+///   allowedNamespaces had to be set (it allowed every namespace) and
+///   through one open to `"*"`: refused, nothing created downstream (the
+///   downstream `argocd` namespace is protected by default);
+/// - a connection's own copy policy (labelPrefixes) refuses a version with
+///   another label, nothing created downstream;
+/// - a cluster target added to an existing RandomSecret copies nothing until
+///   the next version (AwaitingNextVersion), then copies that one;
+/// - a kubeconfig with insecure-skip-tls-verify is refused without
+///   --allow-insecure-downstream-tls.
+#[tokio::test]
+#[ignore = "own controller and a second control plane: run by e2e/run.sh after the shared controller"]
+async fn tenants_cannot_plant_secrets_or_widen_where_versions_go() -> Result<()> {
+    let down = DownstreamCluster::up()?;
+    let dc = down.client().await?;
+    let client = client().await?;
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let argocd: Namespace = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "argocd"},
+    }))?;
+    match namespaces.create(&PostParams::default(), &argocd).await {
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        r => drop(r?),
+    }
+    let ns = TestNamespace::new(&client, "clusters").await?;
+    downstream_namespace(&dc, "argocd").await?;
+    downstream_namespace(&dc, &ns.name).await?;
+    let kubeconfig = down.connection_kubeconfig(&["argocd", &ns.name])?;
+    let (unset, star) = (format!("unset-{}", ns.name), format!("star-{}", ns.name));
+    connection_with(&client, &unset, &kubeconfig, json!({})).await?;
+    connection_with(
+        &client,
+        &star,
+        &kubeconfig,
+        json!({"allowedNamespaces": ["*"]}),
+    )
+    .await?;
+    let narrow = format!("narrow-{}", ns.name);
+    connection_with(
+        &client,
+        &narrow,
+        &kubeconfig,
+        json!({"allowedNamespaces": [ns.name], "copyPolicy": {"labelPrefixes": ["team.example.com/"]}}),
+    )
+    .await?;
+    let insecure = format!("insecure-{}", ns.name);
+    let insecure_kubeconfig = kubeconfig.replace(
+        "certificate-authority-data:",
+        "insecure-skip-tls-verify: true, x-certificate-authority-data:",
+    );
+    ensure!(insecure_kubeconfig != kubeconfig, "{kubeconfig}");
+    connection_with(
+        &client,
+        &insecure,
+        &insecure_kubeconfig,
+        json!({"allowedNamespaces": [ns.name]}),
+    )
+    .await?;
+    let controller = ControllerProcess::start("clusters", 18240, &[])?;
+    let within = Duration::from_secs(45);
+    let mut failures: Vec<String> = Vec::new();
+    let mut check = |what: &str, r: Result<()>| {
+        if let Err(e) = r {
+            failures.push(format!("{what}: {e:#}"));
+        }
+    };
+
+    // An Argo CD repository Secret, from a tenant namespace named argocd.
+    let repo_api: Api<RandomSecret> = Api::namespaced(client.clone(), "argocd");
+    let repo_secrets: Api<Secret> = Api::namespaced(client.clone(), "argocd");
+    let repo = first_version(
+        &repo_api,
+        &repo_secrets,
+        "repo",
+        json!({
+            "keys": {"password": {"length": 24}},
+            "static": {"type": "git", "url": "https://git.example.com/platform.git", "username": "tenant"},
+            "secretLabels": {"argocd.argoproj.io/secret-type": "repository"},
+            "push": {"clusters": [{"connectionRef": {"name": unset}}, {"connectionRef": {"name": star}}]},
+        }),
+    )
+    .await?;
+    let repo_name = repo.name_any();
+    check(
+        "a connection without allowedNamespaces",
+        refused_with(&repo_api, "repo", &unset, "AllowedNamespacesUnset", within)
+            .await
+            .and_then(|m| {
+                ensure!(m.contains("allowedNamespaces"), "{m}");
+                Ok(())
+            }),
+    );
+    check(
+        "a connection open to every namespace, into argocd",
+        refused_with(&repo_api, "repo", &star, "NamespaceNotAllowed", within)
+            .await
+            .and_then(|m| {
+                ensure!(m.contains("protected"), "{m}");
+                Ok(())
+            }),
+    );
+    check(
+        "nothing in argocd downstream",
+        nothing_copied(&dc, "argocd", "repo", &repo_name).await,
+    );
+
+    // The connection's own policy: only team.example.com/ labels go there.
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let labelled = first_version(
+        &api,
+        &secrets,
+        "labelled",
+        json!({
+            "keys": {"password": {"length": 24}},
+            "secretLabels": {"argocd.argoproj.io/secret-type": "cluster"},
+            "push": {"clusters": [{"connectionRef": {"name": narrow}}]},
+        }),
+    )
+    .await?;
+    check(
+        "the connection's copy policy",
+        refused_with(&api, "labelled", &narrow, "NotAllowed", within)
+            .await
+            .and_then(|m| {
+                ensure!(m.contains("argocd.argoproj.io/secret-type"), "{m}");
+                Ok(())
+            }),
+    );
+    check(
+        "nothing copied against the policy",
+        nothing_copied(&dc, &ns.name, "labelled", &labelled.name_any()).await,
+    );
+    api.delete("labelled", &DeleteParams::default()).await?;
+    wait_deleted(&api, "labelled").await?;
+
+    // A target added to an existing RandomSecret: nothing until the next version.
+    let late = first_version(
+        &api,
+        &secrets,
+        "late",
+        json!({"keys": {"password": {"length": 24}}, "secretLabels": {"team.example.com/app": "db"}}),
+    )
+    .await?;
+    patch_spec(
+        &api,
+        "late",
+        json!({"push": {"clusters": [{"connectionRef": {"name": narrow}}]}}),
+    )
+    .await?;
+    check(
+        "a target added later",
+        refused_with(&api, "late", &narrow, "AwaitingNextVersion", within)
+            .await
+            .map(drop),
+    );
+    check(
+        "nothing copied before the next version",
+        nothing_copied(&dc, &ns.name, "late", &late.name_any()).await,
+    );
+    let next = rotate(&api, "late", "2").await?;
+    check(
+        "the next version is copied",
+        wait_for(&api, "late", "synced", |rs: Option<&RandomSecret>| {
+            rs.and_then(|rs| entry(rs, &narrow))
+                .is_some_and(|e| e.synced && e.secret_names.first() == Some(&next))
+        })
+        .await
+        .map(drop),
+    );
+
+    // insecure-skip-tls-verify, without the controller flag.
+    let checked = first_version(
+        &api,
+        &secrets,
+        "checked",
+        json!({"keys": {"password": {"length": 24}}, "push": {"clusters": [{"connectionRef": {"name": insecure}}]}}),
+    )
+    .await?;
+    check(
+        "insecure-skip-tls-verify",
+        refused_with(&api, "checked", &insecure, "InvalidConnection", within)
+            .await
+            .and_then(|m| {
+                ensure!(m.contains("insecure-skip-tls-verify"), "{m}");
+                Ok(())
+            }),
+    );
+    check(
+        "nothing copied through the insecure connection",
+        nothing_copied(&dc, &ns.name, "checked", &checked.name_any()).await,
+    );
+    ensure!(
+        failures.is_empty(),
+        "attacks that got through:\n{}",
+        failures.join("\n")
+    );
+
+    for n in ["late", "checked"] {
+        api.delete(n, &DeleteParams::default()).await?;
+    }
+    repo_api.delete("repo", &DeleteParams::default()).await?;
+    for n in ["late", "checked"] {
+        wait_deleted(&api, n).await?;
+    }
+    wait_deleted(&repo_api, "repo").await?;
+    controller.terminate()?;
+    for c in [&unset, &star, &narrow, &insecure] {
+        delete_connection(&client, c).await?;
+    }
+    namespaces
+        .delete("argocd", &DeleteParams::background())
+        .await?;
+    ns.delete().await?;
+    Ok(())
+}
+
+/// How a hostile apiserver answers every request.
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// 200 with a chunked body it never ends (1 MiB every 50 ms).
+    Endless,
+    /// 200 with a Content-Length of 2 GiB, then the same trickle.
+    Claims2GiB,
+    /// 403 with a Status whose message is text of the server's choosing.
+    Words,
+}
+
+/// What the hostile apiserver's Status says (never to reach a status or an Event).
+const INJECTED: &str =
+    "INJECTED-downstream-words \u{1b}]0;pwned\u{7} <a href=https://evil.example>";
+
+/// A hostile "apiserver" on loopback, over TLS with a self-signed
+/// certificate for 127.0.0.1, and a kubeconfig to it (with a token that
+/// must never be echoed).
+async fn hostile_apiserver(how: Hostile) -> Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rcgen::CertifiedKey { cert, signing_key } =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])?;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(signing_key.serialize_der().into()),
+        )?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut s) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let mib = vec![b' '; 1 << 20];
+                match how {
+                    Hostile::Words => {
+                        let body =
+                            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                            "message": INJECTED, "reason": "Forbidden", "code": 403})
+                            .to_string();
+                        let reply = format!(
+                            "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        let _ = s.write_all(reply.as_bytes()).await;
+                        let _ = s.flush().await;
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    Hostile::Endless => {
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n{\"items\":[").await;
+                        let chunk = [&mib[..], b"\r\n100000\r\n"].concat();
+                        while s.write_all(&chunk).await.is_ok() {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                    Hostile::Claims2GiB => {
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2147483648\r\n\r\n{\"items\":[").await;
+                        while s.write_all(&mib).await.is_ok() {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let ca = cert.pem();
+    let ca = base64_std(ca.as_bytes());
+    Ok(format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: hostile\n  cluster: {{server: \"https://127.0.0.1:{port}\", certificate-authority-data: \"{ca}\"}}\nusers:\n- name: u\n  user: {{token: \"hostile-test-token-never-echoed\"}}\ncontexts:\n- name: hostile\n  context: {{cluster: hostile, user: u}}\ncurrent-context: hostile\n"
+    ))
+}
+
+/// Standard base64 with padding (a CA in a kubeconfig).
+fn base64_std(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn rss_mib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("VmRSS")?;
+    Ok(kib / 1024)
+}
+
+/// Finding #1, downstream side, as the attack: a downstream "apiserver"
+/// (a kubeconfig Secret's server, on loopback) answers with a body without
+/// end, or says it is 2 GiB long: the controller reads at most 8 MiB of
+/// any reply (ReplyTooLarge) and its memory stays flat. And one that
+/// answers 403 with words of its own: they never reach the status or an
+/// Event, nor does the kubeconfig's token. A controller of its own, no
+/// downstream control plane.
+#[tokio::test]
+#[ignore = "own controller: run by e2e/run.sh after the shared controller"]
+async fn a_hostile_downstream_apiserver_cannot_exhaust_memory_or_speak_to_tenants() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "clusters-hostile").await?;
+    let names = ["endless", "claims", "words"].map(|n| format!("{n}-{}", ns.name));
+    for (name, how) in names
+        .iter()
+        .zip([Hostile::Endless, Hostile::Claims2GiB, Hostile::Words])
+    {
+        let kubeconfig = hostile_apiserver(how).await?;
+        connection(&client, name, &kubeconfig, &ns.name, &[]).await?;
+    }
+    let mut controller = ControllerProcess::start("clusters", 18240, &[])?;
+    let pid = controller.child.id();
+    let before = rss_mib(pid)?;
+    let api: Api<RandomSecret> = ns.api();
+    let mut grew = 0;
+    for (rs, name, reason) in [
+        ("endless", &names[0], "ReplyTooLarge"),
+        ("claims", &names[1], "ReplyTooLarge"),
+        ("words", &names[2], "Forbidden"),
+    ] {
+        api.create(
+            &PostParams::default(),
+            &random_secret(rs, pushing(&[(name, None)], json!({})))?,
+        )
+        .await?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let message = loop {
+            let now = rss_mib(pid)?;
+            grew = grew.max(now.saturating_sub(before));
+            if grew > 96 {
+                // Before the fix: stop it before it takes the machine's memory.
+                let _ = controller.child.kill();
+                anyhow::bail!(
+                    "the controller's RSS grew from {before} MiB to {now} MiB reading {rs}'s reply"
+                );
+            }
+            let got = api.get(rs).await?;
+            if let Some(e) = entry(&got, name)
+                && !e.synced
+                && e.reason == reason
+            {
+                break e.message.unwrap_or_default();
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "{rs}: not {reason} within 60 s: {:?}",
+                entry(&got, name)
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
+        for bad in [INJECTED, "INJECTED", "hostile-test-token"] {
+            ensure!(
+                !message.contains(bad),
+                "{rs}: the status quotes {bad:?}: {message}"
+            );
+        }
+        let rs_now = api.get(rs).await?;
+        let cond = condition(&rs_now, "ClustersSynced")
+            .map(|c| c.message.clone())
+            .unwrap_or_default();
+        ensure!(
+            !cond.contains("INJECTED"),
+            "{rs}: ClustersSynced quotes the server: {cond}"
+        );
+        ensure!(
+            is_ready(Some(&rs_now)),
+            "Ready stays about the upstream version"
+        );
+    }
+    // A few more rounds of retries, then once more.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let after = rss_mib(pid)?;
+    eprintln!(
+        "the controller's RSS: {before} MiB before the hostile replies, {after} MiB after (at most {grew} MiB more meanwhile)"
+    );
+    ensure!(
+        after < before + 96,
+        "the controller's RSS grew from {before} MiB to {after} MiB"
+    );
+    let events = Api::<k8s_openapi::api::events::v1::Event>::namespaced(client.clone(), &ns.name)
+        .list(&ListParams::default())
+        .await?;
+    for e in &events.items {
+        let note = e.note.clone().unwrap_or_default();
+        ensure!(
+            !note.contains("INJECTED") && !note.contains("hostile-test-token"),
+            "an Event quotes the server or the token: {note}"
+        );
+    }
+    for rs in ["endless", "claims", "words"] {
+        api.delete(rs, &DeleteParams::default()).await?;
+        wait_deleted(&api, rs).await?;
+    }
+    controller.terminate()?;
+    for c in &names {
         delete_connection(&client, c).await?;
     }
     ns.delete().await?;
