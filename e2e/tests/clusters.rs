@@ -1027,10 +1027,11 @@ fn rss_mib(pid: u32) -> Result<u64> {
 async fn a_hostile_downstream_apiserver_cannot_exhaust_memory_or_speak_to_tenants() -> Result<()> {
     let client = client().await?;
     let ns = TestNamespace::new(&client, "clusters-hostile").await?;
-    let names = ["endless", "claims", "words"].map(|n| format!("{n}-{}", ns.name));
+    // Words first: the memory attacks stop a controller that reads them whole.
+    let names = ["words", "endless", "claims"].map(|n| format!("{n}-{}", ns.name));
     for (name, how) in names
         .iter()
-        .zip([Hostile::Endless, Hostile::Claims2GiB, Hostile::Words])
+        .zip([Hostile::Words, Hostile::Endless, Hostile::Claims2GiB])
     {
         let kubeconfig = hostile_apiserver(how).await?;
         connection(&client, name, &kubeconfig, &ns.name, &[]).await?;
@@ -1040,10 +1041,11 @@ async fn a_hostile_downstream_apiserver_cannot_exhaust_memory_or_speak_to_tenant
     let before = rss_mib(pid)?;
     let api: Api<RandomSecret> = ns.api();
     let mut grew = 0;
+    let mut failures: Vec<String> = Vec::new();
     for (rs, name, reason) in [
-        ("endless", &names[0], "ReplyTooLarge"),
-        ("claims", &names[1], "ReplyTooLarge"),
-        ("words", &names[2], "Forbidden"),
+        ("words", &names[0], "Forbidden"),
+        ("endless", &names[1], "ReplyTooLarge"),
+        ("claims", &names[2], "ReplyTooLarge"),
     ] {
         api.create(
             &PostParams::default(),
@@ -1062,38 +1064,40 @@ async fn a_hostile_downstream_apiserver_cannot_exhaust_memory_or_speak_to_tenant
                 );
             }
             let got = api.get(rs).await?;
-            if let Some(e) = entry(&got, name)
+            let e = entry(&got, name);
+            if let Some(e) = &e
                 && !e.synced
-                && e.reason == reason
+                && (e.reason == reason || Instant::now() > deadline)
             {
-                break e.message.unwrap_or_default();
+                if e.reason != reason {
+                    failures.push(format!("{rs}: {} instead of {reason}", e.reason));
+                }
+                break e.message.clone().unwrap_or_default();
             }
             ensure!(
                 Instant::now() < deadline,
-                "{rs}: not {reason} within 60 s: {:?}",
-                entry(&got, name)
+                "{rs}: not {reason} within 60 s: {e:?}"
             );
             tokio::time::sleep(Duration::from_millis(250)).await;
         };
-        for bad in [INJECTED, "INJECTED", "hostile-test-token"] {
-            ensure!(
-                !message.contains(bad),
-                "{rs}: the status quotes {bad:?}: {message}"
-            );
+        for bad in ["INJECTED", "hostile-test-token"] {
+            if message.contains(bad) {
+                failures.push(format!("{rs}: the status quotes {bad:?}: {message}"));
+            }
         }
         let rs_now = api.get(rs).await?;
         let cond = condition(&rs_now, "ClustersSynced")
             .map(|c| c.message.clone())
             .unwrap_or_default();
-        ensure!(
-            !cond.contains("INJECTED"),
-            "{rs}: ClustersSynced quotes the server: {cond}"
-        );
+        if cond.contains("INJECTED") {
+            failures.push(format!("{rs}: ClustersSynced quotes the server: {cond}"));
+        }
         ensure!(
             is_ready(Some(&rs_now)),
             "Ready stays about the upstream version"
         );
     }
+    ensure!(failures.is_empty(), "{}", failures.join("\n"));
     // A few more rounds of retries, then once more.
     tokio::time::sleep(Duration::from_secs(10)).await;
     let after = rss_mib(pid)?;
