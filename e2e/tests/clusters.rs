@@ -81,13 +81,15 @@ async fn connection_with(client: &Client, name: &str, kubeconfig: &str, spec: Va
     if let (Some(f), Value::Object(extra)) = (full.as_object_mut(), spec) {
         f.extend(extra);
     }
-    // As JSON, not the typed object, which would drop fields it lacks.
-    let c = json!({
+    // As JSON, not the typed object, which would drop fields it lacks;
+    // created (not applied), so a field the CRD lacks is dropped, not refused.
+    let c: kube::api::DynamicObject = serde_json::from_value(json!({
         "apiVersion": "randomsecret.io/v1", "kind": "ClusterConnection",
         "metadata": {"name": name}, "spec": full,
-    });
-    Api::<ClusterConnection>::all(client.clone())
-        .patch(name, &PatchParams::apply("e2e").force(), &Patch::Apply(&c))
+    }))?;
+    let resource = kube::api::ApiResource::erase::<ClusterConnection>(&());
+    Api::<kube::api::DynamicObject>::all_with(client.clone(), &resource)
+        .create(&PostParams::default(), &c)
         .await?;
     Ok(())
 }
@@ -963,8 +965,8 @@ async fn hostile_apiserver(how: Hostile) -> Result<String> {
                         tokio::time::sleep(Duration::from_secs(1)).await;
                     }
                     Hostile::Endless => {
-                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n{\"items\":[").await;
-                        let chunk = [&mib[..], b"\r\n100000\r\n"].concat();
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\na\r\n{\"items\":[\r\n").await;
+                        let chunk = [&b"100000\r\n"[..], &mib[..], b"\r\n"].concat();
                         while s.write_all(&chunk).await.is_ok() {
                             tokio::time::sleep(Duration::from_millis(50)).await;
                         }
@@ -1059,9 +1061,10 @@ async fn a_hostile_downstream_apiserver_cannot_exhaust_memory_or_speak_to_tenant
             if grew > 96 {
                 // Before the fix: stop it before it takes the machine's memory.
                 let _ = controller.child.kill();
-                anyhow::bail!(
+                failures.push(format!(
                     "the controller's RSS grew from {before} MiB to {now} MiB reading {rs}'s reply"
-                );
+                ));
+                anyhow::bail!("{}", failures.join("\n"));
             }
             let got = api.get(rs).await?;
             let e = entry(&got, name);
