@@ -243,6 +243,9 @@ pub struct ControllerArgs {
     /// The mutating webhook of annotation mode (off unless --webhook-bind-address is set).
     #[command(flatten)]
     pub webhook: WebhookArgs,
+    /// Copies to downstream clusters (spec.push.clusters).
+    #[command(flatten)]
+    pub clusters: ClusterPushArgs,
     /// Log format.
     #[arg(
         long,
@@ -254,6 +257,21 @@ pub struct ControllerArgs {
     /// Log level or tracing filter (e.g. info, debug, randomsecret=debug,kube=info).
     #[arg(long, env = "RANDOMSECRET_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
+}
+
+/// The cluster push's flags.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterPushArgs {
+    /// Accept kubeconfigs with insecure-skip-tls-verify (and Argo CD cluster
+    /// Secrets with tlsClientConfig.insecure), for development. Off: such a
+    /// ClusterConnection is refused (InvalidConnection), as anyone on the way
+    /// to the server could take its credentials and the copies.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_ALLOW_INSECURE_DOWNSTREAM_TLS",
+        default_value_t = false
+    )]
+    pub allow_insecure_downstream_tls: bool,
 }
 
 /// Who manages the webhook's serving certificate.

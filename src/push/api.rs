@@ -408,6 +408,25 @@ pub enum KubeconfigFormat {
     ArgoCD,
 }
 
+/// What copies through one ClusterConnection may be. The controller's own
+/// labels and annotations (`randomsecret.io/`, `app.kubernetes.io/managed-by`)
+/// are always allowed.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CopyPolicy {
+    /// Secret types that may be copied (unset: the controller's; empty: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_types: Option<Vec<String>>,
+    /// Prefixes every label key of a copy must start with (unset: the
+    /// controller's; empty: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_prefixes: Option<Vec<String>>,
+    /// Prefixes every annotation key of a copy must start with (unset: the
+    /// controller's; empty: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotation_prefixes: Option<Vec<String>>,
+}
+
 /// A downstream cluster that RandomSecrets of the allowed namespaces copy
 /// their versions to. Its credentials must be inline: a kubeconfig that would
 /// run a command (exec, auth-provider) or read a file is refused, never run.
@@ -449,7 +468,9 @@ pub enum KubeconfigFormat {
 pub struct ClusterConnectionSpec {
     /// The Secret with the downstream cluster's kubeconfig.
     pub kubeconfig_secret_ref: KubeconfigRef,
-    /// Namespaces whose RandomSecrets may use this connection (default: all).
+    /// Namespaces whose RandomSecrets may use this connection: none until
+    /// listed; "*" for every namespace. (Before, unset meant every
+    /// namespace: such a connection now copies nothing, AllowedNamespacesUnset.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_namespaces: Option<Vec<String>>,
     /// Downstream namespaces that RandomSecrets of any allowed namespace may
@@ -458,6 +479,21 @@ pub struct ClusterConnectionSpec {
     /// under another tenant's next version name there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_namespaces: Option<Vec<String>>,
+    /// Protected downstream namespaces this connection may copy into all the
+    /// same (exact names). Protected are kube-*, argocd, flux-system,
+    /// cattle-* and the controller's own namespace: Secrets there configure
+    /// the cluster's own tools (an Argo CD repository, a Flux source), so a
+    /// tenant whose namespace has such a name must not plant one. List one
+    /// here only for a connection whose allowedNamespaces are trusted with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub allow_protected_namespaces: Option<Vec<String>>,
+    /// What copies through this connection may be: Secret types and label and
+    /// annotation key prefixes (each list unset: the controller's
+    /// --allow-secret-types, --allow-label-prefixes, --allow-annotation-prefixes).
+    /// A version outside it is not copied (NotAllowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_policy: Option<CopyPolicy>,
     /// Timeout of each request to the downstream cluster, in seconds
     /// (default 10): a cluster that does not answer delays nothing else.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -548,7 +548,7 @@ fn path_kept(ctx: &Context, key: &Key, rs: &RandomSecret, e: &PushError, why: St
 }
 
 /// How long the RandomSecret's deletion has been waiting.
-fn waited(rs: &RandomSecret) -> Duration {
+pub(crate) fn waited(rs: &RandomSecret) -> Duration {
     rs.metadata
         .deletion_timestamp
         .as_ref()

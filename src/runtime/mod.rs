@@ -187,6 +187,18 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         dispatches: cluster_pushes.clone(),
         index: push_index.clone(),
         shutdown: shutdown.clone(),
+        settings: crate::push::clusters::admit::Settings::new(
+            reconciler::policy::Policy {
+                types: args.allow_secret_types.clone(),
+                label_prefixes: args.allow_label_prefixes.clone(),
+                annotation_prefixes: args.allow_annotation_prefixes.clone(),
+            },
+            &[
+                std::env::var("POD_NAMESPACE").unwrap_or_default(),
+                crate::runtime::proofkey::location(&args).0,
+            ],
+            args.clusters.allow_insecure_downstream_tls,
+        ),
     });
     let ctx = Arc::new(Context {
         client,

@@ -108,6 +108,43 @@ pub fn proven_copy(key: &ProofKey, copy: &Secret, origin_namespace: &str) -> boo
         && key.check_secret(&upstream_view) == Proof::Valid
 }
 
+/// Why the upstream `version` (read whole) may not be copied, if it may not:
+/// it must be the object the cache saw (`cached_uid`: the same incarnation,
+/// not one put there since), controlled by this RandomSecret (`rs_uid`),
+/// labelled with its name, and carry a valid proof of creation over its
+/// namespace, name, labels, type and data (immutable). An owner reference
+/// and labels are anyone's to write; the proof is not.
+pub fn unproven_version(
+    key: &ProofKey,
+    version: &Secret,
+    rs_name: &str,
+    rs_uid: &str,
+    cached_uid: Option<&str>,
+) -> Option<String> {
+    let m = &version.metadata;
+    let name = m.name.as_deref().unwrap_or_default();
+    if cached_uid.is_none() || m.uid.as_deref() != cached_uid {
+        return Some(format!(
+            "Secret {name} upstream is not the version this controller has seen (created again since?)"
+        ));
+    }
+    let owned = m
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.uid == rs_uid && o.controller == Some(true));
+    let labelled = m
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_NAME))
+        .is_some_and(|n| n == rs_name);
+    (!owned || !labelled || key.check_secret(version) != Proof::Valid).then(|| {
+        format!(
+            "Secret {name} upstream carries no valid proof that this controller made it as a version of this RandomSecret: it is not copied"
+        )
+    })
+}
+
 /// Classifies `found` (read whole, downstream) against `upstream` (the
 /// version, read whole).
 pub fn classify(key: &ProofKey, found: &Secret, upstream: &Secret) -> Found {
@@ -278,6 +315,49 @@ mod tests {
             .unwrap()
             .remove(LABEL_COPY_OF);
         assert_eq!(classify(&key, &unlabelled, &up), Found::Foreign);
+    }
+
+    /// A Secret made to look like a version upstream (owner reference,
+    /// labels) is never copied; the signed one is, and only the incarnation
+    /// the cache saw.
+    #[test]
+    fn only_a_proven_version_the_cache_saw_is_copied() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let key = ProofKey::generate().unwrap();
+        let mut signed = version(&key, "team-a", "s3cr3t");
+        signed.metadata.uid = Some("v1".into());
+        signed.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "randomsecret.io/v1".into(),
+            kind: "RandomSecret".into(),
+            name: "db".into(),
+            uid: "rs-uid".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }]);
+        assert_eq!(
+            unproven_version(&key, &signed, "db", "rs-uid", Some("v1")),
+            None
+        );
+        // A look-alike: the same labels and owner, no proof.
+        let mut planted = signed.clone();
+        planted.metadata.annotations = Some(BTreeMap::new());
+        let why = unproven_version(&key, &planted, "db", "rs-uid", Some("v1")).unwrap();
+        assert!(why.contains("no valid proof"), "{why}");
+        // The proof copied onto other values.
+        let mut forged = signed.clone();
+        forged.data = Some(BTreeMap::from([(
+            "password".into(),
+            ByteString(b"planted".to_vec()),
+        )]));
+        assert!(unproven_version(&key, &forged, "db", "rs-uid", Some("v1")).is_some());
+        // Another RandomSecret's, another key's, or not the one the cache saw.
+        assert!(unproven_version(&key, &signed, "other", "rs-uid", Some("v1")).is_some());
+        assert!(unproven_version(&key, &signed, "db", "other-uid", Some("v1")).is_some());
+        let other = ProofKey::generate().unwrap();
+        assert!(unproven_version(&other, &signed, "db", "rs-uid", Some("v1")).is_some());
+        let why = unproven_version(&key, &signed, "db", "rs-uid", Some("v0")).unwrap();
+        assert!(why.contains("not the version"), "{why}");
+        assert!(unproven_version(&key, &signed, "db", "rs-uid", None).is_some());
     }
 
     #[test]

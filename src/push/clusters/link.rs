@@ -39,6 +39,13 @@ const CONCURRENCY: usize = 2;
 /// same reason), so a dead cluster holds each of its syncs for moments, not
 /// for its timeout every time.
 pub const HOLD_DOWN: Duration = Duration::from_secs(10);
+/// Each list of a downstream watch asks for pages of this many objects, so
+/// that a page of full ReplicaSets or Pods stays well within the reply cap
+/// (`capped::MAX_REPLY`).
+const PAGE: u32 = 100;
+/// Look-alikes remembered as foreign per link at most; then forgotten all
+/// at once (each is read whole again once).
+const MAX_FOREIGN: usize = 4096;
 
 pub struct Link {
     pub name: String,
@@ -50,6 +57,9 @@ pub struct Link {
     /// Copies read whole and proven ours: `copy-uid/upstream-uid` (the same
     /// values as that upstream version), or `copy-uid/` (proven ours). Never data.
     proven: Mutex<HashSet<String>>,
+    /// Secrets read whole and proven not ours: `uid/resourceVersion`, so a
+    /// look-alike is not read whole again on every sync (until it changes).
+    foreign: Mutex<HashSet<String>>,
     /// The RandomSecrets sent here (a link that replaces this one gets them).
     served: Mutex<HashSet<Key>>,
     /// Calls fail at once until then (`HOLD_DOWN`).
@@ -73,6 +83,7 @@ impl Link {
             triggers,
             namespaces: Mutex::default(),
             proven: Mutex::default(),
+            foreign: Mutex::default(),
             served: Mutex::default(),
             down_until: Mutex::default(),
             tasks: Mutex::default(),
@@ -252,6 +263,24 @@ impl Link {
         }
     }
 
+    /// Whether the Secret `uid` at `resource_version` was read whole and
+    /// found not ours (a change of it is read again).
+    pub fn is_foreign(&self, uid: &str, resource_version: &str) -> bool {
+        self.foreign
+            .lock()
+            .expect("foreign lock")
+            .contains(&format!("{uid}/{resource_version}"))
+    }
+
+    /// Remembers the Secret `uid` at `resource_version` as not ours.
+    pub fn mark_foreign(&self, uid: &str, resource_version: &str) {
+        let mut foreign = self.foreign.lock().expect("foreign lock");
+        if foreign.len() >= MAX_FOREIGN {
+            foreign.clear();
+        }
+        foreign.insert(format!("{uid}/{resource_version}"));
+    }
+
     /// Deletes the anchor of `origin`'s copies in `namespace` if it is ours
     /// (the collector there then removes what only it held). Whether one was
     /// found.
@@ -385,7 +414,14 @@ impl Downstream {
             | watcher::Error::WatchFailed(e) => {
                 ClusterError::of(cluster, &format!("watching {what}"), e)
             }
-            e => ClusterError::Unreachable(format!("cluster {cluster}: watching {what}: {e}")),
+            // The apiserver's own words stay out of the status.
+            watcher::Error::WatchError(s) => ClusterError::Retry(format!(
+                "cluster {cluster}: watching {what}: the watch ended with an error ({})",
+                s.code
+            )),
+            watcher::Error::NoResourceVersion => ClusterError::Unreachable(format!(
+                "cluster {cluster}: watching {what}: an answer without a resourceVersion (is the kubeconfig's server an apiserver?)"
+            )),
         };
         self.failures
             .lock()
@@ -510,7 +546,9 @@ async fn copies(
     triggers: Triggers,
     cluster: String,
 ) {
-    let config = watcher::Config::default().labels(LABEL_COPY_OF);
+    let config = watcher::Config::default()
+        .labels(LABEL_COPY_OF)
+        .page_size(PAGE);
     let (down, interruptions) = (d.clone(), &d.interruptions);
     feed(
         api,
@@ -543,7 +581,7 @@ async fn holders<K: Watched>(
     feed(
         api,
         what,
-        watcher::Config::default(),
+        watcher::Config::default().page_size(PAGE),
         interruptions,
         &triggers,
         |ev| {

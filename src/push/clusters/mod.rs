@@ -1,7 +1,10 @@
 //! Copies of every version in downstream clusters (`spec.push.clusters`).
 //!
 //! - [`kubeconfig`]: a connection's credentials, refused when they would run
-//!   a command or read a file (pure).
+//!   a command, read a file or skip the certificate check (pure).
+//! - [`admit`]: which namespaces may copy where through a connection, and
+//!   what a copy may be (pure).
+//! - [`capped`]: every downstream reply read through a cap.
 //! - [`copy`]: what is written downstream and how our objects are told from
 //!   others' (pure).
 //! - [`link`]: one downstream cluster: its client, its watches (per target
@@ -17,6 +20,8 @@
 //! keeps the finalizer, routes each RandomSecret to its clusters' runners,
 //! and carries out the deletion policy.
 
+pub mod admit;
+pub mod capped;
 pub mod copy;
 pub mod kubeconfig;
 pub mod link;
@@ -72,6 +77,21 @@ pub enum ClusterError {
     ConnectionNotFound(String),
     #[error("{0}")]
     NamespaceNotAllowed(String),
+    /// The connection lists no allowedNamespaces (it allows none).
+    #[error("{0}")]
+    AllowedNamespacesUnset(String),
+    /// The version is outside the connection's copy policy.
+    #[error("{0}")]
+    NotAllowed(String),
+    /// The target was added after the current version was made.
+    #[error("{0}")]
+    NotMadeForTarget(String),
+    /// The upstream version carries no valid proof of creation.
+    #[error("{0}")]
+    UnprovenVersion(String),
+    /// A downstream reply passed `capped::MAX_REPLY`.
+    #[error("{0}")]
+    ReplyTooLarge(String),
     /// The kubeconfig is missing, unreadable or refused (exec, files).
     #[error("{0}")]
     InvalidConnection(String),
@@ -107,6 +127,11 @@ impl ClusterError {
         match self {
             ClusterError::ConnectionNotFound(_) => "ConnectionNotFound",
             ClusterError::NamespaceNotAllowed(_) => "NamespaceNotAllowed",
+            ClusterError::AllowedNamespacesUnset(_) => "AllowedNamespacesUnset",
+            ClusterError::NotAllowed(_) => "NotAllowed",
+            ClusterError::NotMadeForTarget(_) => "AwaitingNextVersion",
+            ClusterError::UnprovenVersion(_) => "VersionNotProven",
+            ClusterError::ReplyTooLarge(_) => "ReplyTooLarge",
             ClusterError::InvalidConnection(_) => "InvalidConnection",
             ClusterError::Unreachable(_) => "Unreachable",
             ClusterError::Forbidden(_) => "Forbidden",
@@ -126,13 +151,30 @@ impl ClusterError {
     pub fn next(&self) -> Next {
         match self {
             // The dispatcher's resync ([`RESYNC`]) looks again.
-            ClusterError::SecretNameConflict(_) | ClusterError::ValueMismatch(_) => {
-                Next::AwaitChange
-            }
+            ClusterError::SecretNameConflict(_)
+            | ClusterError::ValueMismatch(_)
+            | ClusterError::NotMadeForTarget(_)
+            | ClusterError::NotAllowed(_) => Next::AwaitChange,
             ClusterError::Waiting(_) => Next::RequeueAfter(AWAIT),
             ClusterError::Connecting(_) => Next::RequeueAfter(FIRST_LIST),
             _ => Next::Retry,
         }
+    }
+
+    /// A state no retry can fix by itself: someone must change the
+    /// connection, its kubeconfig, the RBAC downstream or the spec. A
+    /// deletion that waits on one gives up after `push::CLEANUP_DEADLINE`
+    /// (the copies are kept, and said so).
+    pub fn needs_a_person(&self) -> bool {
+        matches!(
+            self,
+            ClusterError::NamespaceNotAllowed(_)
+                | ClusterError::AllowedNamespacesUnset(_)
+                | ClusterError::InvalidConnection(_)
+                | ClusterError::Forbidden(_)
+                | ClusterError::NamespaceNotFound(_)
+                | ClusterError::SecretNameConflict(_)
+        )
     }
 
     /// A downstream call's error, for cluster `cluster`, doing `what`.
@@ -140,24 +182,73 @@ impl ClusterError {
         Self::of(cluster, what, &e)
     }
 
+    /// The text is fixed: the downstream server's words (a Status message,
+    /// a body serde quotes, a certificate's names) never reach a status or
+    /// an Event, where a tenant reads them.
     pub fn of(cluster: &str, what: &str, e: &kube::Error) -> Self {
-        let message = format!("cluster {cluster}: {what}: {e}");
+        let at = format!("cluster {cluster}: {what}");
+        if capped::too_large(e) {
+            return ClusterError::ReplyTooLarge(format!(
+                "{at}: the answer is larger than {} MiB; it was not read (is the kubeconfig's server an apiserver?)",
+                capped::MAX_REPLY >> 20
+            ));
+        }
         match e {
             kube::Error::Api(s) if s.code == 401 || s.code == 403 => {
                 ClusterError::Forbidden(format!(
-                    "{message}; the connection's credentials need create, get, list, watch, patch and delete on secrets, and list and watch on replicasets, controllerrevisions and pods, in the target namespace"
+                    "{at}: refused ({}); the connection's credentials need create, get, list, watch, patch and delete on secrets, and list and watch on replicasets, controllerrevisions and pods, in the target namespace",
+                    s.code
                 ))
             }
             kube::Error::Api(s) if s.code == 404 && s.message.contains("namespaces") => {
                 ClusterError::NamespaceNotFound(format!(
-                    "{message}; create the namespace downstream or change spec.push.clusters[].namespace"
+                    "{at}: the namespace does not exist there; create the namespace downstream or change spec.push.clusters[].namespace"
                 ))
             }
-            kube::Error::Api(s) if s.code == 409 => ClusterError::Conflict(message),
-            kube::Error::Api(_) => ClusterError::Retry(message),
-            _ => ClusterError::Unreachable(message),
+            kube::Error::Api(s) if s.code == 409 => {
+                ClusterError::Conflict(format!("{at}: a conflict (409)"))
+            }
+            kube::Error::Api(s) => {
+                ClusterError::Retry(format!("{at}: the apiserver answered {}", s.code))
+            }
+            kube::Error::SerdeError(_)
+            | kube::Error::FromUtf8(_)
+            | kube::Error::LinesCodecMaxLineLengthExceeded => ClusterError::Unreachable(format!(
+                "{at}: an answer that is not the Kubernetes API's (is the kubeconfig's server an apiserver?)"
+            )),
+            e => ClusterError::Unreachable(format!("{at}: {}", transport(e))),
         }
     }
+}
+
+/// What went wrong on the way, in fixed words: the OS's kind of error, or
+/// that TLS failed (a certificate's text is the server's to choose).
+fn transport(e: &(dyn std::error::Error + 'static)) -> &'static str {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if e.is::<rustls::Error>() {
+            return "the TLS handshake failed (is certificate-authority-data the server's CA, and the server's name in its certificate?)";
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            if let Some(inner) = io.get_ref()
+                && inner.is::<rustls::Error>()
+            {
+                return transport(inner);
+            }
+            return match io.kind() {
+                K::ConnectionRefused => "the connection was refused",
+                K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+                    "the connection was cut"
+                }
+                K::TimedOut => "no answer in time",
+                K::NotFound | K::AddrNotAvailable => "the server's address was not found",
+                _ => "the connection failed",
+            };
+        }
+        next = e.source();
+    }
+    "no answer (the connection failed)"
 }
 
 /// The cluster push's metrics (labels are outcomes, never names).
@@ -229,6 +320,9 @@ pub struct Context {
     /// Which RandomSecrets have cluster work (spec or finalizer), from the watch.
     pub index: Arc<crate::push::index::Index>,
     pub shutdown: Signal,
+    /// The controller's flags for every connection (policy, protected
+    /// namespaces, insecure TLS).
+    pub settings: admit::Settings,
 }
 
 impl Context {
@@ -336,30 +430,8 @@ struct Linked {
     link: Arc<Link>,
     /// The resourceVersions of the connection and of its kubeconfig Secret.
     version: (String, String),
-    allowed: Option<Vec<String>>,
-    targets: Option<Vec<String>>,
+    grant: admit::Grant,
     read_at: Instant,
-}
-
-impl Linked {
-    /// Whether a RandomSecret of `namespace` may copy into `target` through it.
-    fn permits(&self, name: &str, namespace: &str, target: &str) -> Result<(), ClusterError> {
-        if self
-            .allowed
-            .as_ref()
-            .is_some_and(|a| !a.iter().any(|n| n == namespace))
-        {
-            return Err(ClusterError::NamespaceNotAllowed(format!(
-                "ClusterConnection {name} does not list namespace {namespace} in allowedNamespaces"
-            )));
-        }
-        if target != namespace && !self.targets.iter().flatten().any(|t| t == target) {
-            return Err(ClusterError::NamespaceNotAllowed(format!(
-                "ClusterConnection {name} does not list the downstream namespace {target} in targetNamespaces (without it, a RandomSecret copies only into the namespace of its own namespace's name)"
-            )));
-        }
-        Ok(())
-    }
 }
 
 impl Links {
@@ -372,35 +444,56 @@ impl Links {
         target: &str,
         ctx: &Arc<Context>,
     ) -> Result<Arc<Link>, ClusterError> {
-        if let Some(link) = self.fresh(name, namespace, target) {
+        let s = &ctx.settings;
+        if let Some(link) = self.fresh(s, name, namespace, target) {
             return link;
         }
         let _one = self.reading.lock().await;
         // Another dispatch may have read it while this one waited.
-        if let Some(link) = self.fresh(name, namespace, target) {
+        if let Some(link) = self.fresh(s, name, namespace, target) {
             return link;
         }
         self.read(name, ctx).await?;
-        self.fresh(name, namespace, target)
+        self.fresh(s, name, namespace, target)
             .unwrap_or_else(|| Err(ClusterError::Retry(format!("linking {name}"))))
     }
 
     fn fresh(
         &self,
+        settings: &admit::Settings,
         name: &str,
         namespace: &str,
         target: &str,
     ) -> Option<Result<Arc<Link>, ClusterError>> {
         let map = self.map.lock().expect("links lock");
         let l = map.get(name).filter(|l| l.read_at.elapsed() < REFRESH)?;
-        Some(l.permits(name, namespace, target).map(|_| l.link.clone()))
+        Some(
+            l.grant
+                .permits(settings, name, namespace, target)
+                .map(|_| l.link.clone()),
+        )
+    }
+
+    /// The policy copies through connection `name` follow (as last read).
+    pub fn policy(
+        &self,
+        settings: &admit::Settings,
+        name: &str,
+    ) -> crate::reconciler::policy::Policy {
+        self.map
+            .lock()
+            .expect("links lock")
+            .get(name)
+            .map_or_else(|| settings.policy.clone(), |l| l.grant.policy(settings))
     }
 
     /// Reads the connection and its Secret; links anew when either changed
     /// (the old link's RandomSecrets go to the new one).
     async fn read(&self, name: &str, ctx: &Arc<Context>) -> Result<(), ClusterError> {
         let upstream = |what: String| {
-            move |e: kube::Error| ClusterError::Retry(format!("reading {what}: {e}"))
+            move |e: kube::Error| {
+                ClusterError::Retry(format!("reading {what}: {}", crate::push::vault::brief(e)))
+            }
         };
         let Some(conn) = Api::<ClusterConnection>::all(ctx.client.clone())
             .get_opt(name)
@@ -419,8 +512,7 @@ impl Links {
             let e = ClusterError::InvalidConnection(format!("ClusterConnection {name}: {message}"));
             (e, "InvalidKubeconfig")
         };
-        let allowed = conn.spec.allowed_namespaces.clone();
-        let targets = conn.spec.target_namespaces.clone();
+        let grant = admit::Grant::of(&conn.spec);
         let built = async {
             let secret = Api::<Secret>::namespaced(ctx.client.clone(), &r.namespace)
                 .get_opt(&r.name)
@@ -455,7 +547,8 @@ impl Links {
                 .collect();
             let format = r.format.unwrap_or(KubeconfigFormat::Kubeconfig);
             let key = r.key.as_deref().unwrap_or(kubeconfig::DEFAULT_KEY);
-            let kc = kubeconfig::parse(format, key, &data).map_err(|m| {
+            let insecure_ok = ctx.settings.allow_insecure_tls;
+            let kc = kubeconfig::parse(format, key, &data, insecure_ok).map_err(|m| {
                 (
                     ClusterError::InvalidConnection(format!(
                         "ClusterConnection {name}: kubeconfig Secret {}/{}: {m}",
@@ -468,12 +561,7 @@ impl Links {
                 .spec
                 .timeout_seconds
                 .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.max(1) as u64));
-            let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-                .await
-                .map_err(|e| refused(format!("the kubeconfig cannot be used: {e}")))?;
-            config.connect_timeout = Some(timeout);
-            let client = kube::Client::try_from(config)
-                .map_err(|e| refused(format!("no client for the kubeconfig: {e}")))?;
+            let client = client_for(kc, timeout).await.map_err(refused)?;
             let link = Link::start(name, client, timeout, ctx.clone());
             info!(connection = name, "linked a downstream cluster");
             let old = self.map.lock().expect("links lock").insert(
@@ -481,8 +569,7 @@ impl Links {
                 Linked {
                     link: link.clone(),
                     version,
-                    allowed: allowed.clone(),
-                    targets: targets.clone(),
+                    grant: grant.clone(),
                     read_at: Instant::now(),
                 },
             );
@@ -507,8 +594,7 @@ impl Links {
             }
             Ok(()) => {
                 if let Some(l) = self.map.lock().expect("links lock").get_mut(name) {
-                    l.allowed = allowed;
-                    l.targets = targets;
+                    l.grant = grant;
                 }
             }
         }
@@ -588,6 +674,33 @@ impl Links {
     }
 }
 
+/// The client for a checked kubeconfig (`kubeconfig::check`): every reply
+/// it reads goes through [`capped`]. Errors are the kubeconfig's to fix,
+/// cut short (they name fields, never a credential).
+pub async fn client_for(
+    kc: kube::config::Kubeconfig,
+    timeout: Duration,
+) -> Result<kube::Client, String> {
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .map_err(|e| {
+            format!(
+                "the kubeconfig cannot be used: {}",
+                crate::push::vault::brief(e)
+            )
+        })?;
+    config.connect_timeout = Some(timeout);
+    // No proxy of the environment's either: the server is the kubeconfig's.
+    config.proxy_url = None;
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| {
+        format!(
+            "no client for the kubeconfig: {}",
+            crate::push::vault::brief(e)
+        )
+    })?;
+    Ok(builder.with_layer(&capped::CapLayer).build())
+}
+
 /// The clusters a RandomSecret pushes to.
 fn targets(rs: &RandomSecret) -> &[crate::push::api::ClusterPush] {
     rs.spec
@@ -639,9 +752,12 @@ pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
         } else {
             Ok(Next::AwaitChange)
         }
-    } else if !has_finalizer {
-        // The patch is a change of its own: the watch brings it back here.
-        crate::push::set_finalizer(&api, &rs, FINALIZER, true)
+    } else if wants_finalizer(targets) != has_finalizer {
+        // Only a deletion that removes copies needs to wait for the
+        // controller: with Retain, an uninstalled controller never holds a
+        // RandomSecret (or its namespace) in deletion. The patch is a change
+        // of its own: the watch brings it back here.
+        crate::push::set_finalizer(&api, &rs, FINALIZER, !has_finalizer)
             .await
             .map(|_| Next::AwaitChange)
     } else {
@@ -672,6 +788,44 @@ pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
         }
         Next::Retry
     })
+}
+
+/// Whether a deletion must wait for the controller: some target's copies go.
+fn wants_finalizer(targets: &[crate::push::api::ClusterPush]) -> bool {
+    targets
+        .iter()
+        .any(|t| t.deletion_policy.unwrap_or_default() == DeletionPolicy::Delete)
+}
+
+/// A deletion gives up on target `name` and keeps its copies (never lost),
+/// with a Warning Event saying why and what to remove by hand.
+pub(crate) fn copies_kept(
+    ctx: &Context,
+    key: &Key,
+    rs: &RandomSecret,
+    name: &str,
+    target: &str,
+    why: String,
+) {
+    let base = rs.spec.secret_name.as_deref().unwrap_or(&key.name);
+    let note = format!(
+        "kept the copies in cluster {name}: {why}; delete the anchor Secret {} in namespace {target} there by hand if they are no longer needed",
+        copy::anchor_name(base)
+    );
+    warn!(randomsecret = %key, connection = %name, "cluster push cleanup: {note}");
+    ctx.events.publish(
+        crate::push::reference(rs),
+        EventType::Warning,
+        "ClusterCopiesKept",
+        "DeleteClusterCopies",
+        note,
+    );
+    ctx.mark_cleaned(key, name);
+}
+
+/// Whether a deletion waiting on `e` has waited long enough to give up.
+pub(crate) fn gives_up(rs: &RandomSecret, e: &ClusterError) -> bool {
+    e.needs_a_person() && crate::push::waited(rs) >= crate::push::CLEANUP_DEADLINE
 }
 
 /// Whether the deletion of `rs` removes the copies in target `t`: with
@@ -725,24 +879,12 @@ async fn cleanup(
             Err(
                 e @ (ClusterError::ConnectionNotFound(_)
                 | ClusterError::InvalidConnection(_)
+                | ClusterError::AllowedNamespacesUnset(_)
                 | ClusterError::NamespaceNotAllowed(_)),
             ) => {
                 // No one can reach that cluster through this connection now:
                 // the copies are kept (never lost), and said so.
-                let base = rs.spec.secret_name.as_deref().unwrap_or(&key.name);
-                let note = format!(
-                    "kept the copies in cluster {name}: {e}; delete the anchor Secret {} in namespace {target} there by hand if they are no longer needed",
-                    copy::anchor_name(base)
-                );
-                warn!(randomsecret = %key, reason = e.reason(), "cluster push cleanup: {note}");
-                ctx.events.publish(
-                    crate::push::reference(rs),
-                    EventType::Warning,
-                    "ClusterCopiesKept",
-                    "DeleteClusterCopies",
-                    note,
-                );
-                ctx.mark_cleaned(key, name);
+                copies_kept(ctx, key, rs, name, &target, e.to_string());
             }
             Err(e) => {
                 let mut status = report::failed(name, t, key, &e);
@@ -753,8 +895,11 @@ async fn cleanup(
         }
     }
     if waiting {
-        // The links say when they are done (`dispatches`); this is the fallback.
-        return Ok(Next::RequeueAfter(CLEANUP_RECHECK));
+        // The links say when they are done (`dispatches`); this is the
+        // fallback, less often the longer the deletion waits.
+        return Ok(Next::RequeueAfter(crate::push::cleanup_recheck(
+            crate::push::waited(rs),
+        )));
     }
     if let Some(next) = ctx.standby() {
         return Ok(next);

@@ -1,22 +1,30 @@
 //! One RandomSecret in one downstream cluster, in three steps:
 //!
-//! 1. the anchor (`copy`): created once, or found and proven ours;
-//! 2. the current version's copy: created create-only from the upstream
+//! 1. the current version, before anything is written there: proven ours
+//!    upstream (the incarnation the cache saw, with its proof of creation),
+//!    made for this target (`push::targets`: a target added later waits for
+//!    the next version) and within the connection's copy policy, unless its
+//!    copy is already there;
+//! 2. the anchor (`copy`): created once, or found and proven ours;
+//! 3. the current version's copy: created create-only from the upstream
 //!    version (read whole, never kept), or found and proven the same values;
-//!    a Secret of that name that is not our copy is never touched;
-//! 3. retention there: the upstream plan (`reconciler::retention`) over the
+//!    a Secret of that name that is not our copy is never touched (and,
+//!    proven foreign once, not read whole again until it changes);
+//! 4. retention there: the upstream plan (`reconciler::retention`) over the
 //!    copies, with the anchor as owner and that cluster's own ReplicaSets,
 //!    ControllerRevisions and Pods as holders.
 //!
 //! A copy lost downstream is copied again with the same values (they come
 //! from the upstream version), so no name there ever changes its values.
 
+use super::admit;
 use super::copy::{self, Found, Origin};
 use super::link::{Downstream, Link};
 use super::{ClusterError, Context, report};
 use crate::api::RandomSecret;
 use crate::cache::Key;
 use crate::push::api::ClusterPush;
+use crate::push::targets;
 use crate::reconciler::retention::{self, Change, Observed};
 use crate::runtime::events::EventType;
 use crate::runtime::runner::Next;
@@ -146,8 +154,11 @@ async fn step(
         link,
         ctx,
     };
+    let upstream = here.version_to_copy(&current, target).await?;
     let anchor = here.ensure_anchor(&base).await?;
-    here.ensure_copy(&current, &anchor).await?;
+    if let Some(upstream) = upstream {
+        here.ensure_copy(&current, upstream, &anchor).await?;
+    }
     here.retain(&current, &anchor).await
 }
 
@@ -189,7 +200,8 @@ async fn cleanup(
         Ok(false) => Ok(false),
         Ok(true) => release(key, rs, target, link, ctx).await,
         Err(e) => Err(ClusterError::Retry(format!(
-            "reading the current version upstream: {e}"
+            "reading the current version upstream: {}",
+            crate::push::vault::brief(e)
         ))),
     };
     if let Some(next) = ctx.standby() {
@@ -202,13 +214,25 @@ async fn cleanup(
             let _ = ctx.dispatches.send(key.clone());
             Next::AwaitChange
         }
+        Err(e) if super::gives_up(rs, &e) => {
+            // Nothing changed in ten minutes and no retry can: let the
+            // RandomSecret go, keep the copies (never lost), say so.
+            let why = format!(
+                "the deletion waited {} minutes on a state only a person can fix ({e})",
+                crate::push::CLEANUP_DEADLINE.as_secs() / 60
+            );
+            let namespace = report::target_namespace(target, key);
+            super::copies_kept(ctx, key, rs, &link.name, &namespace, why);
+            let _ = ctx.dispatches.send(key.clone());
+            Next::AwaitChange
+        }
         Err(e) => {
             let message = super::waits_message(&link.name, &e);
             warn!(randomsecret = %key, connection = %link.name, reason = e.reason(), "cluster push cleanup: {message}");
             let mut status = report::failed(&link.name, target, key, &e);
             status.message = Some(message);
             ctx.record(key, status);
-            Next::RequeueAfter(super::CLEANUP_RECHECK)
+            Next::RequeueAfter(crate::push::cleanup_recheck(crate::push::waited(rs)))
         }
     }
 }
@@ -330,10 +354,145 @@ impl Here<'_> {
         ))
     }
 
-    /// The current version's copy: there and proven the same, or created.
+    /// The upstream version to copy (read whole), or None when its copy is
+    /// there already and proven the same. Refused before anything is
+    /// written downstream: a version this controller cannot prove it made,
+    /// one not made for this target, one outside the connection's policy.
+    async fn version_to_copy(
+        &self,
+        current: &str,
+        target: &ClusterPush,
+    ) -> Result<Option<Secret>, ClusterError> {
+        let Here {
+            key,
+            rs,
+            namespace,
+            down,
+            link,
+            ctx,
+        } = *self;
+        let cached_uid = ctx
+            .caches
+            .secrets
+            .get(&key.sibling(current))
+            .map(|v| v.uid.to_string());
+        let existing = down.copy(current);
+        if let (Some(c), Some(up)) = (&existing, &cached_uid)
+            && link.is_proven(&c.uid, Some(up))
+        {
+            return Ok(None);
+        }
+        // The values pass through here once, from the upstream version to the
+        // copy (or to compare with one found); they are never kept.
+        let upstream = Api::<Secret>::namespaced(ctx.client.clone(), key.ns())
+            .get(current)
+            .await
+            .map_err(|e| {
+                ClusterError::Retry(format!(
+                    "reading Secret {current} upstream: {}",
+                    crate::push::vault::brief(e)
+                ))
+            })?;
+        if upstream.metadata.uid.is_none() || upstream.metadata.uid != cached_uid {
+            return Err(ClusterError::Waiting(format!(
+                "waiting for Secret {current} upstream to be seen by the controller's cache"
+            )));
+        }
+        let rs_uid = rs.metadata.uid.as_deref().unwrap_or_default();
+        if let Some(why) = copy::unproven_version(
+            ctx.caches.secrets.key(),
+            &upstream,
+            &key.name,
+            rs_uid,
+            cached_uid.as_deref(),
+        ) {
+            return Err(ClusterError::UnprovenVersion(why));
+        }
+        let up_uid = upstream.metadata.uid.clone().unwrap_or_default();
+        if let Some(c) = &existing {
+            // Something of ours (by its labels) is there under that name.
+            if link.is_foreign(&c.uid, &c.resource_version) {
+                return Err(self.foreign(current));
+            }
+            let found = link
+                .bounded(
+                    &format!("reading Secret {current}"),
+                    link.secrets(namespace).get(current),
+                )
+                .await?;
+            return self
+                .classified(current, &found, &upstream, &up_uid)
+                .map(|_| None);
+        }
+        if !targets::made_for(
+            upstream.metadata.annotations.as_ref(),
+            &targets::cluster(target),
+        ) {
+            return Err(ClusterError::NotMadeForTarget(format!(
+                "spec.push.clusters names ClusterConnection {}, which Secret {current} was not made for (the target was added or changed after it was made): values already in use are never sent to a new place by an edit of spec.push; the next version is copied: rotate (change spec.rotation, or run `randomsecret rotate {}`)",
+                link.name, key.name
+            )));
+        }
+        let policy = ctx.links.policy(&ctx.settings, &link.name);
+        if let Some(why) = admit::refuses(&policy, &link.name, &upstream) {
+            return Err(ClusterError::NotAllowed(format!("Secret {current}: {why}")));
+        }
+        Ok(Some(upstream))
+    }
+
+    /// A Secret found downstream under the version's name, read whole: our
+    /// copy of it (remembered), or never touched.
+    fn classified(
+        &self,
+        current: &str,
+        found: &Secret,
+        upstream: &Secret,
+        up_uid: &str,
+    ) -> Result<(), ClusterError> {
+        let Here {
+            namespace,
+            down,
+            link,
+            ctx,
+            ..
+        } = *self;
+        match copy::classify(ctx.caches.secrets.key(), found, upstream) {
+            Found::Ours => {
+                down.write_through(&found.metadata, ctx.caches.secrets.key());
+                if let Some(uid) = &found.metadata.uid {
+                    link.mark_proven(uid, Some(up_uid));
+                }
+                Ok(())
+            }
+            Found::Mismatch => Err(ClusterError::ValueMismatch(format!(
+                "cluster {}: Secret {current} in namespace {namespace} is our copy of an earlier version of that name, with other values (the version was re-created upstream since): it is never overwritten; change spec.rotation to move to a new name, or delete that copy downstream once nothing there uses it, to have it copied again",
+                link.name
+            ))),
+            Found::Foreign => {
+                if let (Some(uid), Some(rv)) =
+                    (&found.metadata.uid, &found.metadata.resource_version)
+                {
+                    link.mark_foreign(uid, rv);
+                }
+                Err(self.foreign(current))
+            }
+        }
+    }
+
+    fn foreign(&self, current: &str) -> ClusterError {
+        ClusterError::SecretNameConflict(format!(
+            "cluster {}: Secret {current} in namespace {} was not made by randomsecret: it is left untouched; delete or rename it there, or change spec.rotation to move to a new name",
+            self.link.name, self.namespace
+        ))
+    }
+
+    /// The current version's copy, created from `upstream` (checked by
+    /// [`Self::version_to_copy`]); a Secret found under its name is proven
+    /// the same, or never touched.
     async fn ensure_copy(
         &self,
         current: &str,
+        upstream: Secret,
         anchor: &OwnerReference,
     ) -> Result<(), ClusterError> {
         let Here {
@@ -344,91 +503,65 @@ impl Here<'_> {
             link,
             ctx,
         } = *self;
-        let upstream_uid = ctx
-            .caches
-            .secrets
-            .get(&key.sibling(current))
-            .map(|v| v.uid.to_string());
-        let existing = down.copy(current);
-        if let (Some(c), Some(up)) = (&existing, &upstream_uid)
-            && link.is_proven(&c.uid, Some(up))
-        {
-            return Ok(());
-        }
-        // The values pass through here once, from the upstream version to the
-        // copy (or to compare with one found); they are never kept.
-        let upstream = Api::<Secret>::namespaced(ctx.client.clone(), key.ns())
-            .get(current)
-            .await
-            .map_err(|e| ClusterError::Retry(format!("reading Secret {current} upstream: {e}")))?;
         let up_uid = upstream.metadata.uid.clone().unwrap_or_default();
         let api = link.secrets(namespace);
-        let found = if existing.is_some() {
-            Some(
-                link.bounded(&format!("reading Secret {current}"), api.get(current))
-                    .await?,
+        let holders = down.holders_of(&Key::new(namespace, current));
+        let owners = std::iter::once(anchor.clone())
+            .chain(
+                holders
+                    .iter()
+                    .filter(|h| !h.covered)
+                    .take(retention::MAX_HOLDER_OWNERS)
+                    .map(|h| h.owner_reference()),
             )
-        } else {
-            let holders = down.holders_of(&Key::new(namespace, current));
-            let owners = std::iter::once(anchor.clone())
-                .chain(
-                    holders
-                        .iter()
-                        .filter(|h| !h.covered)
-                        .take(retention::MAX_HOLDER_OWNERS)
-                        .map(|h| h.owner_reference()),
-                )
-                .collect();
-            let copy = copy::copy_of(&upstream, namespace, owners);
-            ctx.may_write()?;
-            let what = format!("creating Secret {current}");
-            match link
-                .bounded_raw(&what, api.create(&PostParams::default(), &copy))
-                .await?
-            {
-                Ok(made) => {
-                    down.write_through(&made.metadata, ctx.caches.secrets.key());
-                    if let Some(uid) = &made.metadata.uid {
-                        link.mark_proven(uid, Some(&up_uid));
-                    }
-                    ctx.metrics.copies_created.inc();
-                    info!(randomsecret = %key, connection = %link.name, secret = current, namespace, "cluster push: copied the version");
-                    ctx.events.publish(
-                        crate::push::reference(rs),
-                        EventType::Normal,
-                        "ClusterVersionCopied",
-                        "PushCluster",
-                        format!(
-                            "Copied Secret {current} to namespace {namespace} of cluster {}",
-                            link.name
-                        ),
-                    );
-                    None
-                }
-                Err(kube::Error::Api(s)) if s.code == 409 => Some(
-                    link.bounded(&format!("reading Secret {current}"), api.get(current))
-                        .await?,
-                ),
-                Err(e) => return Err(ClusterError::downstream(&link.name, &what, e)),
-            }
-        };
-        let Some(found) = found else { return Ok(()) };
-        match copy::classify(ctx.caches.secrets.key(), &found, &upstream) {
-            Found::Ours => {
-                down.write_through(&found.metadata, ctx.caches.secrets.key());
-                if let Some(uid) = &found.metadata.uid {
+            .collect();
+        let copy = copy::copy_of(&upstream, namespace, owners);
+        ctx.may_write()?;
+        let what = format!("creating Secret {current}");
+        match link
+            .bounded_raw(&what, api.create(&PostParams::default(), &copy))
+            .await?
+        {
+            Ok(made) => {
+                down.write_through(&made.metadata, ctx.caches.secrets.key());
+                if let Some(uid) = &made.metadata.uid {
                     link.mark_proven(uid, Some(&up_uid));
                 }
+                ctx.metrics.copies_created.inc();
+                info!(randomsecret = %key, connection = %link.name, secret = current, namespace, "cluster push: copied the version");
+                ctx.events.publish(
+                    crate::push::reference(rs),
+                    EventType::Normal,
+                    "ClusterVersionCopied",
+                    "PushCluster",
+                    format!(
+                        "Copied Secret {current} to namespace {namespace} of cluster {}",
+                        link.name
+                    ),
+                );
                 Ok(())
             }
-            Found::Mismatch => Err(ClusterError::ValueMismatch(format!(
-                "cluster {}: Secret {current} in namespace {namespace} is our copy of an earlier version of that name, with other values (the version was re-created upstream since): it is never overwritten; change spec.rotation to move to a new name, or delete that copy downstream once nothing there uses it, to have it copied again",
-                link.name
-            ))),
-            Found::Foreign => Err(ClusterError::SecretNameConflict(format!(
-                "cluster {}: Secret {current} in namespace {namespace} was not made by randomsecret: it is left untouched; delete or rename it there, or change spec.rotation to move to a new name",
-                link.name
-            ))),
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // There already (not labelled as ours): its metadata first, so
+                // a look-alike proven foreign is not read whole again.
+                let meta = link
+                    .bounded(
+                        &format!("reading Secret {current}"),
+                        api.get_metadata(current),
+                    )
+                    .await?
+                    .metadata;
+                if let (Some(uid), Some(rv)) = (&meta.uid, &meta.resource_version)
+                    && link.is_foreign(uid, rv)
+                {
+                    return Err(self.foreign(current));
+                }
+                let found = link
+                    .bounded(&format!("reading Secret {current}"), api.get(current))
+                    .await?;
+                self.classified(current, &found, &upstream, &up_uid)
+            }
+            Err(e) => Err(ClusterError::downstream(&link.name, &what, e)),
         }
     }
 
@@ -451,10 +584,15 @@ impl Here<'_> {
         let mut copies = Vec::new();
         for (name, c) in down.copies_of(key) {
             if !link.is_proven(&c.uid, None) {
+                if link.is_foreign(&c.uid, &c.resource_version) {
+                    continue;
+                }
                 let whole = link
                     .bounded(&format!("reading Secret {name}"), api.get(&name))
                     .await?;
                 if !copy::proven_copy(ctx.caches.secrets.key(), &whole, key.ns()) {
+                    let rv = whole.metadata.resource_version.as_deref();
+                    link.mark_foreign(&c.uid, rv.unwrap_or(&c.resource_version));
                     continue;
                 }
                 link.mark_proven(&c.uid, None);
