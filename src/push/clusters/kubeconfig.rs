@@ -392,7 +392,9 @@ current-context: down
             .collect();
         cases.sort();
         assert!(cases.len() >= 25, "{} cases", cases.len());
-        let mut inputs: Vec<(String, KubeconfigFormat, BTreeMap<String, Vec<u8>>, String)> = cases
+        // (case, format, Secret data, expected)
+        type Case = (String, KubeconfigFormat, BTreeMap<String, Vec<u8>>, String);
+        let mut inputs: Vec<Case> = cases
             .iter()
             .map(|expect| {
                 let name = expect.file_stem().unwrap().to_string_lossy().to_string();
