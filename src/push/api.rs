@@ -145,8 +145,9 @@ pub struct ClusterPushStatus {
     /// Whether the current version's copy is there and proven the same.
     pub synced: bool,
     /// Synced, or why not (ConnectionNotFound, NamespaceNotAllowed,
-    /// InvalidConnection, Unreachable, Forbidden, SecretNameConflict,
-    /// ValueMismatch, Connecting, Waiting).
+    /// AllowedNamespacesUnset, NotAllowed, AwaitingNextVersion,
+    /// VersionNotProven, InvalidConnection, Unreachable, ReplyTooLarge,
+    /// Forbidden, SecretNameConflict, ValueMismatch, Connecting, Waiting).
     pub reason: String,
     /// What to do about it, when not synced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
