@@ -915,6 +915,46 @@ mod tests {
         assert!(!format!("{f:?}").contains("old-"), "{f:?}");
     }
 
+    /// Finding #8 of issue 26: an UPDATE copies only what the stored object
+    /// already managed, so `update` without `get` reads nothing through the
+    /// PUT's response.
+    #[test]
+    fn update_copies_only_keys_the_old_object_managed() {
+        let stored = [("password", "stored"), ("token", "stored-too")];
+        let asks = secret(&[(GENERATE, "password,token")], &[]);
+        // Not opted in: no label.
+        let mut unlabelled = secret(&[], &stored);
+        unlabelled.metadata.labels = None;
+        // Labelled, but asking for nothing; asking for another key; with
+        // annotations that never parsed (never filled); a RandomSecret's version.
+        let asked_nothing = secret(&[], &stored);
+        let other_key = secret(&[(GENERATE, "token")], &stored);
+        let invalid = secret(&[(GENERATE, "password,token"), (LENGTH, "0")], &stored);
+        let mut version = secret(&[(GENERATE, "password,token")], &stored);
+        version
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert(LABEL_NAME.into(), "db".into());
+        for (what, old, copied) in [
+            ("unlabelled", &unlabelled, vec![]),
+            ("asking for nothing", &asked_nothing, vec![]),
+            ("listing another key", &other_key, vec!["token"]),
+            ("invalid annotations", &invalid, vec![]),
+            ("a RandomSecret's version", &version, vec![]),
+        ] {
+            let f = fill(plan(&asks, Some(old)));
+            assert_eq!(f.copied_keys().collect::<Vec<_>>(), copied, "{what}");
+            let done = apply(&asks, &f);
+            assert_ne!(text(&done, "password"), "stored", "{what}: the stored value came back");
+            assert_eq!(f.keys(), ["password", "token"], "{what}");
+        }
+        // The alias form manages its one key.
+        let aliased = secret(&[(alias::ENABLE, "true")], &stored);
+        let f = fill(plan(&asks, Some(&aliased)));
+        assert_eq!(f.copied_keys().collect::<Vec<_>>(), ["password"]);
+    }
+
     #[test]
     fn rotation_regenerates_when_the_token_differs_from_the_recorded_one() {
         let s = secret(&[(GENERATE, "a,b")], &[("a", "1"), ("b", "2")]);
