@@ -872,7 +872,7 @@ async fn a_flood_of_maximal_reviews_keeps_memory_bounded_and_answers_on() -> Res
     wait_served(&secrets).await?;
     let pid = c.child.id();
     let dir = log_dir().join("flood");
-    let huge = body_file(&dir, "8mib.json", &big_review("huge", 8 << 20))?;
+    let huge = body_file(&dir, "8mib.json", &big_review("huge", (8 << 20) - 8192))?;
     let max = body_file(&dir, "3mib.json", &big_review("max", (3 << 20) - 8192))?;
     let small = body_file(&dir, "small.json", &small_review("small"))?;
     let before = peak_rss(pid)?;
@@ -1017,17 +1017,29 @@ async fn an_update_only_user_never_reads_an_unmanaged_secret_through_the_webhook
 
     // The user: update on secrets, nothing else.
     let user = "updater";
+    kubectl_io(&["-n", &ns.name, "create", "serviceaccount", user], "")?;
     kubectl_io(
-        &["-n", &ns.name, "create", "serviceaccount", user],
+        &[
+            "-n",
+            &ns.name,
+            "create",
+            "role",
+            user,
+            "--verb=update",
+            "--resource=secrets",
+        ],
         "",
     )?;
     kubectl_io(
-        &["-n", &ns.name, "create", "role", user, "--verb=update", "--resource=secrets"],
-        "",
-    )?;
-    kubectl_io(
-        &["-n", &ns.name, "create", "rolebinding", user, &format!("--role={user}"),
-          &format!("--serviceaccount={}:{user}", ns.name)],
+        &[
+            "-n",
+            &ns.name,
+            "create",
+            "rolebinding",
+            user,
+            &format!("--role={user}"),
+            &format!("--serviceaccount={}:{user}", ns.name),
+        ],
         "",
     )?;
     let mut config = kube::Config::infer().await?;
@@ -1041,7 +1053,10 @@ async fn an_update_only_user_never_reads_an_unmanaged_secret_through_the_webhook
     }))?;
     let deadline = Instant::now() + Duration::from_secs(30);
     let answer = loop {
-        match theirs.replace("victim", &PostParams::default(), &attack).await {
+        match theirs
+            .replace("victim", &PostParams::default(), &attack)
+            .await
+        {
             Ok(s) => break s,
             Err(kube::Error::Api(e)) if e.code == 403 && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(500)).await;
