@@ -240,6 +240,9 @@ pub struct ControllerArgs {
         value_delimiter = ','
     )]
     pub vault_allowed_networks: Vec<crate::push::vault::address::Network>,
+    /// Annotation mode: on or off, and the namespaces it leaves alone.
+    #[command(flatten)]
+    pub annotation: AnnotationArgs,
     /// The mutating webhook of annotation mode (off unless --webhook-bind-address is set).
     #[command(flatten)]
     pub webhook: WebhookArgs,
@@ -272,6 +275,54 @@ pub struct ClusterPushArgs {
         default_value_t = false
     )]
     pub allow_insecure_downstream_tls: bool,
+}
+
+/// Whether annotation mode fills anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnnotationMode {
+    On,
+    /// No annotated Secret is filled: no watch of them, and no webhook
+    /// (--webhook-bind-address is refused).
+    Off,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AnnotationArgs {
+    /// Annotation mode (ordinary Secrets labelled randomsecret.io/managed
+    /// get their listed keys): `on` or `off`.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_ANNOTATION_MODE",
+        value_enum,
+        default_value = "on"
+    )]
+    pub annotation_mode: AnnotationMode,
+    /// Namespaces whose Secrets annotation mode never fills, by the
+    /// controller or the webhook, comma-separated (the chart: kube-system,
+    /// its own namespace and webhook.excludeNamespaces).
+    #[arg(
+        long,
+        env = "RANDOMSECRET_ANNOTATION_EXCLUDE_NAMESPACES",
+        value_delimiter = ','
+    )]
+    pub annotation_exclude_namespaces: Vec<String>,
+}
+
+impl AnnotationArgs {
+    /// Whether annotation mode leaves `namespace` alone.
+    pub fn excluded(&self, namespace: &str) -> bool {
+        self.annotation_exclude_namespaces
+            .iter()
+            .any(|n| n == namespace)
+    }
+
+    /// The flags checked against the webhook's.
+    pub fn check(&self, webhook: &WebhookArgs) -> Result<(), String> {
+        if self.annotation_mode == AnnotationMode::Off && webhook.webhook_bind_address.is_some() {
+            return Err("--annotation-mode=off fills nothing: the webhook (--webhook-bind-address) is annotation mode's, unset it".into());
+        }
+        Ok(())
+    }
 }
 
 /// Who manages the webhook's serving certificate.
@@ -354,6 +405,29 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn annotation_mode_off_refuses_the_webhook_and_exclusions_are_a_list() {
+        let parse = |a: &[&str]| {
+            let mut all = vec!["randomsecret", "controller"];
+            all.extend_from_slice(a);
+            match Cli::try_parse_from(all).unwrap().command {
+                Command::Controller(c) => c,
+                _ => unreachable!(),
+            }
+        };
+        let c = parse(&["--annotation-exclude-namespaces=kube-system,ops"]);
+        assert_eq!(c.annotation.annotation_mode, AnnotationMode::On);
+        assert!(c.annotation.excluded("ops") && !c.annotation.excluded("shop"));
+        assert!(c.annotation.check(&c.webhook).is_ok());
+        let c = parse(&[
+            "--annotation-mode=off",
+            "--webhook-bind-address=127.0.0.1:9443",
+        ]);
+        assert!(c.annotation.check(&c.webhook).is_err());
+        let c = parse(&["--annotation-mode=off"]);
+        assert!(c.annotation.check(&c.webhook).is_ok());
+    }
 
     #[test]
     fn durations() {

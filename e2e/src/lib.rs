@@ -11,9 +11,11 @@
 //! - [`openbao`]: an OpenBao dev server of a test's own, for the Vault push.
 //! - [`downstream`]: a second control plane of a test's own, for the cluster push.
 //! - [`realnode`]: the real node of `e2e/realnode.sh` (real pods), for `make realnode-test`.
+//! - [`admission`]: AdmissionReviews sent straight to a webhook (floods, slow clients).
 //!
 //! Everything is re-exported at the top, so suites `use randomsecret_e2e::*`.
 
+pub mod admission;
 pub mod cluster;
 pub mod controller;
 pub mod downstream;

@@ -12,7 +12,10 @@
 //! - Secrets produced from a RandomSecret and immutable Secrets are never filled;
 //! - on UPDATE, a listed key the new object lacks but the old object had is
 //!   copied from the old one, never generated again (`kubectl replace` and
-//!   `helm upgrade --force` cannot rotate silently); so is the recorded token;
+//!   `helm upgrade --force` cannot rotate silently); so is the recorded token.
+//!   Only a key the old object managed (opted in, listing it) is copied: the
+//!   PUT's response carries what was copied, so copying any other would hand
+//!   its value to a user who may update Secrets but not read them;
 //! - the same input gives the same plan (idempotent): after a fill, the
 //!   plan of the result is `Complete`;
 //! - an annotation under our prefixes that no rule knows (a typo such as
@@ -273,6 +276,57 @@ pub fn opted_in(meta: &ObjectMeta) -> bool {
     labelled(meta.labels.as_ref()) && asks(meta.annotations.as_ref())
 }
 
+/// What the rules read of a Secret: the whole object on the controller's
+/// path, the admission reader's digest of it on the webhook's
+/// (`webhook::review::Object`), which holds only the listed keys' values.
+pub trait Object {
+    fn meta(&self) -> &ObjectMeta;
+    fn is_immutable(&self) -> bool;
+    /// The value `key` will have once stored: `stringData` wins over `data`.
+    fn value(&self, key: &str) -> Option<&[u8]>;
+    /// The bytes of the values of every key not in `keys`, each key once
+    /// (asked only with the keys the object's own annotations list).
+    fn bytes_besides(&self, keys: &[String]) -> usize;
+}
+
+impl Object for Secret {
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn is_immutable(&self) -> bool {
+        self.immutable == Some(true)
+    }
+    fn value(&self, key: &str) -> Option<&[u8]> {
+        value_of(self, key)
+    }
+    fn bytes_besides(&self, keys: &[String]) -> usize {
+        data_keys(self)
+            .filter(|k| !keys.contains(k))
+            .filter_map(|k| value_of(self, &k).map(<[u8]>::len))
+            .sum()
+    }
+}
+
+/// Whether a rule reads this annotation key (ours, an alias, or a near miss
+/// reported as unknown): the admission reader keeps only these.
+pub fn read_by_rules(key: &str) -> bool {
+    KNOWN.contains(&key) || unknown_key(key).is_some()
+}
+
+/// The keys a stored object manages: it opted in, is no RandomSecret's
+/// version, and its annotations parse and list them. Only these are copied
+/// on UPDATE.
+fn managed_keys<T: Object + ?Sized>(o: &T) -> Vec<String> {
+    let meta = o.meta();
+    if !opted_in(meta) || !handled(meta) {
+        return Vec::new();
+    }
+    match meta.annotations.as_ref().map(parse) {
+        Some(Ok(Some(r))) => r.keys,
+        _ => Vec::new(),
+    }
+}
+
 /// Whether annotation mode reads this Secret's annotations at all: labelled,
 /// and not a version of a RandomSecret.
 fn handled(meta: &ObjectMeta) -> bool {
@@ -523,8 +577,8 @@ pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
 
 /// What `new` needs; `old` is the stored object on UPDATE (None on CREATE
 /// and in the controller path).
-pub fn plan(new: &Secret, old: Option<&Secret>) -> Plan {
-    let meta = &new.metadata;
+pub fn plan<T: Object + ?Sized>(new: &T, old: Option<&T>) -> Plan {
+    let meta = new.meta();
     if !labelled(meta.labels.as_ref()) || !asks(meta.annotations.as_ref()) {
         return Plan::NotManaged;
     }
@@ -539,7 +593,7 @@ pub fn plan(new: &Secret, old: Option<&Secret>) -> Plan {
         Err(why) => return Plan::Invalid(why),
     };
 
-    let rotated_of = |s: &Secret| s.metadata.annotations.as_ref()?.get(ROTATED).cloned();
+    let rotated_of = |s: &T| s.meta().annotations.as_ref()?.get(ROTATED).cloned();
     let recorded_here = rotated_of(new);
     // On UPDATE the stored object's record counts: a replace that dropped or
     // changed it cannot start a rotation.
@@ -550,13 +604,15 @@ pub fn plan(new: &Secret, old: Option<&Secret>) -> Plan {
     let rotation =
         !request.rotate.is_empty() && recorded.as_ref().is_some_and(|r| *r != request.rotate);
 
+    let managed = old.map(managed_keys).unwrap_or_default();
     let mut generate = Vec::new();
     let mut copy = BTreeMap::new();
     for k in &request.keys {
         if rotation {
             generate.push(k.clone());
-        } else if value_of(new, k).is_none_or(|v| v.is_empty()) {
-            match old.and_then(|o| value_of(o, k)).filter(|v| !v.is_empty()) {
+        } else if new.value(k).is_none_or(|v| v.is_empty()) {
+            let stored = old.filter(|_| managed.contains(k)).and_then(|o| o.value(k));
+            match stored.filter(|v| !v.is_empty()) {
                 Some(v) => {
                     copy.insert(k.clone(), ByteString(v.to_vec()));
                 }
@@ -577,7 +633,7 @@ pub fn plan(new: &Secret, old: Option<&Secret>) -> Plan {
     if !fills && rotated.is_none() {
         return Plan::Complete;
     }
-    if new.immutable == Some(true) {
+    if new.is_immutable() {
         if !fills {
             return Plan::Complete; // only the token to record: nothing to refuse
         }
@@ -587,17 +643,14 @@ pub fn plan(new: &Secret, old: Option<&Secret>) -> Plan {
         return Plan::Refused(Refusal::Immutable { missing });
     }
     // The whole Secret must stay within 1 MiB.
-    let others: usize = data_keys(new)
-        .filter(|k| !request.keys.contains(k))
-        .filter_map(|k| value_of(new, &k).map(<[u8]>::len))
-        .sum();
+    let others = new.bytes_besides(&request.keys);
     let added = generate.len() * request.generator.length
         + copy.values().map(|v| v.0.len()).sum::<usize>()
         + request
             .keys
             .iter()
             .filter(|k| !generate.contains(*k) && !copy.contains_key(k.as_str()))
-            .filter_map(|k| value_of(new, k).map(<[u8]>::len))
+            .filter_map(|k| new.value(k).map(<[u8]>::len))
             .sum::<usize>();
     if others + added > MAX_SECRET_BYTES {
         return Plan::Invalid(format!(
@@ -913,6 +966,50 @@ mod tests {
         assert_eq!(f.generated_keys(), ["c"]);
         // The Debug form names keys, never values.
         assert!(!format!("{f:?}").contains("old-"), "{f:?}");
+    }
+
+    /// Finding #8 of issue 26: an UPDATE copies only what the stored object
+    /// already managed, so `update` without `get` reads nothing through the
+    /// PUT's response.
+    #[test]
+    fn update_copies_only_keys_the_old_object_managed() {
+        let stored = [("password", "stored"), ("token", "stored-too")];
+        let asks = secret(&[(GENERATE, "password,token")], &[]);
+        // Not opted in: no label.
+        let mut unlabelled = secret(&[], &stored);
+        unlabelled.metadata.labels = None;
+        // Labelled, but asking for nothing; asking for another key; with
+        // annotations that never parsed (never filled); a RandomSecret's version.
+        let asked_nothing = secret(&[], &stored);
+        let other_key = secret(&[(GENERATE, "token")], &stored);
+        let invalid = secret(&[(GENERATE, "password,token"), (LENGTH, "0")], &stored);
+        let mut version = secret(&[(GENERATE, "password,token")], &stored);
+        version
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert(LABEL_NAME.into(), "db".into());
+        for (what, old, copied) in [
+            ("unlabelled", &unlabelled, vec![]),
+            ("asking for nothing", &asked_nothing, vec![]),
+            ("listing another key", &other_key, vec!["token"]),
+            ("invalid annotations", &invalid, vec![]),
+            ("a RandomSecret's version", &version, vec![]),
+        ] {
+            let f = fill(plan(&asks, Some(old)));
+            assert_eq!(f.copied_keys().collect::<Vec<_>>(), copied, "{what}");
+            let done = apply(&asks, &f);
+            assert_ne!(
+                text(&done, "password"),
+                "stored",
+                "{what}: the stored value came back"
+            );
+            assert_eq!(f.keys(), ["password", "token"], "{what}");
+        }
+        // The alias form manages its one key.
+        let aliased = secret(&[(alias::ENABLE, "true")], &stored);
+        let f = fill(plan(&asks, Some(&aliased)));
+        assert_eq!(f.copied_keys().collect::<Vec<_>>(), ["password"]);
     }
 
     #[test]

@@ -50,9 +50,26 @@ struct Inner {
 pub struct Tracked {
     inner: RwLock<Inner>,
     listed: AtomicBool,
+    /// Namespaces annotation mode leaves alone (`--annotation-exclude-namespaces`):
+    /// their Secrets are never kept, so never read nor filled.
+    excluded: Vec<String>,
 }
 
 impl Tracked {
+    /// A cache that ignores the Secrets of `excluded` namespaces.
+    pub fn excluding(excluded: Vec<String>) -> Self {
+        Tracked {
+            excluded,
+            ..Default::default()
+        }
+    }
+
+    fn excluded(&self, meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+        meta.namespace
+            .as_ref()
+            .is_some_and(|n| self.excluded.contains(n))
+    }
+
     /// Applies a watch event; returns the Secrets the filler should look at.
     pub fn handle(&self, ev: &Event<PartialObjectMeta<Secret>>) -> Vec<Key> {
         let mut inner = self.inner.write().expect("annotated lock");
@@ -61,6 +78,7 @@ impl Tracked {
                 inner.epoch = inner.epoch.wrapping_add(1);
                 vec![]
             }
+            Event::InitApply(s) | Event::Apply(s) if self.excluded(&s.metadata) => vec![],
             Event::InitApply(s) | Event::Apply(s) => inner.apply(&s.metadata).into_iter().collect(),
             Event::Delete(s) => {
                 inner.entries.remove(&Key::of(&s.metadata));
@@ -238,6 +256,22 @@ mod tests {
             t.handle(&Event::Apply(meta("s", UID, "9", true))),
             std::slice::from_ref(&k)
         );
+    }
+
+    #[test]
+    fn secrets_of_excluded_namespaces_are_never_kept() {
+        let t = Tracked::excluding(vec!["n".into()]);
+        t.handle(&Event::Init);
+        assert!(
+            t.handle(&Event::InitApply(meta("s", UID, "1", true)))
+                .is_empty()
+        );
+        assert!(
+            t.handle(&Event::Apply(meta("s", UID, "2", true)))
+                .is_empty()
+        );
+        t.handle(&Event::InitDone);
+        assert!(t.is_empty() && t.listed());
     }
 
     #[test]

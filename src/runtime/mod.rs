@@ -39,6 +39,9 @@ use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
 pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
+    args.annotation
+        .check(&args.webhook)
+        .map_err(anyhow::Error::msg)?;
     let lease = args
         .leader_elect
         .then(|| leader::config(&args))
@@ -74,14 +77,22 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     for watch in watches::all(&sources, args.tracking, push_index.clone(), push_triggers) {
         tokio::spawn(watch);
     }
-    // Annotation mode (always on): its own watch, cache and runner.
-    let tracked = Arc::new(Tracked::default());
-    let (fills, fill_keys) = mpsc::unbounded_channel();
-    tokio::spawn(watches::annotated_secrets(
-        sources.clone(),
-        tracked.clone(),
-        fills.clone(),
+    // Annotation mode (unless --annotation-mode=off): its own watch, cache
+    // and runner; off, nothing is watched and its runner waits for shutdown.
+    let annotation_on = args.annotation.annotation_mode == crate::cli::AnnotationMode::On;
+    let tracked = Arc::new(Tracked::excluding(
+        args.annotation.annotation_exclude_namespaces.clone(),
     ));
+    let (fills, fill_keys) = mpsc::unbounded_channel();
+    if annotation_on {
+        tokio::spawn(watches::annotated_secrets(
+            sources.clone(),
+            tracked.clone(),
+            fills.clone(),
+        ));
+    } else {
+        info!("annotation mode is off: annotated Secrets are not filled");
+    }
 
     // Leader election: only the leader reconciles; on taking over it
     // reconciles everything, since a standby skipped what changed meanwhile.

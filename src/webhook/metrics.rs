@@ -13,9 +13,17 @@ pub struct ActionLabel {
     pub action: &'static str,
 }
 
+/// Why a review was refused before it was answered.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: &'static str,
+}
+
 #[derive(Clone)]
 pub struct WebhookMetrics {
     pub requests: Family<crate::runtime::metrics::ResultLabel, Counter>,
+    /// Refused unanswered: too_large, shed, timeout, unreadable_body.
+    pub refused: Family<ReasonLabel, Counter>,
     pub duration: Histogram,
     pub certificate_expiry: Gauge,
     pub certificate_changes: Family<ActionLabel, Counter>,
@@ -26,6 +34,7 @@ impl WebhookMetrics {
     pub fn register(registry: &mut Registry) -> Self {
         let m = WebhookMetrics {
             requests: Family::default(),
+            refused: Family::default(),
             // 100 µs to about 1.6 s.
             duration: Histogram::new(exponential_buckets(0.0001, 2.0, 15)),
             certificate_expiry: Gauge::default(),
@@ -37,6 +46,11 @@ impl WebhookMetrics {
             "webhook_requests",
             "Admission reviews answered, by result (filled, unchanged, warning, unreadable)",
             m.requests.clone(),
+        );
+        r.register(
+            "webhook_refused",
+            "Admission reviews refused unanswered (the apiserver fails open), by reason (too_large, shed, timeout, unreadable_body)",
+            m.refused.clone(),
         );
         r.register(
             "webhook_request_duration_seconds",

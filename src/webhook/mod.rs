@@ -4,8 +4,13 @@
 //! stored version is complete. It never denies and makes no API call while
 //! answering.
 //!
-//! - [`admission`]: one review: the rules' plan and the JSONPatch (pure but
-//!   for the random values).
+//! - [`review`]: reading a review, one pass keeping only what the rules read;
+//!   [`admission`]: the rules' plan and the JSONPatch (pure but for the
+//!   random values).
+//! - Limits (finding #2 of issue 26): a body is at most [`BODY_LIMIT`]; at
+//!   most [`IN_FLIGHT`] reviews are read at once, [`LARGE_IN_FLIGHT`] of
+//!   them large, and one more is shed at once; each has [`REQUEST_TIMEOUT`];
+//!   the server holds at most `tls::MAX_CONNECTIONS` connections.
 //! - [`tls`]: the served certificate (swapped in place) and the HTTPS server.
 //! - [`certs`]: issuing and reading certificates; [`store`]: the certificate
 //!   Secret's format and carrying out a decision on it.
@@ -25,33 +30,78 @@ pub mod latest;
 pub mod lifecycle;
 pub mod manager;
 pub mod metrics;
+pub mod review;
 pub mod store;
 pub mod tls;
 
 use crate::cli::{CertMode, ControllerArgs};
 use crate::runtime::leader::Leadership;
 use crate::runtime::metrics::PathLabel;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use futures::StreamExt;
 use latest::Seen;
 use lifecycle::Policy;
 use metrics::WebhookMetrics;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tls::CertStore;
-use tokio::sync::watch;
-use tracing::{info, warn};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tracing::{debug, info, warn};
 
 /// How long the webhook configuration must carry a new CA before a
 /// certificate it signed is served: time for every apiserver to see it.
 pub const SETTLE_SECONDS: i64 = 5;
 
-/// Admission requests carry the object and the old one: room for two 1 MiB Secrets.
-const BODY_LIMIT: usize = 8 << 20;
+/// The largest body read. An UPDATE carries the object and the old one: a
+/// stored Secret holds at most 1 MiB of data, 1,398,104 bytes in base64, so
+/// two take 2,796,208 bytes and 3 MiB (3,145,728) leaves 349,520 for their
+/// metadata and the review around them. The apiserver itself refuses
+/// requests over 3 MiB. A longer body is refused (413) unread when its
+/// Content-Length says so, else as soon as it passes the limit.
+pub const BODY_LIMIT: usize = 3 << 20;
+/// Reviews read at once. One costs about its body (at most 3 MiB) and the
+/// values it fills (at most 1 MiB, and their patch): a few times 8 stays far
+/// within the chart's 256 MiB.
+pub const IN_FLIGHT: usize = 8;
+/// Of those, large ones (a body over [`SMALL`], or of unknown length): a
+/// flood of large reviews leaves room for ordinary ones.
+pub const LARGE_IN_FLIGHT: usize = 4;
+/// An ordinary review (a Secret of a few keys) is a few KiB.
+pub const SMALL: u64 = 256 << 10;
+/// From the end of the headers to the answer: reading the body and answering.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The slots of reviews in flight.
+#[derive(Clone)]
+struct Slots {
+    all: Arc<Semaphore>,
+    large: Arc<Semaphore>,
+}
+
+impl Slots {
+    fn new() -> Self {
+        Slots {
+            all: Arc::new(Semaphore::new(IN_FLIGHT)),
+            large: Arc::new(Semaphore::new(LARGE_IN_FLIGHT)),
+        }
+    }
+
+    /// Slots for a review of `length` bytes, if free now: never waits, so a
+    /// flood costs a refusal each, not a queue.
+    fn take(&self, length: Option<u64>) -> Option<Vec<OwnedSemaphorePermit>> {
+        let mut held = Vec::with_capacity(2);
+        if length.is_none_or(|l| l > SMALL) {
+            held.push(self.large.clone().try_acquire_owned().ok()?);
+        }
+        held.push(self.all.clone().try_acquire_owned().ok()?);
+        Some(held)
+    }
+}
 
 /// The certificate periods and names from the flags, checked.
 pub fn policy(args: &ControllerArgs) -> anyhow::Result<Policy> {
@@ -99,12 +149,67 @@ pub fn location(args: &ControllerArgs) -> (String, String) {
 struct Hook {
     metrics: WebhookMetrics,
     fills: Family<PathLabel, Counter>,
+    slots: Slots,
+    /// Namespaces annotation mode leaves alone.
+    excluded: Arc<Vec<String>>,
 }
 
-async fn mutate(State(hook): State<Hook>, body: Bytes) -> impl IntoResponse {
+/// `POST /mutate`: a refusal at once (too large, no free slot), else the
+/// review read and answered within [`REQUEST_TIMEOUT`].
+///
+/// Every refusal is an HTTP error, which the apiserver counts as a failed
+/// call and, with `failurePolicy: Ignore`, lets the write through at once
+/// (`apiserver_admission_webhook_fail_open_count`); the controller's path
+/// fills the Secret once stored. Answering "allowed" instead would need the
+/// uid, so the body: what shedding avoids. No `Retry-After`: it would make
+/// the apiserver retry and hold the user's write.
+async fn mutate(State(hook): State<Hook>, req: axum::extract::Request) -> Response {
+    let length = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if length.is_some_and(|l| l > BODY_LIMIT as u64) {
+        return refuse(&hook, "too_large", StatusCode::PAYLOAD_TOO_LARGE);
+    }
+    let Some(_slots) = hook.slots.take(length) else {
+        return refuse(&hook, "shed", StatusCode::SERVICE_UNAVAILABLE);
+    };
+    match tokio::time::timeout(REQUEST_TIMEOUT, answer(&hook, req.into_body(), length)).await {
+        Ok(r) => r,
+        Err(_) => refuse(&hook, "timeout", StatusCode::REQUEST_TIMEOUT),
+    }
+}
+
+fn refuse(hook: &Hook, reason: &'static str, status: StatusCode) -> Response {
+    debug!(reason, "webhook: review refused");
+    hook.metrics
+        .refused
+        .get_or_create(&metrics::ReasonLabel { reason })
+        .inc();
+    // The connection is not reused: its body may be unread.
+    (status, [(header::CONNECTION, "close")]).into_response()
+}
+
+/// Reads the body (at most [`BODY_LIMIT`]) into one buffer and answers it.
+async fn answer(hook: &Hook, body: axum::body::Body, length: Option<u64>) -> Response {
     let started = Instant::now();
-    let (review, outcome, dry_run) = admission::review(&body);
-    let json = serde_json::to_vec(&review).unwrap_or_default();
+    let capacity = length.unwrap_or(0).min(BODY_LIMIT as u64) as usize;
+    let mut buf = Vec::with_capacity(capacity);
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = chunks.next().await {
+        let Ok(chunk) = chunk else {
+            return refuse(hook, "unreadable_body", StatusCode::BAD_REQUEST);
+        };
+        if buf.len() + chunk.len() > BODY_LIMIT {
+            return refuse(hook, "too_large", StatusCode::PAYLOAD_TOO_LARGE);
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    let excluded = |ns: &str| hook.excluded.iter().any(|e| e == ns);
+    let (answer, outcome, dry_run) = admission::review(&buf, &excluded);
+    drop(buf);
+    let json = serde_json::to_vec(&answer).unwrap_or_default();
+    drop(answer);
     if outcome == admission::Outcome::Filled && !dry_run {
         hook.fills
             .get_or_create(&PathLabel { path: "webhook" })
@@ -119,15 +224,25 @@ async fn mutate(State(hook): State<Hook>, body: Bytes) -> impl IntoResponse {
     hook.metrics
         .duration
         .observe(started.elapsed().as_secs_f64());
-    ([(header::CONTENT_TYPE, "application/json")], json)
+    ([(header::CONTENT_TYPE, "application/json")], json).into_response()
 }
 
-/// The admission router: `POST /mutate`.
-pub fn router(metrics: WebhookMetrics, fills: Family<PathLabel, Counter>) -> axum::Router {
+/// The admission router: `POST /mutate`. The body is read by [`answer`]
+/// under its own limit, so axum's default one is off.
+pub fn router(
+    metrics: WebhookMetrics,
+    fills: Family<PathLabel, Counter>,
+    excluded: Vec<String>,
+) -> axum::Router {
     axum::Router::new()
         .route("/mutate", post(mutate))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(Hook { metrics, fills })
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .with_state(Hook {
+            metrics,
+            fills,
+            slots: Slots::new(),
+            excluded: Arc::new(excluded),
+        })
 }
 
 /// Starts the webhook: the certificate watch and loader (every replica),
@@ -195,7 +310,11 @@ pub async fn spawn(
     tokio::spawn(tls::serve(
         listener,
         config,
-        router(metrics, fills),
+        router(
+            metrics,
+            fills,
+            args.annotation.annotation_exclude_namespaces.clone(),
+        ),
         shutdown,
     ));
     Ok(Some(store))

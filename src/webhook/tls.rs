@@ -127,6 +127,17 @@ pub fn server_config(store: CertStore) -> anyhow::Result<Arc<rustls::ServerConfi
     Ok(Arc::new(config))
 }
 
+/// Connections held at once: the apiservers keep a few each. One more is
+/// closed as soon as it is accepted, so idle or slow clients cannot make the
+/// server hold more than this many TLS sessions and buffers.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A TLS handshake, and a request's headers (also the wait for the next
+/// request on an idle connection), must come within this.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// hyper's read buffer per connection (headers, and body chunks as read).
+const READ_BUFFER: usize = 64 << 10;
+
 /// Serves `router` over TLS on `listener` until `shutdown`.
 pub async fn serve(
     listener: TcpListener,
@@ -135,6 +146,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -148,20 +160,25 @@ pub async fn serve(
                 }
             },
         };
+        let Ok(held) = connections.clone().try_acquire_owned() else {
+            debug!(%peer, "webhook: too many connections; closed");
+            continue; // dropped: closed
+        };
         let _ = tcp.set_nodelay(true);
         let (acceptor, router) = (acceptor.clone(), router.clone());
         tokio::spawn(async move {
+            let _held = held;
             // A client that never finishes its handshake holds nothing for long.
-            let tls =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(tls)) => tls,
-                    Ok(Err(e)) => return debug!(%peer, error = %e, "webhook: TLS handshake failed"),
-                    Err(_) => return debug!(%peer, "webhook: TLS handshake timed out"),
-                };
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => return debug!(%peer, error = %e, "webhook: TLS handshake failed"),
+                Err(_) => return debug!(%peer, "webhook: TLS handshake timed out"),
+            };
             let service = hyper_util::service::TowerToHyperService::new(router);
             let served = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(30))
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(READ_BUFFER)
                 .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
                 .await;
             if let Err(e) = served {

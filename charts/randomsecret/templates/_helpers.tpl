@@ -29,3 +29,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "randomsecret.webhookService" -}}
 {{- printf "%s-webhook" (include "randomsecret.fullname" .) -}}
 {{- end -}}
+
+{{- /* The namespaces annotation mode leaves alone (both paths), as a list. */ -}}
+{{- define "randomsecret.annotationExcluded" -}}
+{{- concat (list "kube-system" .Release.Namespace) .Values.webhook.excludeNamespaces | uniq | toJson -}}
+{{- end -}}

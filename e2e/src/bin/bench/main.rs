@@ -89,6 +89,15 @@ pub struct Args {
     /// Skip the webhook phase.
     #[arg(long)]
     no_webhook: bool,
+    /// Skip the flood at the end of the webhook phase: --webhook-flood-clients
+    /// clients sending AdmissionReviews of 8 MiB and 3 MiB straight to the port.
+    #[arg(long)]
+    no_webhook_flood: bool,
+    #[arg(long, default_value_t = 24)]
+    webhook_flood_clients: usize,
+    /// Run only the webhook phase (and its flood): a quick look.
+    #[arg(long)]
+    only_webhook: bool,
     /// RandomSecrets pushed to OpenBao in the push phase, created and then
     /// rotated at --push-rate per second (needs BAO_DIR: e2e/build-openbao.sh).
     #[arg(long, default_value_t = 200)]
@@ -178,6 +187,21 @@ async fn main() -> Result<()> {
         None => {}
     }
 
+    if args.only_webhook {
+        eprintln!("bench: webhook only");
+        if let Err(e) = webhook::phase(
+            &client,
+            &args,
+            args.webhook_creates,
+            args.webhook_rate,
+            &mut report,
+        )
+        .await
+        {
+            report.note(&format!("webhook phase failed: {e:#}"));
+        }
+        return report.finish(&args.out, &args.charts);
+    }
     for &n in &args.sizes {
         eprintln!("bench: N={n}: floor");
         let mut floor = if args.no_floor {

@@ -376,6 +376,33 @@ impl Report {
         );
     }
 
+    /// The webhook flood: the controller's peak RSS under maximal reviews
+    /// from many clients, against the chart's memory limit.
+    pub fn webhook_flood(
+        &mut self,
+        clients: usize,
+        requests: usize,
+        before: u64,
+        peak: u64,
+        statuses: &str,
+        alive: bool,
+    ) {
+        const CHART_LIMIT: u64 = 256 << 20;
+        self.json.insert(
+            "webhook_flood".into(),
+            json!({"clients": clients, "requests": requests, "peak_rss_before_mib": before >> 20,
+                   "peak_rss_mib": peak >> 20, "statuses": statuses, "alive": alive}),
+        );
+        self.row(
+            format!("Webhook flood: {clients} clients, {requests} reviews of 8 MiB and 3 MiB straight to the port; peak RSS"),
+            format!("**{} MiB** (from {} MiB; {statuses})", peak >> 20, before >> 20),
+            format!(
+                "within the chart's limit (256 MiB), alive: {}",
+                verdict(peak < CHART_LIMIT && alive)
+            ),
+        );
+    }
+
     /// The push phase: create and rotation to VaultSynced, the controller's
     /// time per push, and what a restart wrote (nothing is the promise).
     pub fn vault_push(&mut self, p: &crate::push::Pushed) {

@@ -215,9 +215,45 @@ pub async fn phase(
             ms(&ours_before, &ours_after, 0.99)?,
         ),
     );
+    // The flood (issue 26 #2): maximal reviews from many clients straight to
+    // the port, as any pod could send them; the peak RSS against the chart's limit.
+    if !args.no_webhook_flood {
+        flood(&ctl, port + 2, args.webhook_flood_clients, report)?;
+    }
     ctl.terminate()?;
     let _ = configs.delete(NAME, &DeleteParams::default()).await;
     crate::workload::delete_namespaces(client, NAMESPACE, 1).await
+}
+
+fn flood(ctl: &ControllerProcess, port: u16, clients: usize, report: &mut Report) -> Result<()> {
+    use randomsecret_e2e::admission::{big_review, body_file, flood, peak_rss};
+    let pid = ctl.child.id();
+    let dir = std::env::temp_dir().join(format!("bench-flood-{}", std::process::id()));
+    let bodies = [
+        body_file(&dir, "8mib.json", &big_review("huge", (8 << 20) - 8192))?,
+        body_file(&dir, "3mib.json", &big_review("max", (3 << 20) - 8192))?,
+    ];
+    let before = peak_rss(pid)?;
+    let rounds = 3;
+    let result = flood(port, &bodies, clients, rounds)?;
+    let peak = peak_rss(pid)?;
+    let alive = ctl.is_ready();
+    let statuses = bodies
+        .iter()
+        .zip(["8 MiB", "3 MiB"])
+        .map(|(b, what)| format!("{what}: {:?}", result.of(b)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let _ = std::fs::remove_dir_all(&dir);
+    report.webhook_flood(
+        clients,
+        clients * rounds * bodies.len(),
+        before,
+        peak,
+        &statuses,
+        alive,
+    );
+    Ok(())
 }
 
 #[cfg(test)]
