@@ -1007,14 +1007,9 @@ fn base64_std(bytes: &[u8]) -> String {
     out
 }
 
+/// The process's resident memory now, in MiB (e2e::admission reads /proc).
 fn rss_mib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("VmRSS")?;
-    Ok(kib / 1024)
+    Ok(randomsecret_e2e::admission::rss(pid)? >> 20)
 }
 
 /// Finding #1, downstream side, as the attack: a downstream "apiserver"

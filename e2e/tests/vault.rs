@@ -1013,14 +1013,9 @@ async fn hostile_vault(
     Ok((format!("http://{addr}"), served))
 }
 
+/// The process's resident memory now, in MiB (e2e::admission reads /proc).
 fn rss_mib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("VmRSS")?;
-    Ok(kib / 1024)
+    Ok(randomsecret_e2e::admission::rss(pid)? >> 20)
 }
 
 /// Hostile servers: one answers with a body without end (the controller
