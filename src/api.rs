@@ -22,6 +22,19 @@ const QUALIFIED_NAME: &str = "size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "randomsecret";
 
+/// The status conditions the reconciler writes (kstatus: Ready always
+/// present, Reconciling and Stalled saying why it is not Ready).
+pub const READY: &str = "Ready";
+pub const RECONCILING: &str = "Reconciling";
+pub const STALLED: &str = "Stalled";
+/// The conditions this controller writes, in the order it writes them.
+pub const CONDITIONS: [&str; 3] = [READY, RECONCILING, STALLED];
+/// Tracking mode's condition, True while a tracking workload stays on an
+/// older version after a rollback (absent otherwise). Written with
+/// `status.pinnedWorkloads` by its own field manager, apart from the three
+/// above: it is about workloads, never about the version, so it leaves Ready alone.
+pub const WORKLOADS_PINNED: &str = "WorkloadsPinned";
+
 /// Longest generated value, in characters: a Secret's data is limited to 1 MiB.
 pub const MAX_LENGTH: i64 = 1_048_576;
 /// Longest base name: room for `-` and the 10-character hash within 253.
