@@ -338,7 +338,7 @@ mod tests {
         let mut both = ours.clone();
         both.conditions
             .push(condition("VaultSynced", true, "Synced", "x", Some(2)));
-        both.push = Some(crate::push::api::PushStatus::default());
+        both.push = Some(crate::api::push::PushStatus::default());
         assert_eq!(fingerprint(Some(&both)), fingerprint(Some(&ours)));
         assert_eq!(
             conditions_fingerprint(Some(&both)),

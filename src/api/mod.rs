@@ -1,5 +1,14 @@
 //! The `RandomSecret` API (group `randomsecret.io`, version `v1`): types, CRD
-//! schema and admission-time (CEL) validation. No IO here.
+//! schema and admission-time (CEL) validation. No IO here. The ground floor:
+//! every CRD type is here, and this module imports no other of the crate.
+//!
+//! - this file: `RandomSecret`, its spec and status, the well-known labels
+//!   and annotations of produced Secrets, and [`crds`];
+//! - [`push`]: `spec.push` and `status.push`;
+//! - [`connections`]: the connection kinds the pushes name.
+
+pub mod connections;
+pub mod push;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
@@ -174,7 +183,7 @@ pub struct RandomSecretSpec {
     /// get a create-only copy of every version. Not part of the version hash:
     /// adding or changing it keeps the name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push: Option<crate::push::api::PushSpec>,
+    pub push: Option<crate::api::push::PushSpec>,
 }
 
 /// How one value is generated.
@@ -318,7 +327,7 @@ pub struct RandomSecretStatus {
     pub conditions: Vec<Condition>,
     /// What the pushes (spec.push) wrote, and where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push: Option<crate::push::api::PushStatus>,
+    pub push: Option<crate::api::push::PushStatus>,
     /// Tracking mode: workloads someone rolled back to an older version
     /// (kubectl rollout undo) after the controller had pointed them at the
     /// current one; they stay there (condition WorkloadsPinned). At most 20.
@@ -386,7 +395,7 @@ pub enum VersionState {
     Released,
 }
 
-/// The CRDs, generated from the types above and in `crate::push::api`, with
+/// The CRDs, generated from the types above and in [`push`] and [`connections`], with
 /// the file each is committed as (in `config/crd/` and the chart's `crds/`).
 ///
 /// `nullable` is removed everywhere: the apiserver then prunes an explicit
@@ -395,7 +404,7 @@ pub fn crds() -> Vec<(
     &'static str,
     k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 )> {
-    use crate::push::api::{ClusterConnection, ClusterVaultConnection, VaultConnection};
+    use crate::api::connections::{ClusterConnection, ClusterVaultConnection, VaultConnection};
     use kube::CustomResourceExt;
     fn strip(v: &mut serde_json::Value) {
         match v {
