@@ -39,17 +39,52 @@ pub fn parse(
         std::str::from_utf8(bytes).map_err(|_| format!("the Secret's key {k} is not UTF-8 text"))
     };
     let kubeconfig = match format {
-        KubeconfigFormat::Kubeconfig => Kubeconfig::from_yaml(text(key)?).map_err(|e| {
+        KubeconfigFormat::Kubeconfig => from_yaml(text(key)?).map_err(|e| {
             // serde's message may quote a value: name only its place.
-            format!(
-                "the Secret's key {key} is not a kubeconfig ({})",
-                shape_of(&e.to_string())
-            )
+            format!("the Secret's key {key} is not a kubeconfig ({e})")
         })?,
         KubeconfigFormat::ArgoCD => argocd(text("server")?, text("config")?, allow_insecure)?,
     };
     check(&kubeconfig, allow_insecure)?;
     Ok(kubeconfig)
+}
+
+/// At most this many YAML events replayed from aliases in one kubeconfig.
+/// A real kubeconfig has few aliases or none; a "billion laughs" of a few
+/// hundred bytes otherwise costs the reader a core for seconds at every
+/// sync (kube's reader allows a million: found by the fuzz target
+/// `kubeconfig`).
+pub const MAX_ALIAS_EVENTS: usize = 10_000;
+
+/// `Kubeconfig::from_yaml` (every document, merged as kube does) with a
+/// budget on aliases. The error is its kind only (serde's may quote a value).
+fn from_yaml(text: &str) -> Result<Kubeconfig, &'static str> {
+    use serde_saphyr::Error;
+    let mut limits = serde_saphyr::options::AliasLimits::default();
+    limits.max_total_replayed_events = MAX_ALIAS_EVENTS;
+    let mut options = serde_saphyr::Options::default();
+    options.alias_limits = limits;
+    let documents: Vec<Kubeconfig> = serde_saphyr::from_multiple_with_options(text, options)
+        .map_err(|e| match cause(&e) {
+            Error::AliasReplayLimitExceeded { .. }
+            | Error::AliasExpansionLimitExceeded { .. }
+            | Error::Budget { .. } => "too many YAML aliases or nodes",
+            other => shape_of(&other.to_string()),
+        })?;
+    documents
+        .into_iter()
+        .try_fold(Kubeconfig::default(), Kubeconfig::merge)
+        .map_err(|_| "documents that cannot be merged")
+}
+
+/// The error under the snippet and alias-location wrappers.
+fn cause(mut e: &serde_saphyr::Error) -> &serde_saphyr::Error {
+    while let serde_saphyr::Error::AliasError { error, .. }
+    | serde_saphyr::Error::WithSnippet { error, .. } = e
+    {
+        e = error;
+    }
+    e
 }
 
 /// The kind of a parse error without its quoted text.
