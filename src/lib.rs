@@ -9,8 +9,10 @@
 //! - [`cache`]: compact caches and indexes of our own, fed by the watches.
 //! - [`reconciler`]: one reconcile as a chain of steps, pure decisions
 //!   (retention plan, desired status) beside the IO that carries them out.
-//! - [`runtime`]: the process: client, watches, runner, leader election,
-//!   shutdown, admin servers, metrics, Events.
+//! - [`controller`]: the composition root (the process top to bottom, its
+//!   watches and runners), imported by `main.rs` only.
+//! - [`runtime`]: the infrastructure under every wing: client, runner,
+//!   leader election, shutdown, admin servers, metrics, Events, logging.
 //! - [`push`]: pushing versions elsewhere (Vault / OpenBao KV v2), apart
 //!   from the reconcile, with its own runner, condition and field manager.
 //! - [`annotated`]: annotation mode, random keys in ordinary Secrets (the
@@ -27,6 +29,7 @@ pub mod annotated;
 pub mod api;
 pub mod cache;
 pub mod cli;
+pub mod controller;
 pub mod generate;
 pub mod gitops;
 pub use gitops::manifests;

@@ -4,7 +4,7 @@ use randomsecret::cli::{
     Cli, Command, ControllerArgs, InputArgs, LogFormat, RotateArgs, StatusArgs, StatusOutput, input,
 };
 use randomsecret::views::{fetch, render};
-use randomsecret::{api, gitops, manifests, runtime};
+use randomsecret::{api, controller, gitops, manifests, runtime};
 use std::io::IsTerminal;
 use std::io::Write;
 use std::process::ExitCode;
@@ -196,7 +196,7 @@ fn main() -> ExitCode {
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
-            rt.block_on(runtime::run(*args))
+            rt.block_on(controller::run(*args))
                 .map_err(|e| format!("{e:#}"))
         }
         Command::Status(args) => tokio::runtime::Builder::new_current_thread()

@@ -33,6 +33,17 @@ pub struct Filler {
 }
 
 impl Filler {
+    /// The filler of the Secrets `tracked` holds.
+    pub fn new(shared: &crate::runtime::Shared, tracked: Arc<Tracked>) -> Self {
+        Filler {
+            client: shared.client.clone(),
+            tracked,
+            events: shared.events.clone(),
+            metrics: shared.metrics.clone(),
+            leader: shared.leader.clone(),
+        }
+    }
+
     /// Looks at one Secret; never fails (problems are a Warning Event, a log
     /// line and a metric, then retried or awaited).
     pub async fn fill(&self, key: Key) -> Next {

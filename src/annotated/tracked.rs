@@ -16,7 +16,6 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::Event;
 use std::collections::HashMap;
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One opted-in Secret.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +48,8 @@ struct Inner {
 #[derive(Default)]
 pub struct Tracked {
     inner: RwLock<Inner>,
-    listed: AtomicBool,
+    /// Raised at the end of the first list.
+    pub listed: crate::cache::Listed,
     /// Namespaces annotation mode leaves alone (`--annotation-exclude-namespaces`):
     /// their Secrets are never kept, so never read nor filled.
     excluded: Vec<String>,
@@ -88,7 +88,7 @@ impl Tracked {
                 let epoch = inner.epoch;
                 inner.entries.retain(|_, e| e.epoch == epoch);
                 inner.entries.shrink_to_fit();
-                self.listed.store(true, Ordering::Release);
+                self.listed.raise_if(true);
                 vec![]
             }
         }
@@ -153,7 +153,7 @@ impl Tracked {
     }
 
     pub fn listed(&self) -> bool {
-        self.listed.load(Ordering::Acquire)
+        self.listed.is_raised()
     }
 
     pub fn len(&self) -> usize {

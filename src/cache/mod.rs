@@ -15,7 +15,11 @@
 //!   Secret name) and tracking mode (which workloads track a RandomSecret).
 //! - [`interruptions`]: which watches are failing or relisting (their
 //!   caches may be stale: retention then releases nothing).
+//! - [`feed`]: runs one watch into a cache (every watch, upstream and
+//!   downstream, goes through it).
+//! - [`Listed`]: the "has listed once" signal the runners wait for.
 
+pub mod feed;
 pub mod holders;
 pub mod index;
 pub mod interruptions;
@@ -27,13 +31,47 @@ pub mod slim;
 
 pub use key::{Key, Name, Namespace, Uid};
 
-/// Every cache the reconciler reads, fed by the watches (`runtime::watches`).
+/// Whether a cache has listed once, as a signal: runners wait for it
+/// ([`Listed::wait`]) instead of polling, and the feeds raise it.
+#[derive(Debug)]
+pub struct Listed(tokio::sync::watch::Sender<bool>);
+
+impl Default for Listed {
+    fn default() -> Self {
+        Listed(tokio::sync::watch::Sender::new(false))
+    }
+}
+
+impl Listed {
+    /// Raises the signal once `listed` (it is never lowered: a relist is an
+    /// interruption, not a new start).
+    pub fn raise_if(&self, listed: bool) {
+        if listed {
+            self.0.send_if_modified(|l| !std::mem::replace(l, true));
+        }
+    }
+
+    pub fn is_raised(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves once raised.
+    pub async fn wait(&self) {
+        let mut rx = self.0.subscribe();
+        // The sender lives as long as `self`, so this only ends when raised.
+        let _ = rx.wait_for(|l| *l).await;
+    }
+}
+
+/// Every cache the reconciler reads, fed by the watches (`controller::watches`).
 pub struct Caches {
     pub randomsecrets: randomsecrets::RandomSecrets,
     pub secrets: secrets::Secrets,
     pub holders: holders::Holders,
     pub tracking: holders::Tracking,
     pub interruptions: interruptions::Interruptions,
+    /// Raised once every cache of [`Caches::listed`] has listed.
+    pub ready: Listed,
 }
 
 impl Caches {
@@ -45,6 +83,15 @@ impl Caches {
             holders: Default::default(),
             tracking: Default::default(),
             interruptions: Default::default(),
+            ready: Listed::default(),
+        }
+    }
+
+    /// Raises [`Caches::ready`] once every cache has listed: called by the
+    /// watches after each event.
+    pub fn note_listed(&self) {
+        if !self.ready.is_raised() {
+            self.ready.raise_if(self.listed());
         }
     }
 

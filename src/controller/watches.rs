@@ -1,20 +1,17 @@
 //! One function per watch: each runs a watcher, feeds its cache or index and
 //! sends the keys of the RandomSecrets concerned to the runner.
-//!
-//! Lists are paginated at [`PAGE_SIZE`]: a page is read whole before it is
-//! parsed, and a page of 500 ReplicaSets is megabytes of transient heap that
-//! the allocator keeps; 100 keeps that small at the cost of a few more
-//! requests at start (one paginated list per kind either way).
+//! Each runs through [`crate::cache::feed`] (paginated, with backoff).
 
-use super::runner::Triggers;
 use crate::annotated::rules::MANAGED_LABEL;
 use crate::annotated::tracked::Tracked;
 use crate::api::{LABEL_MANAGED_BY, MANAGED_BY};
+use crate::cache::feed::{PAGE_SIZE, Watched, feed};
 use crate::cache::holders::WorkloadKind;
 use crate::cache::index::Stream;
 use crate::cache::slim::{ControllerRevisionRefs, PodRefs, RandomSecretObject, ReplicaSetRefs};
 use crate::cache::{Caches, Key};
 use crate::references::{self, Held};
+use crate::runtime::runner::Triggers;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
@@ -25,28 +22,6 @@ use kube::{Api, Client, Resource};
 use std::fmt::Debug;
 use std::sync::Arc;
 use tracing::{info, warn};
-
-pub const PAGE_SIZE: u32 = 100;
-
-/// A namespaced kind that `watcher` can watch.
-pub trait Watched:
-    Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-    + Clone
-    + Debug
-    + serde::de::DeserializeOwned
-    + Send
-    + 'static
-{
-}
-impl<K> Watched for K where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + 'static
-{
-}
 
 /// What every watch needs: where to watch, what to feed, whom to tell.
 #[derive(Clone)]
@@ -102,7 +77,7 @@ impl Watch {
         &self,
         what: &'static str,
         config: watcher::Config,
-        apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
+        mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
     ) where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
             + Clone
@@ -118,7 +93,11 @@ impl Watch {
             config,
             &self.caches.interruptions,
             &self.triggers,
-            apply,
+            |ev| {
+                let keys = apply(ev);
+                self.caches.note_listed();
+                keys
+            },
             |_| {},
             || {
                 // Decisions deferred meanwhile are taken now, on current caches.
@@ -132,52 +111,6 @@ impl Watch {
             },
         )
         .await
-    }
-}
-
-/// Runs a watch of `api` (paginated, with backoff), handing each event to
-/// `apply` and sending the keys it returns to `triggers`. Failures go to
-/// `failed` and, with relists, to `interruptions`; when every watch recorded
-/// there flows again, `recovered` runs. Also used for downstream clusters
-/// (`push::clusters`), each with interruptions of its own.
-#[allow(clippy::too_many_arguments)]
-pub async fn feed<K>(
-    api: Api<K>,
-    what: &'static str,
-    config: watcher::Config,
-    interruptions: &crate::cache::interruptions::Interruptions,
-    triggers: &Triggers,
-    mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
-    failed: impl Fn(&watcher::Error),
-    recovered: impl Fn(),
-) where
-    K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
-    K::DynamicType: Default,
-{
-    let mut events = std::pin::pin!(watcher(api, config.page_size(PAGE_SIZE)).default_backoff());
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
-    loop {
-        let flows_again = tokio::select! {
-            ev = events.next() => match ev {
-                None => break,
-                Some(Ok(ev)) => {
-                    for key in apply(&ev) {
-                        let _ = triggers.send(key);
-                    }
-                    interruptions.event(what, &ev)
-                }
-                Some(Err(e)) => {
-                    warn!(watch = what, error = %e, "watch failed; retrying with backoff (no version is released until every watch flows again)");
-                    failed(&e);
-                    interruptions.failed(what, std::time::Instant::now());
-                    false
-                }
-            },
-            _ = tick.tick() => interruptions.tick(std::time::Instant::now()),
-        };
-        if flows_again {
-            recovered();
-        }
     }
 }
 

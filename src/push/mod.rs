@@ -209,7 +209,32 @@ pub struct Context {
     pub down: Mutex<std::collections::HashMap<String, std::time::Instant>>,
 }
 
+/// The Vault push's settings, from the controller's flags.
+pub struct Config {
+    /// The controller's ServiceAccount (Kubernetes auth); None: not known.
+    pub identity: Option<vault::connection::Identity>,
+    /// Where connections may send requests.
+    pub vault_policy: vault::address::Policy,
+}
+
 impl Context {
+    /// The Vault push's context; its private state starts empty.
+    pub fn new(shared: &crate::runtime::Shared, config: Config) -> Self {
+        Context {
+            client: shared.client.clone(),
+            leader: shared.leader.clone(),
+            events: shared.events.clone(),
+            metrics: shared.metrics.clone(),
+            tokens: Default::default(),
+            identity: config.identity,
+            proof_key: shared.proof_key.clone(),
+            vault_policy: config.vault_policy,
+            out_of_sync: Default::default(),
+            connections: Default::default(),
+            down: Default::default(),
+        }
+    }
+
     fn mark(&self, key: &Key, synced: bool) {
         let mut set = self.out_of_sync.lock().expect("out_of_sync lock");
         if synced {

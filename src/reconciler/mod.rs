@@ -55,6 +55,19 @@ pub struct Context {
 }
 
 impl Context {
+    /// The reconciler's context: the shared handles and what RandomSecrets
+    /// may produce.
+    pub fn new(shared: &crate::runtime::Shared, policy: policy::Policy) -> Self {
+        Context {
+            client: shared.client.clone(),
+            caches: shared.caches.clone(),
+            events: shared.events.clone(),
+            metrics: shared.metrics.clone(),
+            leader: shared.leader.clone(),
+            policy,
+        }
+    }
+
     /// Checked before every write: a replica whose leadership is uncertain
     /// (renew deadline passed) writes nothing more.
     pub fn may_write(&self) -> Result<(), ReconcileError> {

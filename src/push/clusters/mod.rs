@@ -327,6 +327,34 @@ pub struct Context {
 }
 
 impl Context {
+    /// The cluster push's context: `index` says which RandomSecrets have
+    /// cluster work, `dispatches` and `reports` are the keys of its two
+    /// runners; links and results start empty.
+    pub fn new(
+        shared: &crate::runtime::Shared,
+        metrics: Metrics,
+        settings: admit::Settings,
+        index: Arc<crate::push::index::Index>,
+        dispatches: Triggers,
+        reports: Triggers,
+    ) -> Self {
+        Context {
+            client: shared.client.clone(),
+            leader: shared.leader.clone(),
+            events: shared.events.clone(),
+            metrics,
+            caches: shared.caches.clone(),
+            links: Default::default(),
+            results: Default::default(),
+            cleaned: Default::default(),
+            reports,
+            dispatches,
+            index,
+            shutdown: shared.shutdown.clone(),
+            settings,
+        }
+    }
+
     /// Records one cluster's result for `key` (counted, by result and
     /// reason) and has the status written.
     pub fn record(&self, key: &Key, status: ClusterPushStatus) {

@@ -1,0 +1,85 @@
+//! Running one watch into a cache: the generic feed that every watch of the
+//! controller and every downstream cluster's watch (`push::clusters::link`)
+//! runs, with the failures and relists recorded in [`Interruptions`].
+//!
+//! Lists are paginated at [`PAGE_SIZE`]: a page is read whole before it is
+//! parsed, and a page of 500 ReplicaSets is megabytes of transient heap that
+//! the allocator keeps; 100 keeps that small at the cost of a few more
+//! requests at start (one paginated list per kind either way).
+
+use super::Key;
+use super::interruptions::Interruptions;
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
+use std::fmt::Debug;
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::warn;
+
+pub const PAGE_SIZE: u32 = 100;
+
+/// A namespaced kind that `watcher` can watch.
+pub trait Watched:
+    Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + 'static
+{
+}
+impl<K> Watched for K where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static
+{
+}
+
+/// Runs a watch of `api` (paginated, with backoff), handing each event to
+/// `apply` and sending the keys it returns to `triggers`. Failures go to
+/// `failed` and, with relists, to `interruptions`; when every watch recorded
+/// there flows again, `recovered` runs. Also used for downstream clusters
+/// (`push::clusters`), each with interruptions of its own.
+#[allow(clippy::too_many_arguments)]
+pub async fn feed<K>(
+    api: Api<K>,
+    what: &'static str,
+    config: watcher::Config,
+    interruptions: &Interruptions,
+    triggers: &UnboundedSender<Key>,
+    mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
+    failed: impl Fn(&watcher::Error),
+    recovered: impl Fn(),
+) where
+    K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
+    K::DynamicType: Default,
+{
+    let mut events = std::pin::pin!(watcher(api, config.page_size(PAGE_SIZE)).default_backoff());
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+    loop {
+        let flows_again = tokio::select! {
+            ev = events.next() => match ev {
+                None => break,
+                Some(Ok(ev)) => {
+                    for key in apply(&ev) {
+                        let _ = triggers.send(key);
+                    }
+                    interruptions.event(what, &ev)
+                }
+                Some(Err(e)) => {
+                    warn!(watch = what, error = %e, "watch failed; retrying with backoff (no version is released until every watch flows again)");
+                    failed(&e);
+                    interruptions.failed(what, std::time::Instant::now());
+                    false
+                }
+            },
+            _ = tick.tick() => interruptions.tick(std::time::Instant::now()),
+        };
+        if flows_again {
+            recovered();
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! The composition root: the controller process, top to bottom. Imported by
+//! `main.rs` only; it may import every module, and no module imports it.
+//!
+//! It reads the flags, makes what every wing shares ([`Shared`]), starts the
+//! watches ([`watches`]) and the wings, each as a runner of its own keys:
+//!
+//! | runner | keys | work |
+//! |---|---|---|
+//! | reconcile | RandomSecrets | `reconciler::reconcile` |
+//! | annotated | annotated Secrets | `annotated::fill` |
+//! | Vault push | RandomSecrets with `spec.push.vault` | `push::push` |
+//! | cluster dispatch | RandomSecrets with `spec.push.clusters` | `push::clusters::dispatch` |
+//! | cluster status | the same | `push::clusters::report::write` |
+//!
+//! and the webhook (every replica serves; the leader manages certificates),
+//! until SIGTERM and the grace period after it.
+
+pub mod watches;
+
+use crate::annotated::fill::Filler;
+use crate::annotated::tracked::Tracked;
+use crate::cache::{Caches, Key};
+use crate::cli::{AnnotationMode, ControllerArgs};
+use crate::push::clusters;
+use crate::runtime::admin::{self, Readiness};
+use crate::runtime::events::Events;
+use crate::runtime::leader::{self, Leadership};
+use crate::runtime::metrics::Metrics;
+use crate::runtime::runner::{Runner, Triggers};
+use crate::runtime::{Shared, client, proofkey, shutdown};
+use crate::{push, reconciler};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+use tracing::{info, warn};
+
+pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
+    args.annotation
+        .check(&args.webhook)
+        .map_err(anyhow::Error::msg)?;
+    let mut registry = Registry::default();
+    let (shared, elector) = connect(&args, &mut registry).await?;
+    let shutdown = shared.shutdown.clone();
+    let webhook_metrics = crate::webhook::metrics::WebhookMetrics::register(&mut registry);
+    let cluster_metrics = clusters::Metrics::register(&mut registry);
+    let readiness = Readiness::default();
+    let servers = admin::spawn(&args, registry, readiness.clone(), shutdown.clone()).await?;
+    // Only once the admin ports are bound: a replica that fails to start
+    // never holds the lease.
+    let elector = elector.map(tokio::spawn);
+
+    // The keys of each runner; the watches and a take-over send to them.
+    let (queues, keys) = Queues::new();
+    let push_index = Arc::new(push::index::Index::default());
+    let tracked = Arc::new(Tracked::excluding(
+        args.annotation.annotation_exclude_namespaces.clone(),
+    ));
+    start_watches(&args, &shared, &queues, &push_index, &tracked);
+    tokio::spawn(leader::follow(
+        shared.leader.flag(),
+        shared.metrics.leader.clone(),
+        queues.on_takeover(&shared.caches, &push_index, &tracked),
+    ));
+    if let Some(certs) = crate::webhook::spawn(
+        &args,
+        shared.client.clone(),
+        shared.leader.clone(),
+        webhook_metrics,
+        shared.metrics.annotated_fills.clone(),
+        shutdown.clone(),
+    )
+    .await?
+    {
+        readiness.gate(Arc::new(move || {
+            (!certs.ready()).then_some("no valid webhook serving certificate loaded yet")
+        }));
+    }
+
+    // The wings.
+    let reconciler = Arc::new(reconciler::Context::new(&shared, policy(&args)));
+    let filler = Arc::new(Filler::new(&shared, tracked.clone()));
+    let vault = Arc::new(push::Context::new(&shared, vault_config(&args)));
+    let clusters = Arc::new(clusters::Context::new(
+        &shared,
+        cluster_metrics,
+        cluster_settings(&args),
+        push_index.clone(),
+        queues.clusters.clone(),
+        queues.reports.clone(),
+    ));
+
+    info!(namespace = ?args.namespace, concurrency = args.concurrency, tracking = args.tracking, "starting controller");
+    let caches = &shared.caches;
+    let Keys {
+        reconcile,
+        fills,
+        vault: vault_keys,
+        clusters: cluster_keys,
+        reports,
+    } = keys;
+    let reconciling = Runner::new(usize::from(args.concurrency.max(1))).run(
+        reconcile,
+        ready(caches, &readiness),
+        || caches.randomsecrets.keys(),
+        |key| reconciler::reconcile(key, reconciler.clone()),
+        shutdown.clone(),
+    );
+    // Few Secrets are annotated, and a fill is one GET and one patch.
+    let filling = Runner::new(4).run(
+        fills,
+        async {
+            tracked.listed.wait().await;
+            info!(secrets = tracked.len(), "annotated Secrets listed");
+        },
+        || tracked.unsettled(),
+        |key| {
+            let filler = filler.clone();
+            async move { filler.fill(key).await }
+        },
+        shutdown.clone(),
+    );
+    // Pushes: a few at once, each bounded by a deadline, with backoff per
+    // RandomSecret; the slots are shared fairly between namespaces, so one
+    // tenant's slow server cannot keep another's push waiting for more than
+    // one deadline.
+    let pushing = Runner::fair(push::CONCURRENCY).run(
+        vault_keys,
+        caches.ready.wait(),
+        || push_index.keys(),
+        |key| push::push(key, vault.clone()),
+        shutdown.clone(),
+    );
+    // Downstream clusters: routes each RandomSecret to its clusters' runners
+    // (one per connection, `push::clusters::link`) and carries out deletions.
+    let dispatching = Runner::new(push::CONCURRENCY).run(
+        cluster_keys,
+        caches.ready.wait(),
+        || push_index.keys(),
+        |key| clusters::dispatch(key, clusters.clone()),
+        shutdown.clone(),
+    );
+    let reporting = Runner::new(2).run(
+        reports,
+        caches.ready.wait(),
+        Vec::new,
+        |key| clusters::report::write(key, clusters.clone()),
+        shutdown.clone(),
+    );
+
+    tokio::select! {
+        _ = futures::future::join5(reconciling, filling, pushing, dispatching, reporting) => info!("controller stopped"),
+        _ = shutdown::deadline(shutdown.clone()) => warn!(
+            grace_seconds = shutdown::GRACE.as_secs(),
+            "in-flight reconciles did not finish in time after the shutdown signal; stopping anyway"
+        ),
+    }
+    // The Vault tokens of Kubernetes-auth logins are revoked, not left to
+    // expire (a copy of the process's memory holds nothing usable).
+    vault.tokens.revoke_all(Duration::from_secs(2)).await;
+    if let Some(e) = elector {
+        // Releases the lease (if held) so a standby takes over at once.
+        let _ = e.await;
+    }
+    readiness.set(false);
+    shutdown.await;
+    servers.await?
+}
+
+/// The client (and the CRD check), the proof key, the shutdown signal, the
+/// core metrics, Events and leader election: what every wing shares.
+async fn connect(
+    args: &ControllerArgs,
+    registry: &mut Registry,
+) -> anyhow::Result<(Shared, Option<BoxFuture<'static, ()>>)> {
+    let lease = args
+        .leader_elect
+        .then(|| leader::config(args))
+        .transpose()?;
+    let client = client::client(args).await?;
+    client::check_crd(&client).await?;
+    let (key_ns, key_name) = proofkey::location(args);
+    let proof_key = proofkey::load(&client, &key_ns, &key_name).await?;
+    let shutdown = shutdown::signal();
+    let metrics = Metrics::register(registry);
+    let (leader, elector) = elect(&client, lease, &shutdown);
+    let (events, poster) = Events::new(
+        client.clone(),
+        crate::runtime::reporter(),
+        metrics.events_dropped.clone(),
+    );
+    tokio::spawn(poster);
+    let shared = Shared {
+        caches: Arc::new(Caches::new(proof_key.clone())),
+        client,
+        events,
+        metrics,
+        leader,
+        shutdown,
+        proof_key,
+    };
+    Ok((shared, elector))
+}
+
+/// Where each runner's keys go in (`Triggers`, cloned by the watches) ...
+struct Queues {
+    reconcile: Triggers,
+    fills: Triggers,
+    vault: Triggers,
+    clusters: Triggers,
+    reports: Triggers,
+}
+
+/// ... and where each runner reads them.
+struct Keys {
+    reconcile: UnboundedReceiver<Key>,
+    fills: UnboundedReceiver<Key>,
+    vault: UnboundedReceiver<Key>,
+    clusters: UnboundedReceiver<Key>,
+    reports: UnboundedReceiver<Key>,
+}
+
+impl Queues {
+    fn new() -> (Self, Keys) {
+        let (reconcile, reconcile_keys) = mpsc::unbounded_channel();
+        let (fills, fill_keys) = mpsc::unbounded_channel();
+        let (vault, vault_keys) = mpsc::unbounded_channel();
+        let (clusters, cluster_keys) = mpsc::unbounded_channel();
+        let (reports, report_keys) = mpsc::unbounded_channel();
+        (
+            Queues {
+                reconcile,
+                fills,
+                vault,
+                clusters,
+                reports,
+            },
+            Keys {
+                reconcile: reconcile_keys,
+                fills: fill_keys,
+                vault: vault_keys,
+                clusters: cluster_keys,
+                reports: report_keys,
+            },
+        )
+    }
+
+    /// On taking over the lease, everything is looked at again: a standby
+    /// skipped what changed meanwhile.
+    fn on_takeover(
+        &self,
+        caches: &Arc<Caches>,
+        push_index: &Arc<push::index::Index>,
+        tracked: &Arc<Tracked>,
+    ) -> impl Fn() + use<> {
+        let (reconcile, fills) = (self.reconcile.clone(), self.fills.clone());
+        let (vault, clusters) = (self.vault.clone(), self.clusters.clone());
+        let (caches, push_index, tracked) = (caches.clone(), push_index.clone(), tracked.clone());
+        move || {
+            for k in caches.randomsecrets.keys() {
+                let _ = reconcile.send(k);
+            }
+            for k in push_index.keys() {
+                let _ = vault.send(k.clone());
+                let _ = clusters.send(k);
+            }
+            for k in tracked.unsettled() {
+                let _ = fills.send(k);
+            }
+        }
+    }
+}
+
+/// Every watch, feeding the caches and the runners' keys; annotation mode's
+/// own watch unless `--annotation-mode=off`.
+fn start_watches(
+    args: &ControllerArgs,
+    shared: &Shared,
+    queues: &Queues,
+    push_index: &Arc<push::index::Index>,
+    tracked: &Arc<Tracked>,
+) {
+    let sources = watches::Watch {
+        client: shared.client.clone(),
+        scope: args.namespace.clone(),
+        caches: shared.caches.clone(),
+        triggers: queues.reconcile.clone(),
+    };
+    let pushes = vec![queues.vault.clone(), queues.clusters.clone()];
+    for watch in watches::all(&sources, args.tracking, push_index.clone(), pushes) {
+        tokio::spawn(watch);
+    }
+    if args.annotation.annotation_mode == AnnotationMode::On {
+        tokio::spawn(watches::annotated_secrets(
+            sources,
+            tracked.clone(),
+            queues.fills.clone(),
+        ));
+    } else {
+        info!("annotation mode is off: annotated Secrets are not filled");
+    }
+}
+
+/// Leader election (`--leader-elect`): only the leader writes; without it
+/// this replica always leads. The elector is returned to be spawned.
+fn elect(
+    client: &kube::Client,
+    lease: Option<leader::LeaseConfig>,
+    shutdown: &shutdown::Signal,
+) -> (Leadership, Option<BoxFuture<'static, ()>>) {
+    let Some(config) = lease else {
+        return (Leadership::always(), None);
+    };
+    info!(lease = %format!("{}/{}", config.namespace, config.name), identity = %config.identity, "leader election on");
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let (elector, leadership) = leader::Elector::new(client.clone(), config, rx);
+    (leadership, Some(elector.run(tx, shutdown.clone()).boxed()))
+}
+
+/// Resolves once every cache has listed, then marks the process ready
+/// (before that nothing is created or released). Says what it waits for
+/// every 10 s.
+async fn ready(caches: &Caches, readiness: &Readiness) {
+    while tokio::time::timeout(Duration::from_secs(10), caches.ready.wait())
+        .await
+        .is_err()
+    {
+        warn!(waiting_for = ?caches.waiting_for(), "still waiting for the first list of every watch");
+    }
+    info!(
+        randomsecrets = caches.randomsecrets.len(),
+        secrets = caches.secrets.len(),
+        holders = caches.holders.len(),
+        "caches listed; ready"
+    );
+    crate::runtime::allocator::release_free_memory();
+    readiness.set(true);
+}
+
+/// What RandomSecrets may produce, and copies downstream may carry (`--allow-*`).
+fn policy(args: &ControllerArgs) -> reconciler::policy::Policy {
+    reconciler::policy::Policy {
+        types: args.allow_secret_types.clone(),
+        label_prefixes: args.allow_label_prefixes.clone(),
+        annotation_prefixes: args.allow_annotation_prefixes.clone(),
+    }
+}
+
+/// The Vault push's settings: the controller's ServiceAccount (for
+/// Kubernetes auth, from the flags and the pod's downward API) and where
+/// connections may send requests.
+fn vault_config(args: &ControllerArgs) -> push::Config {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    push::Config {
+        identity: args
+            .service_account_name
+            .clone()
+            .map(|name| push::vault::connection::Identity {
+                namespace: args
+                    .service_account_namespace
+                    .clone()
+                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .unwrap_or_else(|| "default".into()),
+                name,
+                pod: env("POD_NAME").map(|n| (n, env("POD_UID"))),
+                api_audiences: push::vault::audience::own(args.kubeconfig.as_deref()),
+            }),
+        vault_policy: push::vault::address::Policy {
+            allow_http: args.allow_http_vault,
+            allowed_networks: args.vault_allowed_networks.clone(),
+        },
+    }
+}
+
+/// The cluster push's settings for every connection: the copy policy, the
+/// namespaces no copy may go to downstream (the controller's own and its
+/// proof key's besides the built-in ones), insecure TLS.
+fn cluster_settings(args: &ControllerArgs) -> clusters::admit::Settings {
+    clusters::admit::Settings::new(
+        policy(args),
+        &[
+            std::env::var("POD_NAMESPACE").unwrap_or_default(),
+            proofkey::location(args).0,
+        ],
+        args.clusters.allow_insecure_downstream_tls,
+    )
+}
