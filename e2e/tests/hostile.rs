@@ -220,7 +220,7 @@ async fn data_keys_are_valid_exactly_when_the_apiserver_takes_them() -> Result<(
             "stringData": {*key: "v"},
         }))?;
         let taken = secrets.create(&PostParams::default(), &s).await.is_ok();
-        if taken != randomsecret::version::valid_data_key(key) {
+        if taken != randomsecret::api::rules::valid_data_key(key) {
             failures.push(format!(
                 "{key:?}: the apiserver {}",
                 if taken { "takes it" } else { "refuses it" }
@@ -239,7 +239,7 @@ async fn cel_refuses_the_characters_the_controller_refuses() -> Result<()> {
     let client = client().await?;
     let ns = TestNamespace::new(&client, "hostile-chars").await?;
     let mut chars: Vec<char> = vec!['!', 'é', '€', '😀', '\u{10ffff}'];
-    for &(lo, hi) in randomsecret::version::FORBIDDEN_SYMBOLS {
+    for &(lo, hi) in randomsecret::api::rules::FORBIDDEN_SYMBOLS {
         let (lo, hi) = (u32::from(lo), u32::from(hi));
         for c in [lo.wrapping_sub(1), lo, hi, hi + 1] {
             chars.extend(char::from_u32(c));

@@ -9,7 +9,7 @@
 //!   ([`rules::plan`]) of what a Secret needs: nothing, a refusal, a fix of
 //!   its annotations, or the keys to copy and to generate. No IO.
 //! - the controller path (always on, leader only): a metadata-only,
-//!   label-selected watch (`runtime::watches::annotated_secrets`) feeds
+//!   label-selected watch (`controller::watches::annotated_secrets`) feeds
 //!   [`tracked`], a compact cache that sends a Secret on only when its
 //!   resourceVersion was not settled yet; [`fill`] GETs that one Secret and
 //!   merge-patches only what the plan writes, with a resourceVersion

@@ -25,8 +25,9 @@
 //! No message ever holds a Secret value (annotation values are metadata and
 //! may be quoted, shortened).
 
+use crate::api::rules::valid_data_key;
 use crate::api::{Charset, DEFAULT_SYMBOLS, LABEL_NAME, MAX_KEYS, MAX_LENGTH};
-use crate::version::{Generated, MAX_ROTATION, MAX_SECRET_BYTES, valid_data_key};
+use crate::version::{Generated, MAX_ROTATION, MAX_SECRET_BYTES};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -5,10 +5,12 @@
 //! - this file: `RandomSecret`, its spec and status, the well-known labels
 //!   and annotations of produced Secrets, and [`crds`];
 //! - [`push`]: `spec.push` and `status.push`;
-//! - [`connections`]: the connection kinds the pushes name.
+//! - [`connections`]: the connection kinds the pushes name;
+//! - [`rules`]: the schema's rules as CEL and as Rust checks, from one table.
 
 pub mod connections;
 pub mod push;
+pub mod rules;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
@@ -103,14 +105,14 @@ pub struct RandomSecretSpec {
     /// Generated values: a map from Secret data key to its generator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxProperties" = 64))]
-    #[x_kube(validation = Rule::new(format!("self.all(k, {})", crate::version::data_key_rule("k")).as_str()).message("every key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..' and not starting with '..'"))]
+    #[x_kube(validation = Rule::new(format!("self.all(k, {})", rules::data_key_rule("k")).as_str()).message("every key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..' and not starting with '..'"))]
     pub keys: Option<BTreeMap<String, Generator>>,
 
     /// Short form of the original RandomSecret operator: the one generated key
     /// (default "password"). Do not combine with keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
-    #[x_kube(validation = Rule::new(crate::version::data_key_rule("self").as_str()).message("key must be a valid Secret data key: letters, digits, '-', '_' and '.', not '.' or '..' and not starting with '..'"))]
+    #[x_kube(validation = Rule::new(rules::data_key_rule("self").as_str()).message("key must be a valid Secret data key: letters, digits, '-', '_' and '.', not '.' or '..' and not starting with '..'"))]
     pub key: Option<String>,
 
     /// Short form: length of the generated value (default 32).
@@ -126,14 +128,14 @@ pub struct RandomSecretSpec {
     /// Literal values copied into every version.
     #[serde(default, rename = "static", skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxProperties" = 64))]
-    #[x_kube(validation = Rule::new(format!("self.all(k, {})", crate::version::data_key_rule("k")).as_str()).message("every static key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..' and not starting with '..'"))]
+    #[x_kube(validation = Rule::new(format!("self.all(k, {})", rules::data_key_rule("k")).as_str()).message("every static key must be a valid Secret data key: letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..' and not starting with '..'"))]
     pub r#static: Option<BTreeMap<String, String>>,
 
     /// Opaque rotation token: changing it produces a new version with new
     /// values. At most 253 characters, no control characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
-    #[x_kube(validation = Rule::new(crate::version::rotation_rule().as_str()).message("rotation must not contain control characters (C0, DEL or C1)"))]
+    #[x_kube(validation = Rule::new(rules::rotation_rule().as_str()).message("rotation must not contain control characters (C0, DEL or C1)"))]
     pub rotation: Option<String>,
 
     /// Type of the produced Secrets (default Opaque).
@@ -166,10 +168,10 @@ pub struct RandomSecretSpec {
     /// from the RandomSecret's creation. Names then depend on time and cannot
     /// be computed offline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 2, max = crate::version::MAX_PERIOD_TEXT))]
+    #[schemars(length(min = 2, max = rules::MAX_PERIOD_TEXT))]
     #[x_kube(
         validation = Rule::new("self.matches('^([0-9]+(h|m|s))+$')").message("rotateEvery must be a duration such as 720h, 90m or 1h30m"),
-        validation = Rule::new(crate::version::period_range_rule()).message(format!("rotateEvery must be {}", crate::version::period_range_text()).as_str()),
+        validation = Rule::new(rules::period_range_rule()).message(format!("rotateEvery must be {}", rules::period_range_text()).as_str()),
     )]
     pub rotate_every: Option<String>,
 
@@ -206,7 +208,7 @@ pub struct Generator {
     /// bidirectional-control characters; duplicates count once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
-    #[x_kube(validation = Rule::new(crate::version::symbols_rule().as_str()).message(crate::version::SYMBOLS_INVISIBLE))]
+    #[x_kube(validation = Rule::new(rules::symbols_rule().as_str()).message(rules::SYMBOLS_INVISIBLE))]
     pub symbol_characters: Option<String>,
     /// Overlap for zero-downtime rotation of session or signing keys: each
     /// new version also holds the previous version's value of this key under

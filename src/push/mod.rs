@@ -3,7 +3,8 @@
 //! backoff and condition, so a slow or broken target delays nothing else and
 //! `Ready` stays about the Kubernetes version.
 //!
-//! - [`api`]: `spec.push`, `status.push` and the connection kinds.
+//! - `crate::api::push`, `crate::api::connections`: `spec.push`, `status.push`
+//!   and the connection kinds (the CRD types, on the ground floor).
 //! - [`index`]: which RandomSecrets have push work, from the watch.
 //! - [`targets`]: which targets a version was made for (a target added
 //!   later starts with the next version).

@@ -5,8 +5,8 @@
 //!   (the same rules as the CRD's schema), with [`SpecError`] saying what to fix;
 //! - `name`: the canonical form, the hash, and [`Version`] (the name offline,
 //!   or at a point in time with `rotateEvery`);
-//! - `period`: `rotateEvery` parsing, its range (with the CRD's CEL rule for
-//!   it), and epoch arithmetic.
+//! - `period`: `rotateEvery` parsing and epoch arithmetic (its range, and the
+//!   CRD's CEL rule for it, are in `crate::api::rules`).
 //!
 //! The canonical form is the contract shared with the Helm helper and the
 //! kustomize function (README "How names are computed"); the fixture
@@ -17,12 +17,8 @@ mod period;
 mod spec;
 
 pub use name::{Version, base_name, hash_alphabet_contains, hash_canonical};
-pub use period::{
-    MAX_PERIOD_HOURS, MAX_PERIOD_TEXT, MIN_PERIOD_SECONDS, parse_period, period_range_rule,
-    period_range_text, seconds_of,
-};
+pub use period::{parse_period, seconds_of};
 pub use spec::{
-    FORBIDDEN_SYMBOLS, Generated, MAX_ROTATION, MAX_SECRET_BYTES, PREVIOUS_SUFFIX,
-    SYMBOLS_INVISIBLE, SpecError, VersionSpec, data_key_rule, previous_key, rotation_rule,
-    symbols_rule, valid_data_key,
+    Generated, MAX_ROTATION, MAX_SECRET_BYTES, PREVIOUS_SUFFIX, SpecError, VersionSpec,
+    previous_key,
 };

@@ -2,7 +2,7 @@
 //! the RandomSecret's creation.
 //!
 //! The allowed range is checked twice with the same rules: by [`parse_period`]
-//! (the controller and the CLI) and by the CRD's CEL rule [`period_range_rule`]
+//! (the controller and the CLI) and by the CRD's CEL rule `api::rules::period_range_rule`
 //! (admission), so that the controller accepts what the apiserver admits.
 
 /// A `rotateEvery` outside the format or the range (`SpecError::InvalidRotateEvery`
@@ -10,23 +10,7 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidPeriod(pub String);
 
-/// The shortest period, in seconds (`1m`).
-pub const MIN_PERIOD_SECONDS: u64 = 60;
-/// The longest period, in hours: 100 years of 365 days. Every epoch
-/// computation stays far from overflow with it, and so does the CRD's rule.
-pub const MAX_PERIOD_HOURS: u64 = 876_000;
-const MAX_PERIOD_SECONDS: u64 = MAX_PERIOD_HOURS * 3600;
-
-/// The longest `rotateEvery`, in characters (the CRD's maxLength).
-pub const MAX_PERIOD_TEXT: usize = 32;
-
-/// The allowed range, as the error messages state it.
-pub fn period_range_text() -> String {
-    format!(
-        "at least 1m and at most {MAX_PERIOD_HOURS}h ({} years)",
-        MAX_PERIOD_HOURS / (365 * 24)
-    )
-}
+use crate::api::rules::{MAX_PERIOD_SECONDS, MAX_PERIOD_TEXT, MIN_PERIOD_SECONDS};
 
 /// Parses a duration such as `720h`, `90m` or `1h30m` into seconds: one or
 /// more `<digits><h|m|s>`, adding up to at least 1m and at most 876000h, in
@@ -63,27 +47,6 @@ pub fn seconds_of(text: &str) -> Option<u64> {
         }
     }
     (digits.is_empty() && !text.is_empty()).then_some(total)
-}
-
-/// The CRD's CEL rule for the range of `rotateEvery`: the same result as
-/// [`parse_period`] for every string of the format `^([0-9]+(h|m|s))+$`
-/// (which a rule of its own checks; this one stays silent otherwise).
-///
-/// It adds up the components in seconds as integers rather than with
-/// `duration()`: that is Go's `time.ParseDuration`, which fails beyond about
-/// 292 years, and units may repeat, so even a bounded digit count per
-/// component (`999999h999999h999999h`) would reach it. A component with more
-/// than 10 significant digits is at least 10^10 s, beyond the maximum, and is
-/// refused before `int()` sees it; with at most 10, the sum of the at most 16
-/// components (maxLength 32) is far within an int64.
-pub fn period_range_rule() -> String {
-    format!(
-        "!self.matches('^([0-9]+(h|m|s))+$') || \
-         (self.findAll('[0-9]+[hms]').all(c, c.matches('^0*[0-9]{{1,10}}[hms]$')) && \
-         [self.findAll('[0-9]+[hms]').map(c, int(c.substring(0, size(c) - 1)) * \
-         (c.endsWith('h') ? 3600 : (c.endsWith('m') ? 60 : 1))).sum()]\
-         .all(t, t >= {MIN_PERIOD_SECONDS} && t <= {MAX_PERIOD_SECONDS}))"
-    )
 }
 
 /// The epoch at time `now` (seconds) of a RandomSecret created at `created`,

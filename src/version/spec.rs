@@ -2,6 +2,7 @@
 //! check the CRD's schema makes, so that a spec which bypassed admission (or a
 //! manifest given to the CLI) gets the same clear error.
 
+use crate::api::rules::{SYMBOLS_INVISIBLE, forbidden_symbol, valid_data_key};
 use crate::api::{
     Charset, DEFAULT_SYMBOLS, MAX_KEYS, MAX_LENGTH, MAX_SYMBOLS, RandomSecretSpec, SHORT_FORM_KEY,
     SHORT_FORM_LENGTH,
@@ -82,7 +83,7 @@ pub enum SpecError {
     TooLarge(usize),
     #[error(
         "rotateEvery {0:?} must be a duration such as 720h, 90m or 1h30m (at most 32 characters), {range}",
-        range = super::period::period_range_text()
+        range = crate::api::rules::period_range_text()
     )]
     InvalidRotateEvery(String),
     #[error(
@@ -122,98 +123,6 @@ impl SpecError {
 /// Longest `rotation`, in characters (the CRD's maxLength, which counts characters).
 pub const MAX_ROTATION: usize = 253;
 
-/// A Secret data key as the apiserver accepts it (its `IsConfigMapKey`):
-/// `[-._a-zA-Z0-9]+`, at most 253 characters, neither `.` nor `..`, and not
-/// starting with `..`. The CRD's CEL rule ([`data_key_rule`]) is the same.
-pub fn valid_data_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 253
-        && k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
-        && k != "."
-        && !k.starts_with("..")
-}
-
-/// [`valid_data_key`] as a CEL expression on the string variable `k`.
-pub fn data_key_rule(k: &str) -> String {
-    format!(
-        "size({k}) <= 253 && {k}.matches('^[-._a-zA-Z0-9]+$') && {k} != '.' && !{k}.startsWith('..')"
-    )
-}
-
-/// Characters `symbolCharacters` must not hold, as inclusive ranges: control
-/// characters (C0, DEL, C1: Rust's `char::is_control`), white space (Rust's
-/// `char::is_whitespace`), and invisible characters: the bidirectional
-/// controls, zero-width and other format characters (Unicode category Cf)
-/// and the default-ignorable code points (fillers, variation selectors, tags),
-/// which make a value differ from what a reader sees. The CRD's CEL rule is
-/// generated from this table ([`symbols_rule`]), so both refuse the same.
-pub const FORBIDDEN_SYMBOLS: &[(char, char)] = &[
-    ('\u{0}', '\u{20}'),
-    ('\u{7f}', '\u{a0}'),
-    ('\u{ad}', '\u{ad}'),
-    ('\u{34f}', '\u{34f}'),
-    ('\u{600}', '\u{605}'),
-    ('\u{61c}', '\u{61c}'),
-    ('\u{6dd}', '\u{6dd}'),
-    ('\u{70f}', '\u{70f}'),
-    ('\u{890}', '\u{891}'),
-    ('\u{8e2}', '\u{8e2}'),
-    ('\u{115f}', '\u{1160}'),
-    ('\u{1680}', '\u{1680}'),
-    ('\u{17b4}', '\u{17b5}'),
-    ('\u{180b}', '\u{180f}'),
-    ('\u{2000}', '\u{200f}'),
-    ('\u{2028}', '\u{202f}'),
-    ('\u{205f}', '\u{206f}'),
-    ('\u{3000}', '\u{3000}'),
-    ('\u{3164}', '\u{3164}'),
-    ('\u{fe00}', '\u{fe0f}'),
-    ('\u{feff}', '\u{feff}'),
-    ('\u{ffa0}', '\u{ffa0}'),
-    ('\u{fff0}', '\u{fffb}'),
-    ('\u{110bd}', '\u{110bd}'),
-    ('\u{110cd}', '\u{110cd}'),
-    ('\u{13430}', '\u{1343f}'),
-    ('\u{1bca0}', '\u{1bca3}'),
-    ('\u{1d173}', '\u{1d17a}'),
-    ('\u{e0000}', '\u{e0fff}'),
-];
-
-fn forbidden_symbol(c: char) -> bool {
-    FORBIDDEN_SYMBOLS
-        .iter()
-        .any(|&(lo, hi)| (lo..=hi).contains(&c))
-}
-
-/// A CEL string literal (single-quoted) holding an RE2 class of the ranges.
-fn cel_class(ranges: &[(char, char)]) -> String {
-    let mut class = String::from("'[");
-    for &(lo, hi) in ranges {
-        // `\\x{..}` in CEL's literal is `\x{..}` in the regular expression.
-        class.push_str(&format!("\\\\x{{{:x}}}", u32::from(lo)));
-        if hi != lo {
-            class.push_str(&format!("-\\\\x{{{:x}}}", u32::from(hi)));
-        }
-    }
-    class.push_str("]'");
-    class
-}
-
-/// The CRD's CEL rule for `symbolCharacters`: none of [`FORBIDDEN_SYMBOLS`].
-pub fn symbols_rule() -> String {
-    format!("!self.matches({})", cel_class(FORBIDDEN_SYMBOLS))
-}
-
-/// The control characters (Unicode Cc: C0, DEL and C1), which `rotation`
-/// must not hold: Rust's `char::is_control`.
-const CONTROLS: &[(char, char)] = &[('\u{0}', '\u{1f}'), ('\u{7f}', '\u{9f}')];
-
-/// The CRD's CEL rule for `rotation`: no control character (C0, DEL, C1).
-pub fn rotation_rule() -> String {
-    format!("!self.matches({})", cel_class(CONTROLS))
-}
-
 fn check_symbols(key: &str, s: &str) -> Result<(), SpecError> {
     let why = if s.is_empty() {
         Some("symbolCharacters is empty: remove it or list at least one character")
@@ -232,10 +141,6 @@ fn check_symbols(key: &str, s: &str) -> Result<(), SpecError> {
         None => Ok(()),
     }
 }
-
-/// What is wrong with `symbolCharacters` holding one of [`FORBIDDEN_SYMBOLS`]
-/// (the CRD's message too).
-pub const SYMBOLS_INVISIBLE: &str = "symbolCharacters must not contain white space, control characters or invisible characters (zero-width, bidirectional controls, other format characters): list visible characters only";
 
 fn generated(
     key: &str,
@@ -572,27 +477,6 @@ mod tests {
         };
         let back: Generator = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
         assert_eq!(g, back);
-    }
-
-    /// The table the CRD's rule is made from covers every character Rust
-    /// calls a control or white space, and rotation's rule is exactly Cc.
-    #[test]
-    fn forbidden_symbols_cover_controls_and_white_space() {
-        for c in (0..=0x10ffff).filter_map(char::from_u32) {
-            if c.is_control() || c.is_whitespace() {
-                assert!(forbidden_symbol(c), "{:x}", u32::from(c));
-            }
-            let in_controls = CONTROLS.iter().any(|&(lo, hi)| (lo..=hi).contains(&c));
-            assert_eq!(in_controls, c.is_control(), "{:x}", u32::from(c));
-        }
-        for c in ['!', 'é', '€', '😀', 'ß', '中'] {
-            assert!(!forbidden_symbol(c), "{c}");
-        }
-        assert!(
-            rotation_rule().contains("x{7f}-\\\\x{9f}"),
-            "{}",
-            rotation_rule()
-        );
     }
 
     /// Issue 12, point 10: what the CRD refuses, the controller (and the
