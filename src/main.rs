@@ -213,6 +213,9 @@ fn main() -> ExitCode {
             std::fs::write(dir.join(name), api::crd_file_yaml(crd))
                 .map_err(|e| format!("{}: {e}", dir.join(name).display()))
         }),
+        Command::Docs { dir } => randomsecret::docgen::pages().iter().try_for_each(|(name, text)| {
+            std::fs::write(dir.join(name), text).map_err(|e| format!("{}: {e}", dir.join(name).display()))
+        }),
         Command::Name { input, explain } => name(input, explain),
         Command::Diff { old, new } if old.as_os_str() == "-" && new.as_os_str() == "-" => {
             Err("diff: only one of OLD and NEW can be - (standard input)".into())
