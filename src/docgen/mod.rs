@@ -38,7 +38,7 @@ fn cell(text: &str) -> String {
 /// that shows it as written: its code spans kept, and outside them what
 /// Markdown would read as HTML, emphasis or strike-through escaped.
 fn prose(text: &str) -> String {
-    let balanced = text.matches('`').count() % 2 == 0;
+    let balanced = text.matches('`').count().is_multiple_of(2);
     let mut out = String::with_capacity(text.len());
     let mut in_code = false;
     for c in text.chars() {
