@@ -91,10 +91,18 @@ mod tests {
         for (name, text) in pages() {
             let path = dir.join(name);
             let committed = std::fs::read_to_string(&path).unwrap_or_default();
+            // The first line that differs, so the failure says what drifted.
+            let first = committed
+                .lines()
+                .zip(text.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(committed.lines().count().min(text.lines().count()));
             assert!(
                 committed == text,
-                "{} is stale: run `make docs` and commit it",
-                path.display()
+                "{} is stale at line {}: the code generates {:?}: run `make docs` and commit it",
+                path.display(),
+                first + 1,
+                text.lines().nth(first).unwrap_or("(the end of the page)")
             );
         }
     }
