@@ -245,6 +245,28 @@ mod tests {
         assert!(found.is_empty(), "broken links:\n{}", found.join("\n"));
     }
 
+    /// A page left out of SUMMARY.md is not in the built book: links to it
+    /// would work on GitHub and break in the HTML.
+    #[test]
+    fn every_page_of_the_book_is_in_its_summary() {
+        let (_, pages, _) = repository();
+        let summary = parse(&pages[Path::new("docs/src/SUMMARY.md")]);
+        let listed: HashSet<PathBuf> = summary
+            .links
+            .iter()
+            .map(|(l, _)| join(Path::new("docs/src"), l))
+            .collect();
+        let orphans: Vec<_> = pages
+            .keys()
+            .filter(|p| p.starts_with("docs/src") && !p.ends_with("SUMMARY.md"))
+            .filter(|p| !listed.contains(*p))
+            .collect();
+        assert!(
+            orphans.is_empty(),
+            "not in docs/src/SUMMARY.md: {orphans:?}"
+        );
+    }
+
     fn one(page: &str, text: &str) -> BTreeMap<PathBuf, String> {
         BTreeMap::from([(PathBuf::from(page), text.to_string())])
     }
