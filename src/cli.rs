@@ -264,7 +264,8 @@ pub struct ControllerArgs {
         default_value = "text"
     )]
     pub log_format: LogFormat,
-    /// Log level or tracing filter (e.g. info, debug, randomsecret=debug,kube=info).
+    /// Log level or tracing filter (e.g. info, debug, randomsecret=debug,kube=info). kube's
+    /// client logs errors only, whatever it says (its other lines may quote replies).
     #[arg(long, env = "RANDOMSECRET_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
 }

@@ -30,12 +30,12 @@ pub static malloc_conf: &u8 =
     &b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,narenas:1,tcache_max:4096\0"[0];
 
 fn init_logging(args: &ControllerArgs) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level).unwrap_or_else(|e| {
+    let filter = runtime::logging::filter(&args.log_level).unwrap_or_else(|e| {
         eprintln!(
             "randomsecret: invalid --log-level {:?} ({e}); using info",
             args.log_level
         );
-        tracing_subscriber::EnvFilter::new("info")
+        runtime::logging::filter("info").expect("a valid filter")
     });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

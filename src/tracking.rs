@@ -14,9 +14,9 @@
 //! replaces its annotations with those of the ReplicaSet it goes back to
 //! (which recorded the older version), but leaves its labels alone.
 
-use crate::cache::{Key, Namespace};
+use crate::cache::Key;
+use crate::cache::holders::{Workload, WorkloadKind};
 use crate::version::hash_alphabet_contains;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,82 +30,6 @@ pub const RECORD_PREFIX: &str = "tracked.randomsecret.io/";
 /// The record label of RandomSecret `rs` on the workloads that track it.
 pub fn record_label(rs: &str) -> String {
     format!("{RECORD_PREFIX}{rs}")
-}
-
-/// The workload kinds tracking mode rewrites.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum WorkloadKind {
-    Deployment,
-    StatefulSet,
-    DaemonSet,
-}
-
-impl WorkloadKind {
-    pub fn api_resource(self) -> kube::core::ApiResource {
-        match self {
-            WorkloadKind::Deployment => kube::core::ApiResource::erase::<Deployment>(&()),
-            WorkloadKind::StatefulSet => kube::core::ApiResource::erase::<StatefulSet>(&()),
-            WorkloadKind::DaemonSet => kube::core::ApiResource::erase::<DaemonSet>(&()),
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkloadKind::Deployment => "Deployment",
-            WorkloadKind::StatefulSet => "StatefulSet",
-            WorkloadKind::DaemonSet => "DaemonSet",
-        }
-    }
-}
-
-/// A tracking workload. Its identity (equality, hash, order) is kind,
-/// namespace and name; `seen` is what the index calls payload.
-#[derive(Clone, Debug)]
-pub struct Workload {
-    pub kind: WorkloadKind,
-    pub namespace: Namespace,
-    pub name: crate::cache::Name,
-    /// Its generation and record labels, hashed: a new template (a
-    /// rollback, a sync) or a record removed by hand reconciles the
-    /// RandomSecrets it tracks, not only a change of what it tracks.
-    pub seen: u64,
-}
-
-impl Workload {
-    fn identity(&self) -> (WorkloadKind, &Namespace, &str) {
-        (self.kind, &self.namespace, &self.name)
-    }
-}
-
-impl PartialEq for Workload {
-    fn eq(&self, other: &Self) -> bool {
-        self.identity() == other.identity()
-    }
-}
-
-impl Eq for Workload {}
-
-impl Hash for Workload {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.identity().hash(state)
-    }
-}
-
-impl PartialOrd for Workload {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Workload {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.identity().cmp(&other.identity())
-    }
-}
-
-impl crate::cache::index::Payload for Workload {
-    fn same_payload(&self, other: &Self) -> bool {
-        self.seen == other.seen
-    }
 }
 
 /// A workload's generation and record labels, hashed.

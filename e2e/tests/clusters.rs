@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use randomsecret::api::RandomSecret;
-use randomsecret::push::api::ClusterConnection;
+use randomsecret::api::connections::ClusterConnection;
 use randomsecret_e2e::downstream::DownstreamCluster;
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
@@ -120,7 +120,7 @@ fn clusters_synced(
 }
 
 /// The status entry of connection `name`.
-fn entry(rs: &RandomSecret, name: &str) -> Option<randomsecret::push::api::ClusterPushStatus> {
+fn entry(rs: &RandomSecret, name: &str) -> Option<randomsecret::api::push::ClusterPushStatus> {
     rs.status
         .as_ref()?
         .push

@@ -403,6 +403,41 @@ async fn the_kustomize_webhook_component_builds_in_the_install_namespace() -> Re
         hook["failurePolicy"] == "Ignore" && hook["sideEffects"] == "None",
         "{hook}"
     );
+    // Annotation mode leaves the webhook's excluded namespaces alone on the
+    // controller's path too, with or without the webhook: the plain install
+    // passes the flag once, naming what the webhook configuration excludes.
+    let excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
+        .as_array()
+        .context("the webhook excludes no namespaces")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join(",");
+    let plain = docs(&run(
+        "kubectl",
+        &["kustomize", root.to_str().unwrap()],
+        None,
+    )?)?;
+    for (what, build) in [
+        ("the plain install", &plain),
+        ("the webhook overlay", &built),
+    ] {
+        let dep = build
+            .iter()
+            .find(|d| d["kind"] == "Deployment")
+            .with_context(|| format!("no Deployment in {what}"))?;
+        let flags: Vec<&str> = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .context("no args")?
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|a| a.starts_with("--annotation-exclude-namespaces="))
+            .collect();
+        ensure!(
+            flags == [format!("--annotation-exclude-namespaces={excluded}")],
+            "{what}: {flags:?} (the webhook excludes {excluded})"
+        );
+    }
     std::fs::remove_dir_all(&overlay).ok();
     Ok(())
 }

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use randomsecret::api::RandomSecret;
-use randomsecret::push::api::VaultConnection;
+use randomsecret::api::connections::VaultConnection;
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};

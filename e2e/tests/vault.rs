@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use randomsecret::api::RandomSecret;
-use randomsecret::push::api::ClusterVaultConnection;
+use randomsecret::api::connections::ClusterVaultConnection;
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -719,7 +719,7 @@ async fn namespaced_connection_with_a_token_secret() -> Result<()> {
     ns.api::<Secret>()
         .create(&PostParams::default(), &secret)
         .await?;
-    let vc = |auth: Value| -> Result<randomsecret::push::api::VaultConnection> {
+    let vc = |auth: Value| -> Result<randomsecret::api::connections::VaultConnection> {
         Ok(serde_json::from_value(json!({
             "apiVersion": "randomsecret.io/v1", "kind": "VaultConnection",
             "metadata": {"name": "team-vault"},
@@ -727,7 +727,7 @@ async fn namespaced_connection_with_a_token_secret() -> Result<()> {
                      "ca": {"secretRef": {"name": "vault", "key": "ca.crt"}}},
         }))?)
     };
-    let vcs: Api<randomsecret::push::api::VaultConnection> = ns.api();
+    let vcs: Api<randomsecret::api::connections::VaultConnection> = ns.api();
     let refused = vcs
         .create(
             &PostParams::default(),
@@ -836,8 +836,10 @@ async fn tenant_addresses_and_the_controllers_identity_are_refused() -> Result<(
     ns.api::<Secret>()
         .create(&PostParams::default(), &token)
         .await?;
-    let vcs: Api<randomsecret::push::api::VaultConnection> = ns.api();
-    let vc = |name: &str, address: &str| -> Result<randomsecret::push::api::VaultConnection> {
+    let vcs: Api<randomsecret::api::connections::VaultConnection> = ns.api();
+    let vc = |name: &str,
+              address: &str|
+     -> Result<randomsecret::api::connections::VaultConnection> {
         Ok(serde_json::from_value(json!({
             "apiVersion": "randomsecret.io/v1", "kind": "VaultConnection",
             "metadata": {"name": name},
@@ -1058,13 +1060,13 @@ async fn hostile_servers_cannot_exhaust_memory_or_hold_a_shared_connection_down(
     ns.api::<Secret>()
         .create(&PostParams::default(), &token)
         .await?;
-    let vc: randomsecret::push::api::VaultConnection = serde_json::from_value(json!({
+    let vc: randomsecret::api::connections::VaultConnection = serde_json::from_value(json!({
         "apiVersion": "randomsecret.io/v1", "kind": "VaultConnection",
         "metadata": {"name": "endless"},
         "spec": {"address": endless, "timeoutSeconds": 30,
                  "auth": {"tokenSecretRef": {"name": "vault", "key": "token"}}},
     }))?;
-    ns.api::<randomsecret::push::api::VaultConnection>()
+    ns.api::<randomsecret::api::connections::VaultConnection>()
         .create(&PostParams::default(), &vc)
         .await?;
     let conn = format!("{}-shared", ns.name);

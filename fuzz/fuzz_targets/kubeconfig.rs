@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use randomsecret::push::api::KubeconfigFormat;
+use randomsecret::api::connections::KubeconfigFormat;
 use randomsecret::push::clusters::kubeconfig::{check, parse};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

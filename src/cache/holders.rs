@@ -1,10 +1,13 @@
-//! The two reference indexes: who holds which version name (retention), and
-//! which workloads track which RandomSecret (tracking mode).
+//! The two reference indexes and their entries: who holds which version
+//! name (retention, [`Holder`]), and which workloads track which
+//! RandomSecret (tracking mode, [`Workload`]). A new holder or workload kind
+//! is added here; `references` and `tracking` say what each object holds.
 
-use super::Key;
 use super::index::{MultiIndex, Stream};
-use crate::references::Holder;
-use crate::tracking::Workload;
+use super::{Key, Name, Namespace, Uid};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use std::hash::{Hash, Hasher};
 use std::sync::RwLock;
 
 /// The holder streams that must have listed before anything is released.
@@ -54,5 +57,188 @@ impl Tracking {
             .get(rs)
             .cloned()
             .collect()
+    }
+}
+
+/// The kinds that hold references to Secret versions and own them while they do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HolderKind {
+    ReplicaSet,
+    ControllerRevision,
+    Pod,
+}
+
+impl HolderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HolderKind::ReplicaSet => "ReplicaSet",
+            HolderKind::ControllerRevision => "ControllerRevision",
+            HolderKind::Pod => "Pod",
+        }
+    }
+    pub fn api_version(self) -> &'static str {
+        match self {
+            HolderKind::ReplicaSet | HolderKind::ControllerRevision => "apps/v1",
+            HolderKind::Pod => "v1",
+        }
+    }
+    pub fn from_kind(kind: &str) -> Option<Self> {
+        [
+            HolderKind::ReplicaSet,
+            HolderKind::ControllerRevision,
+            HolderKind::Pod,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == kind)
+    }
+}
+
+/// One object that references Secrets (its uid tells incarnations apart).
+/// Its identity (equality, hash, order) is kind, namespace, name and uid;
+/// `covered` is what the index calls payload.
+#[derive(Clone, Debug)]
+pub struct Holder {
+    pub kind: HolderKind,
+    pub namespace: Namespace,
+    pub name: Name,
+    pub uid: Uid,
+    /// A pod of a ReplicaSet, StatefulSet or DaemonSet, whose history
+    /// references the same names. It keeps its versions while it exists (a
+    /// Deployment prunes a ReplicaSet while its pods terminate), but owns
+    /// only superseded ones (`reconciler::retention`): the current version's
+    /// owners do not follow its workload's scaling.
+    pub covered: bool,
+}
+
+impl Holder {
+    fn identity(&self) -> (HolderKind, &Namespace, &str, Uid) {
+        (self.kind, &self.namespace, &self.name, self.uid)
+    }
+}
+
+impl PartialEq for Holder {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for Holder {}
+
+impl Hash for Holder {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.identity().hash(state)
+    }
+}
+
+impl PartialOrd for Holder {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Holder {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.identity().cmp(&other.identity())
+    }
+}
+
+impl super::index::Payload for Holder {
+    fn same_payload(&self, other: &Self) -> bool {
+        self.covered == other.covered
+    }
+}
+
+impl Holder {
+    /// `Kind/name`, as listed in `status.versions[].referencedBy`.
+    pub fn display(&self) -> String {
+        format!("{}/{}", self.kind.as_str(), self.name)
+    }
+
+    /// A non-controller owner reference: the version lives while this holder does.
+    pub fn owner_reference(&self) -> OwnerReference {
+        OwnerReference {
+            api_version: self.kind.api_version().into(),
+            kind: self.kind.as_str().into(),
+            name: self.name.to_string(),
+            uid: self.uid.to_string(),
+            controller: None,
+            block_owner_deletion: None,
+        }
+    }
+}
+
+/// The workload kinds tracking mode rewrites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkloadKind {
+    Deployment,
+    StatefulSet,
+    DaemonSet,
+}
+
+impl WorkloadKind {
+    pub fn api_resource(self) -> kube::core::ApiResource {
+        match self {
+            WorkloadKind::Deployment => kube::core::ApiResource::erase::<Deployment>(&()),
+            WorkloadKind::StatefulSet => kube::core::ApiResource::erase::<StatefulSet>(&()),
+            WorkloadKind::DaemonSet => kube::core::ApiResource::erase::<DaemonSet>(&()),
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "Deployment",
+            WorkloadKind::StatefulSet => "StatefulSet",
+            WorkloadKind::DaemonSet => "DaemonSet",
+        }
+    }
+}
+
+/// A tracking workload. Its identity (equality, hash, order) is kind,
+/// namespace and name; `seen` is what the index calls payload.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub kind: WorkloadKind,
+    pub namespace: Namespace,
+    pub name: Name,
+    /// Its generation and record labels, hashed: a new template (a
+    /// rollback, a sync) or a record removed by hand reconciles the
+    /// RandomSecrets it tracks, not only a change of what it tracks.
+    pub seen: u64,
+}
+
+impl Workload {
+    fn identity(&self) -> (WorkloadKind, &Namespace, &str) {
+        (self.kind, &self.namespace, &self.name)
+    }
+}
+
+impl PartialEq for Workload {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for Workload {}
+
+impl Hash for Workload {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.identity().hash(state)
+    }
+}
+
+impl PartialOrd for Workload {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Workload {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.identity().cmp(&other.identity())
+    }
+}
+
+impl super::index::Payload for Workload {
+    fn same_payload(&self, other: &Self) -> bool {
+        self.seen == other.seen
     }
 }

@@ -9,7 +9,8 @@
 //!
 //! - [`key`]: the typed key (namespace + name) and uids.
 //! - [`slim`]: watched types that deserialize only the fields we read.
-//! - [`randomsecrets`], [`secrets`]: the two object caches.
+//! - [`randomsecrets`], [`secrets`]: the two object caches; [`previous`]:
+//!   what the first keeps of a RandomSecret's status.
 //! - [`index`]: the multi-index behind [`holders`] (who references which
 //!   Secret name) and tracking mode (which workloads track a RandomSecret).
 //! - [`interruptions`]: which watches are failing or relisting (their
@@ -19,6 +20,7 @@ pub mod holders;
 pub mod index;
 pub mod interruptions;
 pub mod key;
+pub mod previous;
 pub mod randomsecrets;
 pub mod secrets;
 pub mod slim;

@@ -5,10 +5,10 @@
 //! so a reconcile never reads a status older than the one this process wrote;
 //! a watch event older than what the cache holds is ignored.
 
+use super::previous::Previous;
 use super::slim::RandomSecretObject;
 use super::{Key, Uid};
 use crate::api::{RandomSecretSpec, RandomSecretStatus};
-use crate::reconciler::status::Previous;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 use std::collections::HashMap;

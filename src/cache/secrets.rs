@@ -9,10 +9,10 @@
 //! (metadata only), so the next reconcile sees them at once, and the watch
 //! event that follows, carrying the same resourceVersion, triggers nothing.
 
+use super::holders::HolderKind;
 use super::{Key, Name, Uid};
 use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use crate::proof::{Proof, ProofKey};
-use crate::references::HolderKind;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher::Event;

@@ -3,9 +3,9 @@
 //! managedFields) in memory. Each implements `kube::Resource` with the
 //! constants of the full type, so `watcher` and `Api` treat it as that kind.
 
-use crate::references::SecretRefs;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::{Deserialize, Deserializer};
+use std::collections::BTreeSet;
 
 /// Metadata without managedFields, labels and annotations: what identifies
 /// the object and its owners.
@@ -150,6 +150,107 @@ slim_resource!(PodRefs, k8s_openapi::api::core::v1::Pod);
 pub struct PodPhase {
     #[serde(default)]
     pub phase: Option<String>,
+}
+
+/// A pod spec, reading only the fields that name Secrets.
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretRefs {
+    containers: Option<Vec<ContainerRefs>>,
+    init_containers: Option<Vec<ContainerRefs>>,
+    ephemeral_containers: Option<Vec<ContainerRefs>>,
+    volumes: Option<Vec<VolumeRefs>>,
+    image_pull_secrets: Option<Vec<NameRef>>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct ContainerRefs {
+    env: Option<Vec<EnvRef>>,
+    env_from: Option<Vec<EnvFromRef>>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct EnvRef {
+    value_from: Option<ValueFromRef>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct ValueFromRef {
+    secret_key_ref: Option<NameRef>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct EnvFromRef {
+    secret_ref: Option<NameRef>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct VolumeRefs {
+    secret: Option<SecretVolumeRef>,
+    projected: Option<ProjectedRefs>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct SecretVolumeRef {
+    secret_name: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+struct ProjectedRefs {
+    sources: Option<Vec<ProjectionRef>>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+struct ProjectionRef {
+    secret: Option<NameRef>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+struct NameRef {
+    name: Option<String>,
+}
+
+impl SecretRefs {
+    /// Every Secret name referenced: env `secretKeyRef` and `envFrom`
+    /// `secretRef` of containers, initContainers and ephemeralContainers;
+    /// `secret` and `projected` secret volumes; `imagePullSecrets`. Sorted, unique.
+    pub fn names(&self) -> Vec<String> {
+        let mut out = BTreeSet::new();
+        let containers = [
+            &self.containers,
+            &self.init_containers,
+            &self.ephemeral_containers,
+        ];
+        for c in containers.into_iter().flatten().flatten() {
+            for e in c.env.iter().flatten() {
+                out.extend(
+                    e.value_from
+                        .as_ref()
+                        .and_then(|v| v.secret_key_ref.as_ref()?.name.clone()),
+                );
+            }
+            for e in c.env_from.iter().flatten() {
+                out.extend(e.secret_ref.as_ref().and_then(|r| r.name.clone()));
+            }
+        }
+        for v in self.volumes.iter().flatten() {
+            out.extend(v.secret.as_ref().and_then(|s| s.secret_name.clone()));
+            for s in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
+                out.extend(s.secret.as_ref().and_then(|r| r.name.clone()));
+            }
+        }
+        for r in self.image_pull_secrets.iter().flatten() {
+            out.extend(r.name.clone());
+        }
+        out.retain(|n| !n.is_empty());
+        out.into_iter().collect()
+    }
 }
 
 #[cfg(test)]

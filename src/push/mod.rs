@@ -15,19 +15,18 @@
 //! fields (`status.conditions` is a list map keyed by type). A finalizer
 //! ([`FINALIZER`]) is held only while `push` is set, for the deletion policy.
 
-pub mod api;
 pub mod clusters;
 pub mod index;
 pub mod targets;
 pub mod vault;
 
 use crate::api::RandomSecret;
+use crate::api::push::VaultPushStatus;
 use crate::cache::Key;
 use crate::runtime::events::{EventType, Events};
 use crate::runtime::leader::Leadership;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::runner::Next;
-use api::VaultPushStatus;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Patch, PatchParams};
@@ -77,10 +76,10 @@ pub const TENANT_DEADLINE: Duration = Duration::from_secs(60);
 pub const DEADLINE: Duration = Duration::from_secs(600);
 
 /// The deadline of one push to `target`.
-pub fn deadline(target: &api::VaultPush) -> Duration {
+pub fn deadline(target: &crate::api::push::VaultPush) -> Duration {
     match target.connection_ref.kind.unwrap_or_default() {
-        api::ConnectionKind::VaultConnection => TENANT_DEADLINE,
-        api::ConnectionKind::ClusterVaultConnection => DEADLINE,
+        crate::api::push::ConnectionKind::VaultConnection => TENANT_DEADLINE,
+        crate::api::push::ConnectionKind::ClusterVaultConnection => DEADLINE,
     }
 }
 
@@ -309,7 +308,8 @@ async fn step(
     // Only a deletion that removes the path needs to wait for the
     // controller: with Retain, an uninstalled controller never holds a
     // RandomSecret (or its namespace) in deletion.
-    let wants_finalizer = target.deletion_policy.unwrap_or_default() == api::DeletionPolicy::Delete;
+    let wants_finalizer =
+        target.deletion_policy.unwrap_or_default() == crate::api::push::DeletionPolicy::Delete;
     if wants_finalizer != has_finalizer {
         set_finalizer(api, rs, FINALIZER, wants_finalizer).await?;
         // The patch is a change of its own: the watch brings it back here.
@@ -408,7 +408,7 @@ async fn step(
 async fn made_for(
     ctx: &Context,
     rs: &RandomSecret,
-    target: &api::VaultPush,
+    target: &crate::api::push::VaultPush,
     secret_name: &str,
 ) -> Result<Result<(), PushError>, kube::Error> {
     let namespace = rs.metadata.namespace.as_deref().unwrap_or_default();
@@ -722,15 +722,17 @@ mod tests {
 
     #[test]
     fn a_tenants_push_has_the_short_deadline() {
-        let target = |kind| api::VaultPush {
-            connection_ref: api::ConnectionRef {
+        let target = |kind| crate::api::push::VaultPush {
+            connection_ref: crate::api::push::ConnectionRef {
                 kind,
                 name: "c".into(),
             },
             ..Default::default()
         };
         assert_eq!(
-            deadline(&target(Some(api::ConnectionKind::VaultConnection))),
+            deadline(&target(Some(
+                crate::api::push::ConnectionKind::VaultConnection
+            ))),
             TENANT_DEADLINE
         );
         assert_eq!(deadline(&target(None)), DEADLINE);

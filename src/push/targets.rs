@@ -10,7 +10,7 @@
 //! before this record existed). A target added later starts with the next
 //! version: a rotation.
 
-use crate::push::api::{ClusterPush, ConnectionKind, PushSpec, VaultPush, VaultPushStatus};
+use crate::api::push::{ClusterPush, ConnectionKind, PushSpec, VaultPush, VaultPushStatus};
 use std::collections::BTreeMap;
 
 /// On each version: the push targets of its RandomSecret when it was made,
@@ -75,7 +75,7 @@ pub fn made_for(annotations: Option<&BTreeMap<String, String>>, id: &str) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::push::api::{ClusterConnectionRef, ConnectionRef};
+    use crate::api::push::{ClusterConnectionRef, ConnectionRef};
 
     fn spec(vault_kind: Option<ConnectionKind>, clusters: &[&str]) -> PushSpec {
         PushSpec {
@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn a_vault_target_pushes_versions_made_for_it_or_already_pushed_through_it() {
-        use crate::push::api::VaultVersion;
+        use crate::api::push::VaultVersion;
         let s = spec(Some(ConnectionKind::VaultConnection), &[]);
         let target = s.vault.as_ref().unwrap();
         let made = BTreeMap::from([(ANNOTATION.to_string(), of_spec(Some(&s)).unwrap())]);

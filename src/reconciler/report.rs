@@ -1,10 +1,11 @@
 //! The one place where a reconcile's outcome becomes the status, the Event,
 //! the metric and the log line, and decides what happens next.
 
-use super::status::{self, Outcome, Previous, Versions};
+use super::status::{self, Outcome, Versions};
 use super::{Context, Done, Failed, LAPSED_RETRY, MANAGER, ReconcileError, Subject};
 use crate::api::RandomSecretStatus;
 use crate::cache::Key;
+use crate::cache::previous::{self, Previous};
 use crate::cache::slim::RandomSecretObject;
 use crate::runtime::events::EventType;
 use crate::runtime::runner::Next;
@@ -123,14 +124,14 @@ pub async fn write_status(
     let desired = match versions {
         Some(versions) => {
             let desired = status::desired(&rs.status, generation, outcome, versions, &now);
-            if status::fingerprint(Some(&desired)) == rs.status.fingerprint {
+            if previous::fingerprint(Some(&desired)) == rs.status.fingerprint {
                 return Ok(false);
             }
             desired
         }
         None => {
             let probe = status::desired(&rs.status, generation, outcome, Versions::default(), &now);
-            if status::conditions_fingerprint(Some(&probe)) == rs.status.conditions_fingerprint {
+            if previous::conditions_fingerprint(Some(&probe)) == rs.status.conditions_fingerprint {
                 return Ok(false);
             }
             let stored = stored_status(&api, rs).await?;

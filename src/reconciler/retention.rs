@@ -17,7 +17,7 @@
 //! not change as its Deployment scales.
 
 use crate::api::VersionState;
-use crate::references::{Holder, HolderKind};
+use crate::cache::holders::{Holder, HolderKind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 
 /// A version Secret as observed in the cache.

@@ -1,23 +1,14 @@
 //! What the status should say: pure functions from an outcome to the desired
 //! `status`, kstatus-compatible (Ready always present; Reconciling and Stalled
-//! say why it is not Ready), and [`Previous`], the few facts about the stored
-//! status that the cache keeps instead of the status itself.
+//! say why it is not Ready), from the few facts about the stored status that
+//! the cache keeps ([`Previous`]).
 
-use crate::api::{PinnedWorkload, RandomSecretStatus, VersionStatus};
+use crate::api::{READY, RECONCILING, STALLED, WORKLOADS_PINNED};
+use crate::api::{RandomSecretStatus, VersionStatus};
+use crate::cache::previous::Previous;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
-use std::hash::{Hash, Hasher};
 
-pub const READY: &str = "Ready";
-pub const RECONCILING: &str = "Reconciling";
-pub const STALLED: &str = "Stalled";
-/// The conditions this controller writes, in the order it writes them.
-pub const CONDITIONS: [&str; 3] = [READY, RECONCILING, STALLED];
-/// Tracking mode's condition, True while a tracking workload stays on an
-/// older version after a rollback (absent otherwise). Written with
-/// `status.pinnedWorkloads` by its own field manager, apart from the three
-/// above: it is about workloads, never about the version, so it leaves Ready alone.
-pub const WORKLOADS_PINNED: &str = "WorkloadsPinned";
 /// How many pinned workloads `status.pinnedWorkloads` lists.
 pub const PINNED_LISTED: usize = 20;
 
@@ -51,104 +42,6 @@ impl Versions {
 
 /// How many released names the status remembers.
 pub const RELEASED_KEPT: usize = 10;
-
-/// What the reconciler needs of a stored status, in a few bytes per object:
-/// enough to compute the next status (transition times, the last good name,
-/// released names) and to tell whether it would change anything.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Previous {
-    pub secret_name: Option<crate::cache::Name>,
-    /// Per entry of [`CONDITIONS`]: its status and lastTransitionTime (seconds).
-    pub conditions: [Option<(bool, i64)>; 3],
-    pub ready_reason: Option<crate::cache::Name>,
-    pub released: Box<[crate::cache::Name]>,
-    /// What `status.versions` lists, hashed: every name (what was live), and
-    /// for a live one which object.
-    pub listed: Box<[Listed]>,
-    /// Of the whole status, and of its conditions part, without transition times.
-    pub fingerprint: u64,
-    pub conditions_fingerprint: u64,
-    /// Of tracking mode's part ([`pinned_fingerprint`]); 0 when absent.
-    pub pinned: u64,
-}
-
-impl Previous {
-    pub fn of(status: Option<&RandomSecretStatus>) -> Self {
-        let Some(s) = status else {
-            return Previous {
-                fingerprint: fingerprint(None),
-                conditions_fingerprint: conditions_fingerprint(None),
-                ..Default::default()
-            };
-        };
-        let find = |t: &str| s.conditions.iter().find(|c| c.type_ == t);
-        Previous {
-            secret_name: s.secret_name.as_deref().map(Into::into),
-            conditions: CONDITIONS.map(|t| {
-                find(t).map(|c| (c.status == "True", c.last_transition_time.0.as_second()))
-            }),
-            ready_reason: find(READY).map(|c| c.reason.as_str().into()),
-            released: s.released.iter().map(|n| n.as_str().into()).collect(),
-            listed: s
-                .versions
-                .iter()
-                .map(|v| Listed {
-                    name: name_hash(&v.name),
-                    object: match &v.uid {
-                        _ if v.state == crate::api::VersionState::Released => Object::Released,
-                        Some(uid) => Object::Uid(name_hash(uid)),
-                        None => Object::Created(seconds(v.created.as_ref())),
-                    },
-                })
-                .collect(),
-            fingerprint: fingerprint(Some(s)),
-            conditions_fingerprint: conditions_fingerprint(Some(s)),
-            pinned: match find(WORKLOADS_PINNED) {
-                None if s.pinned_workloads.is_empty() => 0,
-                // A condition left without a list hashes to non-zero too: to remove.
-                c => pinned_hash(&s.pinned_workloads, c.and_then(|c| c.observed_generation)),
-            },
-        }
-    }
-
-    /// Whether `name` is among the released names.
-    pub fn released(&self, name: &str) -> bool {
-        self.released.iter().any(|n| &**n == name)
-    }
-
-    /// Whether the status shows `name` as a version that was live (the
-    /// current name, or listed in `versions`): pods may have read its values.
-    pub fn was_live(&self, name: &str) -> bool {
-        let h = name_hash(name);
-        self.secret_name.as_deref() == Some(name) || self.listed.iter().any(|l| l.name == h)
-    }
-
-    /// Whether the status records this very object (`uid`) as a live
-    /// version `name`: the controller created or verified it before.
-    pub fn recorded(&self, name: &str, uid: &str) -> bool {
-        self.listed.contains(&Listed {
-            name: name_hash(name),
-            object: Object::Uid(name_hash(uid)),
-        })
-    }
-
-    /// Whether a status written before uids were recorded lists `name`,
-    /// created at `created`, as a live version (for signing versions made
-    /// before proofs existed: only an object created in that very second
-    /// matches, so one made again later does not).
-    pub fn recorded_before_uids(&self, name: &str, created: Option<&Time>) -> bool {
-        self.listed.contains(&Listed {
-            name: name_hash(name),
-            object: Object::Created(seconds(created)),
-        })
-    }
-
-    fn transition(&self, type_: &str, status: bool) -> Option<Time> {
-        let i = CONDITIONS.iter().position(|t| *t == type_)?;
-        let (was, at) = self.conditions[i]?;
-        (was == status).then(|| Time(Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH)))
-    }
-}
 
 fn condition(
     type_: &str,
@@ -234,19 +127,6 @@ pub fn desired(
     }
 }
 
-/// Tracking mode's part of a status (the pinned workloads, and the
-/// generation its condition names), hashed; 0 for nothing pinned.
-pub fn pinned_fingerprint(pinned: &[PinnedWorkload], generation: Option<i64>) -> u64 {
-    if pinned.is_empty() {
-        return 0;
-    }
-    pinned_hash(pinned, generation)
-}
-
-fn pinned_hash(pinned: &[PinnedWorkload], generation: Option<i64>) -> u64 {
-    hash_json(&(pinned, generation)).max(1)
-}
-
 /// The WorkloadsPinned condition (True) saying `message`; its transition
 /// time stays while a stored one was True.
 pub fn pinned_condition(
@@ -262,80 +142,11 @@ pub fn pinned_condition(
     c
 }
 
-/// One entry of `status.versions`, hashed (24 bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Listed {
-    name: u64,
-    object: Object,
-}
-
-/// Which object a listed version is: released ones are not recorded (a
-/// release before proofs listed look-alikes so); a live one by its uid, or,
-/// as a release before uids wrote it, by its creation second.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Object {
-    Released,
-    Uid(u64),
-    Created(i64),
-}
-
-fn seconds(t: Option<&Time>) -> i64 {
-    t.map_or(i64::MIN, |t| t.0.as_second())
-}
-
-fn name_hash(name: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    name.hash(&mut h);
-    h.finish()
-}
-
-fn hash_json(value: &impl serde::Serialize) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    serde_json::to_vec(value).unwrap_or_default().hash(&mut h);
-    h.finish()
-}
-
-/// This writer's conditions (not the push's VaultSynced nor tracking's WorkloadsPinned), without their
-/// transition times: another writer's fields are no reason to write.
-fn without_transition_times(conditions: &[Condition]) -> Vec<Condition> {
-    conditions
-        .iter()
-        .filter(|c| CONDITIONS.contains(&c.type_.as_str()))
-        .cloned()
-        .map(|mut c| {
-            c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
-            c
-        })
-        .collect()
-}
-
-/// What a status says, leaving out `lastTransitionTime` (a fresh "now" for
-/// the same transition is no change).
-pub fn fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
-    let s = status.map(|s| RandomSecretStatus {
-        conditions: without_transition_times(&s.conditions),
-        push: None,
-        pinned_workloads: Vec::new(),
-        ..s.clone()
-    });
-    hash_json(&s)
-}
-
-/// The same, of the conditions part only (conditions, observed generation,
-/// current name): what a Stalled or Retrying outcome changes.
-pub fn conditions_fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
-    hash_json(&status.map(|s| {
-        (
-            s.observed_generation,
-            &s.secret_name,
-            without_transition_times(&s.conditions),
-        )
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::PinnedWorkload;
+    use crate::cache::previous::{conditions_fingerprint, fingerprint, pinned_fingerprint};
 
     fn t(secs: i64) -> Time {
         Time(Timestamp::from_second(secs).unwrap())
@@ -527,7 +338,7 @@ mod tests {
         let mut both = ours.clone();
         both.conditions
             .push(condition("VaultSynced", true, "Synced", "x", Some(2)));
-        both.push = Some(crate::push::api::PushStatus::default());
+        both.push = Some(crate::api::push::PushStatus::default());
         assert_eq!(fingerprint(Some(&both)), fingerprint(Some(&ours)));
         assert_eq!(
             conditions_fingerprint(Some(&both)),

@@ -2,9 +2,9 @@
 
 use super::ReconcileError;
 use crate::api::RandomSecretSpec;
+use crate::cache::previous::Previous;
 use crate::cache::randomsecrets::Entry;
 use crate::cache::{Key, Uid};
-use crate::reconciler::status::Previous;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 

@@ -11,11 +11,11 @@ use crate::api::{
     ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecretSpec,
 };
 use crate::cache::holders::HOLDER_STREAMS;
+use crate::cache::holders::{Holder, HolderKind};
 use crate::cache::index::Stream;
 use crate::cache::slim::RandomSecretObject;
 use crate::cache::{Caches, Key, Namespace, Uid};
 use crate::proof::{ANNOTATION_PROOF, ProofKey};
-use crate::references::{Holder, HolderKind};
 use crate::runtime::events::{Events, Reporter};
 use crate::runtime::metrics::{Metrics, ReasonLabel, ResultLabel};
 use crate::runtime::runner::Next;

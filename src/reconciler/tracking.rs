@@ -8,15 +8,18 @@
 //! Otherwise whoever can edit `spec.secretName` could point a tracked
 //! workload's other Secret references (a TLS certificate, say) at a version.
 
-use super::status::{self, Previous, WORKLOADS_PINNED};
+use super::status;
 use super::{Context, MANAGER, ReconcileError, Subject};
 use crate::api::PinnedWorkload;
+use crate::api::WORKLOADS_PINNED;
+use crate::cache::holders::WorkloadKind;
+use crate::cache::previous::{self, Previous};
 use crate::cache::slim::RandomSecretObject;
 use crate::proof::Proof;
 use crate::runtime::events::EventType;
 use crate::tracking::{
-    Decision, WorkloadKind, decide, own_references, pinned_message, record_label, record_patch,
-    refers_to, unpin_hint,
+    Decision, decide, own_references, pinned_message, record_label, record_patch, refers_to,
+    unpin_hint,
 };
 use crate::version::Version;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
@@ -224,7 +227,7 @@ async fn report_pinned(
     pins.truncate(status::PINNED_LISTED);
     let list: Vec<PinnedWorkload> = pins.iter().map(|p| p.listed.clone()).collect();
     let generation = Some(rs.generation);
-    let wanted = status::pinned_fingerprint(&list, generation);
+    let wanted = previous::pinned_fingerprint(&list, generation);
     if wanted == rs.status.pinned {
         return Ok(());
     }

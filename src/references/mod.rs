@@ -1,8 +1,8 @@
 //! Which Secret names a pod template references, and who holds a reference
 //! (ReplicaSets, ControllerRevisions, and Pods that have not finished).
 //!
-//! Two walkers over the same fields: [`SecretRefs`] reads them (typed, and
-//! slim: a watch deserializes only these fields), [`untyped`] rewrites them in
+//! Two walkers over the same fields: [`SecretRefs`] (in `cache::slim`) reads
+//! them (typed, and slim: a watch deserializes only these fields), [`untyped`] rewrites them in
 //! place on JSON values (tracking mode, the GitOps filters). A test checks
 //! that they agree.
 
@@ -10,220 +10,14 @@ pub mod untyped;
 
 pub use untyped::rewrite_pod_spec;
 
-use crate::cache::slim::{ControllerRevisionRefs, PodRefs, ReplicaSetRefs, TemplateOwner};
-use crate::cache::{Key, Namespace, Uid};
+use crate::cache::holders::{Holder, HolderKind};
+use crate::cache::slim::{
+    ControllerRevisionRefs, PodRefs, ReplicaSetRefs, SecretRefs, TemplateOwner,
+};
+use crate::cache::{Key, Uid};
 use crate::version::hash_alphabet_contains;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use serde::Deserialize;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeSet;
-
-/// The kinds that hold references to Secret versions and own them while they do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum HolderKind {
-    ReplicaSet,
-    ControllerRevision,
-    Pod,
-}
-
-impl HolderKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HolderKind::ReplicaSet => "ReplicaSet",
-            HolderKind::ControllerRevision => "ControllerRevision",
-            HolderKind::Pod => "Pod",
-        }
-    }
-    pub fn api_version(self) -> &'static str {
-        match self {
-            HolderKind::ReplicaSet | HolderKind::ControllerRevision => "apps/v1",
-            HolderKind::Pod => "v1",
-        }
-    }
-    pub fn from_kind(kind: &str) -> Option<Self> {
-        [
-            HolderKind::ReplicaSet,
-            HolderKind::ControllerRevision,
-            HolderKind::Pod,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == kind)
-    }
-}
-
-/// One object that references Secrets (its uid tells incarnations apart).
-/// Its identity (equality, hash, order) is kind, namespace, name and uid;
-/// `covered` is what the index calls payload.
-#[derive(Clone, Debug)]
-pub struct Holder {
-    pub kind: HolderKind,
-    pub namespace: Namespace,
-    pub name: crate::cache::Name,
-    pub uid: Uid,
-    /// A pod of a ReplicaSet, StatefulSet or DaemonSet, whose history
-    /// references the same names. It keeps its versions while it exists (a
-    /// Deployment prunes a ReplicaSet while its pods terminate), but owns
-    /// only superseded ones (`reconciler::retention`): the current version's
-    /// owners do not follow its workload's scaling.
-    pub covered: bool,
-}
-
-impl Holder {
-    fn identity(&self) -> (HolderKind, &Namespace, &str, Uid) {
-        (self.kind, &self.namespace, &self.name, self.uid)
-    }
-}
-
-impl PartialEq for Holder {
-    fn eq(&self, other: &Self) -> bool {
-        self.identity() == other.identity()
-    }
-}
-
-impl Eq for Holder {}
-
-impl std::hash::Hash for Holder {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.identity().hash(state)
-    }
-}
-
-impl PartialOrd for Holder {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Holder {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.identity().cmp(&other.identity())
-    }
-}
-
-impl crate::cache::index::Payload for Holder {
-    fn same_payload(&self, other: &Self) -> bool {
-        self.covered == other.covered
-    }
-}
-
-impl Holder {
-    /// `Kind/name`, as listed in `status.versions[].referencedBy`.
-    pub fn display(&self) -> String {
-        format!("{}/{}", self.kind.as_str(), self.name)
-    }
-
-    /// A non-controller owner reference: the version lives while this holder does.
-    pub fn owner_reference(&self) -> OwnerReference {
-        OwnerReference {
-            api_version: self.kind.api_version().into(),
-            kind: self.kind.as_str().into(),
-            name: self.name.to_string(),
-            uid: self.uid.to_string(),
-            controller: None,
-            block_owner_deletion: None,
-        }
-    }
-}
-
-/// A pod spec, reading only the fields that name Secrets.
-#[derive(Deserialize, Clone, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct SecretRefs {
-    containers: Option<Vec<ContainerRefs>>,
-    init_containers: Option<Vec<ContainerRefs>>,
-    ephemeral_containers: Option<Vec<ContainerRefs>>,
-    volumes: Option<Vec<VolumeRefs>>,
-    image_pull_secrets: Option<Vec<NameRef>>,
-}
-
-#[derive(Deserialize, Clone, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-struct ContainerRefs {
-    env: Option<Vec<EnvRef>>,
-    env_from: Option<Vec<EnvFromRef>>,
-}
-
-#[derive(Deserialize, Clone, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-struct EnvRef {
-    value_from: Option<ValueFromRef>,
-}
-
-#[derive(Deserialize, Clone, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-struct ValueFromRef {
-    secret_key_ref: Option<NameRef>,
-}
-
-#[derive(Deserialize, Clone, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-struct EnvFromRef {
-    secret_ref: Option<NameRef>,
-}
-
-#[derive(Deserialize, Clone, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-struct VolumeRefs {
-    secret: Option<SecretVolumeRef>,
-    projected: Option<ProjectedRefs>,
-}
-
-#[derive(Deserialize, Clone, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-struct SecretVolumeRef {
-    secret_name: Option<String>,
-}
-
-#[derive(Deserialize, Clone, Debug, Default)]
-struct ProjectedRefs {
-    sources: Option<Vec<ProjectionRef>>,
-}
-
-#[derive(Deserialize, Clone, Debug, Default)]
-struct ProjectionRef {
-    secret: Option<NameRef>,
-}
-
-#[derive(Deserialize, Clone, Debug, Default)]
-struct NameRef {
-    name: Option<String>,
-}
-
-impl SecretRefs {
-    /// Every Secret name referenced: env `secretKeyRef` and `envFrom`
-    /// `secretRef` of containers, initContainers and ephemeralContainers;
-    /// `secret` and `projected` secret volumes; `imagePullSecrets`. Sorted, unique.
-    pub fn names(&self) -> Vec<String> {
-        let mut out = BTreeSet::new();
-        let containers = [
-            &self.containers,
-            &self.init_containers,
-            &self.ephemeral_containers,
-        ];
-        for c in containers.into_iter().flatten().flatten() {
-            for e in c.env.iter().flatten() {
-                out.extend(
-                    e.value_from
-                        .as_ref()
-                        .and_then(|v| v.secret_key_ref.as_ref()?.name.clone()),
-                );
-            }
-            for e in c.env_from.iter().flatten() {
-                out.extend(e.secret_ref.as_ref().and_then(|r| r.name.clone()));
-            }
-        }
-        for v in self.volumes.iter().flatten() {
-            out.extend(v.secret.as_ref().and_then(|s| s.secret_name.clone()));
-            for s in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
-                out.extend(s.secret.as_ref().and_then(|r| r.name.clone()));
-            }
-        }
-        for r in self.image_pull_secrets.iter().flatten() {
-            out.extend(r.name.clone());
-        }
-        out.retain(|n| !n.is_empty());
-        out.into_iter().collect()
-    }
-}
 
 /// Every Secret name a typed pod spec references (see [`SecretRefs::names`]).
 pub fn pod_spec_secret_names(spec: &k8s_openapi::api::core::v1::PodSpec) -> BTreeSet<String> {

@@ -9,6 +9,7 @@
 //! - [`leader`]: Lease-based leader election.
 //! - [`proofkey`]: the key that signs the Secrets we create.
 //! - [`shutdown`]: the signal and the deadline after it.
+//! - [`logging`]: the log filter (kube's client muted below errors).
 //! - [`admin`], [`metrics`], [`events`]: health and metrics servers, the
 //!   Prometheus registry, Kubernetes Events.
 
@@ -17,6 +18,7 @@ pub mod allocator;
 pub mod client;
 pub mod events;
 pub mod leader;
+pub mod logging;
 pub mod metrics;
 pub mod proofkey;
 pub mod runner;

@@ -5,7 +5,10 @@
 //! (the controller and the CLI) and by the CRD's CEL rule [`period_range_rule`]
 //! (admission), so that the controller accepts what the apiserver admits.
 
-use super::spec::SpecError;
+/// A `rotateEvery` outside the format or the range (`SpecError::InvalidRotateEvery`
+/// to the caller, which says what to fix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidPeriod(pub String);
 
 /// The shortest period, in seconds (`1m`).
 pub const MIN_PERIOD_SECONDS: u64 = 60;
@@ -28,8 +31,8 @@ pub fn period_range_text() -> String {
 /// Parses a duration such as `720h`, `90m` or `1h30m` into seconds: one or
 /// more `<digits><h|m|s>`, adding up to at least 1m and at most 876000h, in
 /// at most 32 characters (as the CRD's maxLength).
-pub fn parse_period(text: &str) -> Result<u64, SpecError> {
-    let bad = || SpecError::InvalidRotateEvery(text.to_string());
+pub fn parse_period(text: &str) -> Result<u64, InvalidPeriod> {
+    let bad = || InvalidPeriod(text.to_string());
     if text.len() > MAX_PERIOD_TEXT {
         return Err(bad());
     }
@@ -145,7 +148,7 @@ mod tests {
             "999999h999999h999999h",
             "2562048h",
         ] {
-            let err = parse_period(bad).expect_err(bad);
+            let err = super::super::SpecError::from(parse_period(bad).expect_err(bad));
             assert_eq!(err.reason(), "InvalidRotateEvery");
             assert!(
                 err.to_string()

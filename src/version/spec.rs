@@ -91,6 +91,12 @@ pub enum SpecError {
     TimeBased,
 }
 
+impl From<super::period::InvalidPeriod> for SpecError {
+    fn from(e: super::period::InvalidPeriod) -> Self {
+        SpecError::InvalidRotateEvery(e.0)
+    }
+}
+
 impl SpecError {
     /// The `Ready=False` condition reason for this error.
     pub fn reason(&self) -> &'static str {

@@ -6,9 +6,9 @@
 //! history" means.
 
 use crate::api::{ANNOTATION_CREATED, LABEL_NAME, RandomSecretStatus, VersionState};
+use crate::cache::holders::{Holder, HolderKind};
 use crate::cache::slim::RandomSecretObject;
 use crate::reconciler::retention::{self, Observed};
-use crate::references::{Holder, HolderKind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::Serialize;
 

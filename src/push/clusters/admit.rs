@@ -12,7 +12,7 @@
 //! keys) is the connection's `copyPolicy`, else the controller's `--allow-*`.
 
 use super::ClusterError;
-use crate::push::api::{ClusterConnectionSpec, CopyPolicy};
+use crate::api::connections::{ClusterConnectionSpec, CopyPolicy};
 use crate::reconciler::policy::Policy;
 use k8s_openapi::api::core::v1::Secret;
 

@@ -8,7 +8,7 @@
 //! `tokenFile`: its ServiceAccount token, say) and send them to a server
 //! of their choosing. Only inline data is accepted.
 
-use crate::push::api::KubeconfigFormat;
+use crate::api::connections::KubeconfigFormat;
 use kube::config::{
     AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
 };

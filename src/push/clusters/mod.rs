@@ -29,8 +29,9 @@ pub mod report;
 pub mod sync;
 
 use crate::api::RandomSecret;
+use crate::api::connections::{ClusterConnection, KubeconfigFormat};
+use crate::api::push::{ClusterPushStatus, DeletionPolicy};
 use crate::cache::{Caches, Key};
-use crate::push::api::{ClusterConnection, ClusterPushStatus, DeletionPolicy, KubeconfigFormat};
 use crate::runtime::events::{EventType, Events};
 use crate::runtime::leader::Leadership;
 use crate::runtime::runner::{Next, Triggers};
@@ -702,7 +703,7 @@ pub async fn client_for(
 }
 
 /// The clusters a RandomSecret pushes to.
-fn targets(rs: &RandomSecret) -> &[crate::push::api::ClusterPush] {
+fn targets(rs: &RandomSecret) -> &[crate::api::push::ClusterPush] {
     rs.spec
         .push
         .as_ref()
@@ -791,7 +792,7 @@ pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
 }
 
 /// Whether a deletion must wait for the controller: some target's copies go.
-fn wants_finalizer(targets: &[crate::push::api::ClusterPush]) -> bool {
+fn wants_finalizer(targets: &[crate::api::push::ClusterPush]) -> bool {
     targets
         .iter()
         .any(|t| t.deletion_policy.unwrap_or_default() == DeletionPolicy::Delete)
@@ -833,7 +834,7 @@ pub(crate) fn gives_up(rs: &RandomSecret, e: &ClusterError) -> bool {
 pub(crate) async fn deletes_copies(
     client: &kube::Client,
     rs: &RandomSecret,
-    t: &crate::push::api::ClusterPush,
+    t: &crate::api::push::ClusterPush,
 ) -> Result<bool, kube::Error> {
     if t.deletion_policy.unwrap_or_default() != DeletionPolicy::Delete
         || rs

@@ -5,8 +5,8 @@
 
 use super::{CLUSTERS_SYNCED, ClusterError, Context, MANAGER};
 use crate::api::RandomSecret;
+use crate::api::push::{ClusterPush, ClusterPushStatus};
 use crate::cache::Key;
-use crate::push::api::{ClusterPush, ClusterPushStatus};
 use crate::runtime::runner::Next;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::Api;
@@ -191,7 +191,7 @@ pub async fn write(key: Key, ctx: Arc<Context>) -> Next {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::push::api::ClusterConnectionRef;
+    use crate::api::push::ClusterConnectionRef;
 
     fn target(name: &str) -> ClusterPush {
         ClusterPush {

@@ -4,10 +4,9 @@
 
 use super::address::Policy;
 use super::client::{Client, VaultError};
+use crate::api::connections::{ClusterVaultConnection, KeyRef, VaultConnection, VaultServer};
+use crate::api::push::{ConnectionKind, ConnectionRef};
 use crate::push::PushError;
-use crate::push::api::{
-    ClusterVaultConnection, ConnectionKind, ConnectionRef, KeyRef, VaultConnection, VaultServer,
-};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use kube::Api;
@@ -171,7 +170,9 @@ const SHARED_PREFIX: &str = "pathPrefix has no {namespace} and more than one nam
 
 /// Whether each namespace gets its own folder below the prefix, or only one
 /// namespace may use the connection, or the administrator chose to share.
-pub fn prefix_separates_namespaces(spec: &crate::push::api::ClusterVaultConnectionSpec) -> bool {
+pub fn prefix_separates_namespaces(
+    spec: &crate::api::connections::ClusterVaultConnectionSpec,
+) -> bool {
     let prefix = spec
         .server
         .path_prefix
@@ -642,7 +643,7 @@ mod tests {
     }
 
     fn conn(kind: ConnectionKind, address: &str, kubernetes: bool) -> Connection {
-        use crate::push::api::{KubernetesAuth, VaultAuth};
+        use crate::api::connections::{KubernetesAuth, VaultAuth};
         Connection {
             kind,
             name: "c".into(),
@@ -863,7 +864,7 @@ mod tests {
     /// namespaces is refused unless one namespace, or sharedPrefix.
     #[test]
     fn a_prefix_without_namespace_needs_one_namespace_or_shared_prefix() {
-        use crate::push::api::ClusterVaultConnectionSpec;
+        use crate::api::connections::ClusterVaultConnectionSpec;
         let spec = |prefix: Option<&str>, allowed: Option<Vec<&str>>, shared: Option<bool>| {
             ClusterVaultConnectionSpec {
                 server: VaultServer {

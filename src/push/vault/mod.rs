@@ -17,7 +17,7 @@ pub mod plan;
 
 use super::{Context, PushError};
 use crate::api::RandomSecret;
-use crate::push::api::{VaultPush, VaultPushStatus};
+use crate::api::push::{VaultPush, VaultPushStatus};
 use client::VaultError;
 use connection::Connection;
 use k8s_openapi::api::core::v1::Secret;

@@ -3,7 +3,7 @@
 
 use super::client::{Current, Metadata};
 use crate::api::MANAGED_BY;
-use crate::push::api::{DeletionPolicy, VaultPushStatus, VaultVersion};
+use crate::api::push::{DeletionPolicy, VaultPushStatus, VaultVersion};
 use std::collections::BTreeMap;
 
 /// Custom metadata keys that mark a path as ours.

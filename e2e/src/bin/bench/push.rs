@@ -16,7 +16,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
 use randomsecret::api::RandomSecret;
-use randomsecret::push::api::ClusterVaultConnection;
+use randomsecret::api::connections::ClusterVaultConnection;
 use randomsecret::version::Version;
 use randomsecret_e2e::{ControllerProcess, OpenBao, condition, openbao};
 use serde_json::json;

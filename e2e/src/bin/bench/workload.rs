@@ -13,7 +13,8 @@ use randomsecret::api::{
     ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, RandomSecret,
     VersionState, VersionStatus,
 };
-use randomsecret::reconciler::status::{self, Outcome, Previous, Versions};
+use randomsecret::cache::previous::Previous;
+use randomsecret::reconciler::status::{self, Outcome, Versions};
 use randomsecret::version::Version;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

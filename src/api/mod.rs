@@ -1,5 +1,14 @@
 //! The `RandomSecret` API (group `randomsecret.io`, version `v1`): types, CRD
-//! schema and admission-time (CEL) validation. No IO here.
+//! schema and admission-time (CEL) validation. No IO here. The ground floor:
+//! every CRD type is here, and this module imports no other of the crate.
+//!
+//! - this file: `RandomSecret`, its spec and status, the well-known labels
+//!   and annotations of produced Secrets, and [`crds`];
+//! - [`push`]: `spec.push` and `status.push`;
+//! - [`connections`]: the connection kinds the pushes name.
+
+pub mod connections;
+pub mod push;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
@@ -21,6 +30,19 @@ pub const ANNOTATION_CREATED: &str = "randomsecret.io/created";
 const QUALIFIED_NAME: &str = "size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (k.indexOf('/') < 0 || k.indexOf('/') <= 253)";
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "randomsecret";
+
+/// The status conditions the reconciler writes (kstatus: Ready always
+/// present, Reconciling and Stalled saying why it is not Ready).
+pub const READY: &str = "Ready";
+pub const RECONCILING: &str = "Reconciling";
+pub const STALLED: &str = "Stalled";
+/// The conditions this controller writes, in the order it writes them.
+pub const CONDITIONS: [&str; 3] = [READY, RECONCILING, STALLED];
+/// Tracking mode's condition, True while a tracking workload stays on an
+/// older version after a rollback (absent otherwise). Written with
+/// `status.pinnedWorkloads` by its own field manager, apart from the three
+/// above: it is about workloads, never about the version, so it leaves Ready alone.
+pub const WORKLOADS_PINNED: &str = "WorkloadsPinned";
 
 /// Longest generated value, in characters: a Secret's data is limited to 1 MiB.
 pub const MAX_LENGTH: i64 = 1_048_576;
@@ -161,7 +183,7 @@ pub struct RandomSecretSpec {
     /// get a create-only copy of every version. Not part of the version hash:
     /// adding or changing it keeps the name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push: Option<crate::push::api::PushSpec>,
+    pub push: Option<crate::api::push::PushSpec>,
 }
 
 /// How one value is generated.
@@ -305,7 +327,7 @@ pub struct RandomSecretStatus {
     pub conditions: Vec<Condition>,
     /// What the pushes (spec.push) wrote, and where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push: Option<crate::push::api::PushStatus>,
+    pub push: Option<crate::api::push::PushStatus>,
     /// Tracking mode: workloads someone rolled back to an older version
     /// (kubectl rollout undo) after the controller had pointed them at the
     /// current one; they stay there (condition WorkloadsPinned). At most 20.
@@ -373,7 +395,7 @@ pub enum VersionState {
     Released,
 }
 
-/// The CRDs, generated from the types above and in `crate::push::api`, with
+/// The CRDs, generated from the types above and in [`push`] and [`connections`], with
 /// the file each is committed as (in `config/crd/` and the chart's `crds/`).
 ///
 /// `nullable` is removed everywhere: the apiserver then prunes an explicit
@@ -382,7 +404,7 @@ pub fn crds() -> Vec<(
     &'static str,
     k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 )> {
-    use crate::push::api::{ClusterConnection, ClusterVaultConnection, VaultConnection};
+    use crate::api::connections::{ClusterConnection, ClusterVaultConnection, VaultConnection};
     use kube::CustomResourceExt;
     fn strip(v: &mut serde_json::Value) {
         match v {

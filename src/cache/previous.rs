@@ -1,0 +1,191 @@
+//! What the cache keeps of a stored RandomSecret status instead of the
+//! status itself ([`Previous`]): a few bytes per object, enough to compute
+//! the next status and to tell whether writing it would change anything.
+
+use crate::api::{CONDITIONS, PinnedWorkload, READY, RandomSecretStatus, WORKLOADS_PINNED};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use std::hash::{Hash, Hasher};
+
+/// What the reconciler needs of a stored status, in a few bytes per object:
+/// enough to compute the next status (transition times, the last good name,
+/// released names) and to tell whether it would change anything.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Previous {
+    pub secret_name: Option<crate::cache::Name>,
+    /// Per entry of [`CONDITIONS`]: its status and lastTransitionTime (seconds).
+    pub conditions: [Option<(bool, i64)>; 3],
+    pub ready_reason: Option<crate::cache::Name>,
+    pub released: Box<[crate::cache::Name]>,
+    /// What `status.versions` lists, hashed: every name (what was live), and
+    /// for a live one which object.
+    pub listed: Box<[Listed]>,
+    /// Of the whole status, and of its conditions part, without transition times.
+    pub fingerprint: u64,
+    pub conditions_fingerprint: u64,
+    /// Of tracking mode's part ([`pinned_fingerprint`]); 0 when absent.
+    pub pinned: u64,
+}
+
+impl Previous {
+    pub fn of(status: Option<&RandomSecretStatus>) -> Self {
+        let Some(s) = status else {
+            return Previous {
+                fingerprint: fingerprint(None),
+                conditions_fingerprint: conditions_fingerprint(None),
+                ..Default::default()
+            };
+        };
+        let find = |t: &str| s.conditions.iter().find(|c| c.type_ == t);
+        Previous {
+            secret_name: s.secret_name.as_deref().map(Into::into),
+            conditions: CONDITIONS.map(|t| {
+                find(t).map(|c| (c.status == "True", c.last_transition_time.0.as_second()))
+            }),
+            ready_reason: find(READY).map(|c| c.reason.as_str().into()),
+            released: s.released.iter().map(|n| n.as_str().into()).collect(),
+            listed: s
+                .versions
+                .iter()
+                .map(|v| Listed {
+                    name: name_hash(&v.name),
+                    object: match &v.uid {
+                        _ if v.state == crate::api::VersionState::Released => Object::Released,
+                        Some(uid) => Object::Uid(name_hash(uid)),
+                        None => Object::Created(seconds(v.created.as_ref())),
+                    },
+                })
+                .collect(),
+            fingerprint: fingerprint(Some(s)),
+            conditions_fingerprint: conditions_fingerprint(Some(s)),
+            pinned: match find(WORKLOADS_PINNED) {
+                None if s.pinned_workloads.is_empty() => 0,
+                // A condition left without a list hashes to non-zero too: to remove.
+                c => pinned_hash(&s.pinned_workloads, c.and_then(|c| c.observed_generation)),
+            },
+        }
+    }
+
+    /// Whether `name` is among the released names.
+    pub fn released(&self, name: &str) -> bool {
+        self.released.iter().any(|n| &**n == name)
+    }
+
+    /// Whether the status shows `name` as a version that was live (the
+    /// current name, or listed in `versions`): pods may have read its values.
+    pub fn was_live(&self, name: &str) -> bool {
+        let h = name_hash(name);
+        self.secret_name.as_deref() == Some(name) || self.listed.iter().any(|l| l.name == h)
+    }
+
+    /// Whether the status records this very object (`uid`) as a live
+    /// version `name`: the controller created or verified it before.
+    pub fn recorded(&self, name: &str, uid: &str) -> bool {
+        self.listed.contains(&Listed {
+            name: name_hash(name),
+            object: Object::Uid(name_hash(uid)),
+        })
+    }
+
+    /// Whether a status written before uids were recorded lists `name`,
+    /// created at `created`, as a live version (for signing versions made
+    /// before proofs existed: only an object created in that very second
+    /// matches, so one made again later does not).
+    pub fn recorded_before_uids(&self, name: &str, created: Option<&Time>) -> bool {
+        self.listed.contains(&Listed {
+            name: name_hash(name),
+            object: Object::Created(seconds(created)),
+        })
+    }
+
+    /// The stored lastTransitionTime of condition `type_`, while its status is still `status`.
+    pub fn transition(&self, type_: &str, status: bool) -> Option<Time> {
+        let i = CONDITIONS.iter().position(|t| *t == type_)?;
+        let (was, at) = self.conditions[i]?;
+        (was == status).then(|| Time(Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH)))
+    }
+}
+
+/// Tracking mode's part of a status (the pinned workloads, and the
+/// generation its condition names), hashed; 0 for nothing pinned.
+pub fn pinned_fingerprint(pinned: &[PinnedWorkload], generation: Option<i64>) -> u64 {
+    if pinned.is_empty() {
+        return 0;
+    }
+    pinned_hash(pinned, generation)
+}
+
+fn pinned_hash(pinned: &[PinnedWorkload], generation: Option<i64>) -> u64 {
+    hash_json(&(pinned, generation)).max(1)
+}
+
+/// One entry of `status.versions`, hashed (24 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Listed {
+    name: u64,
+    object: Object,
+}
+
+/// Which object a listed version is: released ones are not recorded (a
+/// release before proofs listed look-alikes so); a live one by its uid, or,
+/// as a release before uids wrote it, by its creation second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Object {
+    Released,
+    Uid(u64),
+    Created(i64),
+}
+
+fn seconds(t: Option<&Time>) -> i64 {
+    t.map_or(i64::MIN, |t| t.0.as_second())
+}
+
+fn name_hash(name: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
+}
+
+fn hash_json(value: &impl serde::Serialize) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_vec(value).unwrap_or_default().hash(&mut h);
+    h.finish()
+}
+
+/// This writer's conditions (not the push's VaultSynced nor tracking's WorkloadsPinned), without their
+/// transition times: another writer's fields are no reason to write.
+fn without_transition_times(conditions: &[Condition]) -> Vec<Condition> {
+    conditions
+        .iter()
+        .filter(|c| CONDITIONS.contains(&c.type_.as_str()))
+        .cloned()
+        .map(|mut c| {
+            c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
+            c
+        })
+        .collect()
+}
+
+/// What a status says, leaving out `lastTransitionTime` (a fresh "now" for
+/// the same transition is no change).
+pub fn fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
+    let s = status.map(|s| RandomSecretStatus {
+        conditions: without_transition_times(&s.conditions),
+        push: None,
+        pinned_workloads: Vec::new(),
+        ..s.clone()
+    });
+    hash_json(&s)
+}
+
+/// The same, of the conditions part only (conditions, observed generation,
+/// current name): what a Stalled or Retrying outcome changes.
+pub fn conditions_fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
+    hash_json(&status.map(|s| {
+        (
+            s.observed_generation,
+            &s.secret_name,
+            without_transition_times(&s.conditions),
+        )
+    }))
+}

@@ -1,0 +1,90 @@
+//! The log filter: the operator's `--log-level`, with kube's client muted
+//! below errors whatever it says.
+//!
+//! kube's `Client::request` logs a reply it cannot parse whole, at warn
+//! (and an error body it cannot parse at debug). A reply that fails to parse
+//! may be a Secret (a version read for its overlap keys, a downstream copy) or
+//! echo the Secret we sent (a hostile downstream apiserver), so its text may
+//! hold values: those lines must never be written. Our own code logs every
+//! error the client returns, without bodies.
+
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::ParseError;
+
+/// Appended to every filter. The most specific directive wins, so an
+/// operator's `kube=debug` or `kube_client=trace` keeps the rest of kube's
+/// logs (the watcher's, the runtime's) but not the client's.
+const MUTED: &str = "kube_client::client=error";
+
+/// The filter for `level` (EnvFilter syntax: `info`, `randomsecret=debug,kube=info`).
+pub fn filter(level: &str) -> Result<EnvFilter, ParseError> {
+    let level = level.trim().trim_end_matches(',');
+    EnvFilter::try_new(if level.is_empty() {
+        MUTED.to_string()
+    } else {
+        format!("{level},{MUTED}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buffer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What a subscriber with `filter(level)` writes for kube's two lines
+    /// and one of ours.
+    fn written(level: &str) -> String {
+        let out = Buffer::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(filter(level).unwrap())
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(target: "kube_client::client", "{{\"data\":{{\"password\":\"c2VjcmV0\"}}, EOF");
+            tracing::debug!(target: "kube_client::client", "Unsuccessful data error parse: echoed-body");
+            tracing::warn!(target: "kube_runtime::watcher", "watcher-line");
+            tracing::warn!(target: "randomsecret::reconciler", "our-line");
+        });
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn kubes_reply_text_is_never_written_at_any_level() {
+        for level in [
+            "info",
+            "debug",
+            "trace",
+            "kube=trace",
+            "kube_client=trace,info",
+            "",
+        ] {
+            let w = written(level);
+            assert!(!w.contains("c2VjcmV0"), "{level:?}: {w}");
+            assert!(!w.contains("echoed-body"), "{level:?}: {w}");
+        }
+    }
+
+    #[test]
+    fn the_operators_level_still_applies_to_everything_else() {
+        assert!(written("info").contains("our-line"));
+        assert!(written("info").contains("watcher-line"));
+        assert!(!written("error").contains("our-line"));
+        assert!(written("randomsecret=debug").contains("our-line"));
+        assert!(filter("randomsecret=loud").is_err());
+    }
+}
