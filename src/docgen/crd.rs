@@ -9,7 +9,7 @@ use std::fmt::Write;
 /// The page `docs/src/reference/crd.md`.
 pub fn page() -> String {
     let mut out = String::from("# CRD field reference\n\n");
-    out += &banner("the CRDs that `randomsecret crd` prints (the Rust types of `src/api.rs`)");
+    out += &banner("the CRDs that `randomsecret crd` prints (the Rust types of `src/api/`)");
     out += "\nEvery field of the four CRDs, as the apiserver validates them: a `<key>` \
             is any key of a map, `[]` any item of a list. `kubectl explain` gives the same \
             descriptions. Validations marked *rule* are CEL rules (`x-kubernetes-validations`), \
