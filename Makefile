@@ -1,4 +1,4 @@
-# randomsecret: see README.md. `make test` is what CI (.ci/run) runs.
+# randomsecret: see README.md and the book in docs/. `make test` is what CI (.ci/run) runs.
 SHELL := /bin/bash
 CARGO ?= cargo
 # cargo's target folder: CARGO_TARGET_DIR when set, as cargo itself does.
@@ -6,7 +6,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 STATIC_DIR := $(TARGET_DIR)/static/x86_64-unknown-linux-gnu/release
 
 
-.PHONY: all build static dist image image-test crd test cold-test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench orderfile chaos fuzz clean-e2e
+.PHONY: all build static dist image image-test crd docs docs-check test cold-test fmt-check clippy unit e2e controlplane cluster-up cluster-down run bench orderfile chaos fuzz clean-e2e
 
 all: build
 
@@ -63,10 +63,21 @@ crd:
 	$(CARGO) run -q --bin randomsecret -- crd --dir config/crd
 	$(CARGO) run -q --bin randomsecret -- crd --dir charts/randomsecret/crds
 
-## test: formatting, lints, unit tests, the image, the end-to-end suite against the local control
+## docs: regenerate the book's reference pages (docs/src/reference: the CLI from clap, the CRD
+## fields from the schema; a unit test fails on drift), then build the book into target/book
+docs:
+	$(CARGO) run -q --bin randomsecret -- docs --dir docs/src/reference
+	@$$(e2e/build-mdbook.sh) build docs
+
+## docs-check: the book builds (mdBook from crates.io at a pinned version, e2e/build-mdbook.sh);
+## its links, anchors and generated pages are checked by the unit tests (src/docgen/)
+docs-check:
+	@$$(e2e/build-mdbook.sh) build docs
+
+## test: formatting, lints, unit tests, the book, the image, the end-to-end suite against the local control
 ## plane, then the real-node suite; each phase timed, and a failure names its phase and exit status
 test:
-	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit static dist image-test e2e realnode-test
+	@MAKE="$(MAKE)" e2e/phases.sh test fmt-check clippy unit docs-check static dist image-test e2e realnode-test
 
 ## cold-test: .ci/run as on a new machine: a fresh clone of HEAD, every cache empty (the
 ## control plane and tools, Go's, cargo's, pip's); prints each phase's time (about 25 minutes
@@ -138,7 +149,7 @@ chaos:
 	e2e/chaos.sh $(CHAOS_ARGS)
 
 ## fuzz: each cargo-fuzz target of fuzz/ for FUZZ_SECONDS (60) seconds; report in
-## target/fuzz/report.md, fails on a crash (not part of make test; see README, Fuzzing)
+## target/fuzz/report.md, fails on a crash (not part of make test; see docs/src/development.md#fuzzing)
 fuzz:
 	e2e/fuzz.sh $(FUZZ_TARGETS)
 

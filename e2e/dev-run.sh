@@ -11,7 +11,7 @@
 #   a choice.
 # METRICS_PORT, HEALTH_PORT (19080, 19081): the controller's ports on
 #   127.0.0.1. Not 8080: kubectl without a kubeconfig tries localhost:8080.
-# TRACKING=1: the controller runs with --tracking (see README, Tracking mode).
+# TRACKING=1: the controller runs with --tracking (see docs/src/rotation.md#tracking-mode).
 # RANDOMSECRET_BIN: run this binary instead of building the release one (the
 #   quick start's test uses the debug build). E2E_DIR and the control plane's
 #   *_PORT variables are e2e/cluster.sh's.

@@ -7,7 +7,7 @@
 #    list (vault.vault.svc -> vault.vault.svc.cluster.local, ndots:5), and
 #    reaches the server at that address: a static glibc binary's getaddrinfo
 #    in a scratch image (no NSS libraries), the question the image's libc
-#    choice hangs on (README, Image);
+#    choice hangs on (docs/src/operate.md#installing, the image);
 #  - a name from /etc/hosts (a pod's hostAliases) resolves without DNS, and an
 #    unknown name fails as a DNS error;
 #  - the client starts at all: kube's client loads the system CA bundle when a

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # orderfile.sh [check BIN]: `make orderfile`. Regenerates link/hot-functions.txt,
 # the functions a running controller executes, which build.rs has the linker
-# place first in the release binary (README, Memory).
+# place first in the release binary (docs/src/benchmarks.md#memory).
 #
 # It runs the benchmark at a small size under valgrind's callgrind (which
 # records every function executed), twice: the core phases (converge, the

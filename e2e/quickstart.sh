@@ -17,7 +17,7 @@
 # (only the second version left, the first Secret gone), not
 # status.released: with the Deployment deleted in the foreground, the garbage
 # collector may delete the first version before the controller releases it
-# (README, Retention).
+# (docs/src/rotation.md#rotating-secrets-safely).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)

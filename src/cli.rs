@@ -63,6 +63,13 @@ pub enum Command {
     /// holds each one (ReplicaSets, ControllerRevisions, Pods) and why a
     /// superseded one is still kept. Reads Secrets' metadata only, never a value.
     Status(StatusArgs),
+    /// Write the generated pages of the book (the CLI and CRD references)
+    /// into this folder (`make docs`). Hidden: a tool of the repository.
+    #[command(hide = true)]
+    Docs {
+        #[arg(long)]
+        dir: PathBuf,
+    },
 }
 
 /// Where `name` and `resolve` read manifests, as `kubectl -f` does.

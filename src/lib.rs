@@ -22,6 +22,7 @@
 //! - [`gitops`], [`manifests`]: YAML streams for the CLI (`name`, `resolve`,
 //!   the KRM function). [`cli`]: the command line.
 //! - [`rotate`]: `randomsecret rotate`, a new rotation token.
+//! - [`docgen`]: the generated pages of the book (CLI and CRD references).
 //! - [`views`]: `randomsecret status`, the versions of each RandomSecret and
 //!   what holds them.
 
@@ -30,6 +31,7 @@ pub mod api;
 pub mod cache;
 pub mod cli;
 pub mod controller;
+pub mod docgen;
 pub mod generate;
 pub mod gitops;
 pub use gitops::manifests;

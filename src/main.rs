@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 // jemalloc, for the static glibc binary (the release archive and the image
 // ship the same one): measured by `make bench` against glibc's malloc
-// (README, Memory), it keeps less memory after bursts and restarts, and
+// (docs/src/benchmarks.md#memory), it keeps less memory after bursts and restarts, and
 // musl's own malloc, for anyone building for musl, is slow.
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
@@ -22,7 +22,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// controller shrinks too); one arena, and thread caches for small sizes
 /// only, since the runtime's few threads contend little and every arena and
 /// cache keeps partly used pages of its own (1 MiB less at 10,000 objects,
-/// README, Memory).
+/// docs/src/benchmarks.md#memory).
 #[cfg(not(target_env = "msvc"))]
 #[allow(non_upper_case_globals)]
 #[unsafe(export_name = "_rjem_malloc_conf")]
@@ -212,6 +212,9 @@ fn main() -> ExitCode {
         Command::Crd { dir: Some(dir) } => api::crds().iter().try_for_each(|(name, crd)| {
             std::fs::write(dir.join(name), api::crd_file_yaml(crd))
                 .map_err(|e| format!("{}: {e}", dir.join(name).display()))
+        }),
+        Command::Docs { dir } => randomsecret::docgen::pages().iter().try_for_each(|(name, text)| {
+            std::fs::write(dir.join(name), text).map_err(|e| format!("{}: {e}", dir.join(name).display()))
         }),
         Command::Name { input, explain } => name(input, explain),
         Command::Diff { old, new } if old.as_os_str() == "-" && new.as_os_str() == "-" => {

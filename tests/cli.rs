@@ -253,7 +253,7 @@ fn name_on_the_original_operators_manifest_says_what_to_change() {
     let name = versioned_names(&migrated).unwrap().remove(0);
     assert!(name.starts_with("secret-name-"), "{name}");
     let want = format!(
-        "randomsecret: document 1: RandomSecret random-secret: apiVersion \"secret.a-cup-of.coffee/v1\" is the original operator's: change it to randomsecret.io/v1 (the spec applies as it is); its Secret will be named {name}, not secret-name: see README, Migrating from the original operator\n"
+        "randomsecret: document 1: RandomSecret random-secret: apiVersion \"secret.a-cup-of.coffee/v1\" is the original operator's: change it to randomsecret.io/v1 (the spec applies as it is); its Secret will be named {name}, not secret-name: see docs/src/annotation-mode.md#migrating-from-the-original-operator\n"
     );
     assert_eq!(randomsecret_fails(&["name"], &original).0, want);
     assert_eq!(randomsecret_fails(&["resolve"], &original).0, want);

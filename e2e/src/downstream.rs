@@ -1,7 +1,7 @@
 //! A second local control plane, for the cluster push (`spec.push.clusters`):
 //! `e2e/cluster.sh` with a state directory and ports of its own (and so its
 //! own CA), started by a test and stopped when it is dropped. A
-//! ServiceAccount there gets exactly the RBAC the README documents for a
+//! ServiceAccount there gets exactly the RBAC docs/src/clusters.md documents for a
 //! connection, and an upstream Secret holds a kubeconfig with its token.
 
 use crate::tools::{kubectl, repo_root, run};

@@ -2,7 +2,7 @@
 //! this suite's upstream one and a downstream one it starts itself
 //! (`e2e/cluster.sh` with its own state, ports and CA). Each test runs a
 //! controller of its own (with the chart's RBAC), so it can stop it; the
-//! downstream side runs with exactly the RBAC the README documents.
+//! downstream side runs with exactly the RBAC docs/src/clusters.md documents.
 //!
 //! Ignored by default: `e2e/run.sh` runs it after the shared controller has
 //! stopped, one test at a time (they share the downstream ports).

@@ -339,7 +339,7 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
     Ok(())
 }
 
-/// config/webhook as the README says to use it (an overlay of the root with
+/// config/webhook as docs/src/annotation-mode.md#webhook says to use it (an overlay of the root with
 /// the Component) builds, and every namespaced object lands in the install's
 /// namespace: a Component's resources do not take the base's namespace, so
 /// a Service or Role without one would go to the kubectl context's.

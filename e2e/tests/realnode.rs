@@ -242,9 +242,9 @@ fn http_get(addr: &str) -> Result<String> {
 
 // ---------------------------------------------------------------------------
 // The controller as a user installs it: `make image`'s image, imported into
-// the node, installed by `helm install` as the README says.
+// the node, installed by `helm install` as docs/src/operate.md#installing says.
 
-/// The release of the README's install section.
+/// The release of the install section (docs/src/operate.md#installing).
 const RELEASE_NS: &str = "randomsecret-system";
 const RELEASE: &str = "randomsecret";
 const CONTROLLER_PODS: &str =
@@ -266,7 +266,7 @@ fn controller_image() -> Result<(String, String)> {
 
 /// Installs the chart unless it is installed (the tests share one release),
 /// then waits until both replicas are Ready. The namespace gets the
-/// restricted Pod Security label first; the README's `helm install ...
+/// restricted Pod Security label first; docs/src/operate.md's `helm install ...
 /// --create-namespace` then finds it.
 async fn installed(client: &kube::Client) -> Result<()> {
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), RELEASE_NS);
@@ -389,7 +389,7 @@ fn is_pod_ready(p: &Pod) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-/// Item 1: `helm install` of the chart as the README says, with `make
+/// Item 1: `helm install` of the chart as docs/src/operate.md says, with `make
 /// image`'s image (imported, `pullPolicy: Never`), two replicas with leader
 /// election and the webhook, in a namespace enforcing the restricted Pod
 /// Security profile (a pod outside it is refused there); both pods become
@@ -1043,7 +1043,7 @@ async fn report_memory(client: &kube::Client, phase: &str, limit: u64) -> Result
 /// VmRSS (`/proc/PID/status`, the pid from the cgroup's `cgroup.procs`).
 /// Each figure must stay below the container's memory limit (the chart's
 /// `resources.limits.memory`, read from the running pod). Prints `MEMORY`
-/// lines for the README's benchmark table.
+/// lines for the table of docs/src/benchmarks.md#memory.
 #[tokio::test]
 #[ignore = "needs a real node: make realnode-test"]
 async fn controller_5_memory_with_the_examples_and_1000_randomsecrets() -> Result<()> {

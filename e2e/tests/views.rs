@@ -408,7 +408,7 @@ async fn status_needs_only_read_access_and_works_as_a_kubectl_plugin() -> Result
         notes.contains("ControllerRevisions are not shown") && notes.contains("Pods are not shown"),
         "what the credentials could not list is said: {notes}"
     );
-    // What the README says of such a Role: it is no wall around the values.
+    // What docs/src/versions.md says of such a Role: it is no wall around the values.
     // The same credentials get no Secret by name, but a plain list (another
     // client than `status`) returns the values whole (compared, never printed).
     ensure!(

@@ -187,7 +187,7 @@ fn legacy(doc: usize, value: &Value) -> ManifestError {
         value,
         Some("apiVersion".into()),
         format!(
-            "apiVersion {} is the original operator's: change it to {API_VERSION} (the spec applies as it is); its Secret will be named {versioned}, not {base}: see README, Migrating from the original operator",
+            "apiVersion {} is the original operator's: change it to {API_VERSION} (the spec applies as it is); its Secret will be named {versioned}, not {base}: see docs/src/annotation-mode.md#migrating-from-the-original-operator",
             show(api)
         ),
     )
@@ -526,7 +526,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             format!(
-                "document 1: RandomSecret a: apiVersion \"secret.a-cup-of.coffee/v1\" is the original operator's: change it to randomsecret.io/v1 (the spec applies as it is); its Secret will be named {name}, not db: see README, Migrating from the original operator"
+                "document 1: RandomSecret a: apiVersion \"secret.a-cup-of.coffee/v1\" is the original operator's: change it to randomsecret.io/v1 (the spec applies as it is); its Secret will be named {name}, not db: see docs/src/annotation-mode.md#migrating-from-the-original-operator"
             )
         );
         assert!(matches!(e, ManifestError::Document { field: Some(f), .. } if f == "apiVersion"));

@@ -9,7 +9,7 @@
 //!   CRD's CEL rule for it, are in `crate::api::rules`).
 //!
 //! The canonical form is the contract shared with the Helm helper and the
-//! kustomize function (README "How names are computed"); the fixture
+//! kustomize function (docs/src/rotation.md#how-names-are-computed); the fixture
 //! `testdata/name-vectors.yaml` pins it. Changing it renames every version.
 
 mod name;

@@ -2,7 +2,7 @@
 //! serialization of a [`VersionSpec`], its hash, and the base name.
 //!
 //! The canonical form is the contract shared with the Helm helper and the
-//! kustomize function (README "How names are computed"); the fixture
+//! kustomize function (docs/src/rotation.md#how-names-are-computed); the fixture
 //! `testdata/name-vectors.yaml` pins it. Changing it renames every version.
 
 use super::period::{epoch_at, parse_period};
@@ -11,7 +11,7 @@ use crate::api::{MAX_BASE_NAME, MAX_OBJECT_NAME, RandomSecretSpec};
 use sha2::{Digest, Sha256};
 
 impl VersionSpec {
-    /// The canonical serialization (README: "How names are computed").
+    /// The canonical serialization (docs/src/rotation.md#how-names-are-computed).
     /// Strings are length-prefixed (`<bytes>:<text>`), so no escaping is needed
     /// and every tool produces the same bytes; maps are sorted by key bytes.
     pub fn canonical(&self) -> String {

@@ -1,6 +1,6 @@
 {{- /*
 randomsecret-lib: the versioned Secret name of a RandomSecret, computed the way
-`randomsecret name` does (README: "How names are computed"), for charts and
+`randomsecret name` does (docs/src/rotation.md#how-names-are-computed), for charts and
 for Fleet, whose kustomize runs no functions.
 
   {{ include "randomsecret.versionedName" (dict "name" "db-creds" "spec" .Values.dbCreds) }}

@@ -6,7 +6,7 @@
 //!
 //! Watches are per namespace, started when a RandomSecret first targets
 //! it, so the connection's credentials need rights only in the target
-//! namespaces (README, "Downstream clusters").
+//! namespaces (docs/src/clusters.md).
 
 use super::copy::{self, LABEL_ANCHOR, LABEL_COPY_OF, Origin};
 use super::{ClusterError, Context};

@@ -7,7 +7,7 @@
 //! `target/bench/results.json`.
 //!
 //! Run by `e2e/bench.sh` (which starts the control plane and builds the
-//! release binary and the peer); see the README's Benchmarks section.
+//! release binary and the peer); see docs/src/benchmarks.md.
 
 mod apimetrics;
 mod charts;
@@ -110,8 +110,8 @@ pub struct Args {
     /// Where results.json goes.
     #[arg(long, default_value = "target/bench")]
     out: std::path::PathBuf,
-    /// Where the SVG charts go (committed next to the README's table).
-    #[arg(long, default_value = "docs/bench")]
+    /// Where the SVG charts go (committed next to the table of docs/src/benchmarks.md).
+    #[arg(long, default_value = "docs/src/bench")]
     charts: std::path::PathBuf,
     /// Only draw the charts (into --charts) from an existing results.json; runs nothing.
     #[arg(long, value_name = "RESULTS_JSON")]
