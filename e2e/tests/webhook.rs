@@ -1317,9 +1317,12 @@ async fn an_upgrade_moves_the_ca_keys_and_rolls_over_to_a_constrained_ca() -> Re
     delete_cert_secret(&client).await?;
     let now = unix_now()?;
     let sans = vec!["127.0.0.1".to_string()];
-    let old_ca = certs::issue_ca(now - 600, now + 86_400, None)?;
+    // Far from its renewal (--webhook-ca-renew-before, 90 days): only its
+    // lack of constraints can start the rollover.
+    let day = 86_400;
+    let old_ca = certs::issue_ca(now - 600, now + 365 * day, None)?;
     let old = store::Stored {
-        leaf: Some(certs::issue_leaf(&old_ca, &sans, now - 600, now + 3600)?),
+        leaf: Some(certs::issue_leaf(&old_ca, &sans, now - 600, now + 29 * day)?),
         signing: Some(old_ca.clone()),
         next: None,
         bundle: old_ca.cert.clone(),
