@@ -1322,7 +1322,12 @@ async fn an_upgrade_moves_the_ca_keys_and_rolls_over_to_a_constrained_ca() -> Re
     let day = 86_400;
     let old_ca = certs::issue_ca(now - 600, now + 365 * day, None)?;
     let old = store::Stored {
-        leaf: Some(certs::issue_leaf(&old_ca, &sans, now - 600, now + 29 * day)?),
+        leaf: Some(certs::issue_leaf(
+            &old_ca,
+            &sans,
+            now - 600,
+            now + 29 * day,
+        )?),
         signing: Some(old_ca.clone()),
         next: None,
         bundle: old_ca.cert.clone(),
