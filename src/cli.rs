@@ -367,6 +367,14 @@ pub struct WebhookArgs {
         default_value = "randomsecret-webhook-tls"
     )]
     pub webhook_cert_secret: String,
+    /// The Secret that holds the webhook's CA keys (self mode), beside
+    /// --webhook-cert-secret: read and written by the leader only.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_WEBHOOK_CA_SECRET",
+        default_value = "randomsecret-webhook-ca"
+    )]
+    pub webhook_ca_secret: String,
     /// Namespace of --webhook-cert-secret (default: $POD_NAMESPACE, else --namespace, else "default").
     #[arg(long, env = "RANDOMSECRET_WEBHOOK_CERT_NAMESPACE")]
     pub webhook_cert_namespace: Option<String>,

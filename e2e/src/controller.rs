@@ -27,6 +27,31 @@ impl ControllerProcess {
 
     /// Starts `randomsecret controller <args>` like `start`, without waiting.
     pub fn spawn(log: &str, port: u16, args: &[&str]) -> Result<Self> {
+        Self::spawn_with(
+            log,
+            port,
+            args,
+            std::env::var_os("E2E_CONTROLLER_KUBECONFIG"),
+        )
+    }
+
+    /// Like `spawn`, with credentials of its own (a kubeconfig file): the
+    /// apiserver's audit log then tells this process's requests apart.
+    pub fn spawn_as(
+        log: &str,
+        port: u16,
+        args: &[&str],
+        kubeconfig: &std::path::Path,
+    ) -> Result<Self> {
+        Self::spawn_with(log, port, args, Some(kubeconfig.as_os_str().to_owned()))
+    }
+
+    fn spawn_with(
+        log: &str,
+        port: u16,
+        args: &[&str],
+        kubeconfig: Option<std::ffi::OsString>,
+    ) -> Result<Self> {
         use std::process::{Command, Stdio};
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -42,7 +67,7 @@ impl ControllerProcess {
             .args(args)
             .stdout(Stdio::from(file.try_clone()?))
             .stderr(Stdio::from(file));
-        if let Some(kc) = std::env::var_os("E2E_CONTROLLER_KUBECONFIG") {
+        if let Some(kc) = kubeconfig {
             cmd.arg("--kubeconfig").arg(kc);
         }
         Ok(ControllerProcess {

@@ -253,6 +253,13 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
         "{}",
         role["rules"]
     );
+    // The CA keys' Secret, by name (self mode: only the leader reads it).
+    ensure!(
+        role["rules"][1]["resourceNames"] == serde_json::json!(["rs-hook-randomsecret-webhook-ca"])
+            && role["rules"][1]["verbs"] == serde_json::json!(["get", "list", "watch", "update"]),
+        "{}",
+        role["rules"]
+    );
     let cluster_role = find(&d, "ClusterRole", "-webhook")?;
     ensure!(
         cluster_role["rules"][0]["resourceNames"] == serde_json::json!(["rs-hook-randomsecret"])
@@ -266,6 +273,7 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
         "--webhook-bind-address=0.0.0.0:9443",
         "--webhook-cert-mode=self",
         "--webhook-configuration=rs-hook-randomsecret",
+        "--webhook-ca-secret=rs-hook-randomsecret-webhook-ca",
         "--webhook-dns-names=rs-hook-randomsecret-webhook.rs-install-hook.svc,",
     ] {
         ensure!(args.contains(flag), "{flag} missing: {args}");
@@ -287,6 +295,13 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
     );
     let cert = find(&d, "Certificate", "-webhook")?;
     ensure!(cert["spec"]["secretName"] == "rs-hook-randomsecret-webhook-tls");
+    // No CA keys of the controller's: no grant for them.
+    let role = find(&d, "Role", "-webhook")?;
+    ensure!(
+        role["rules"].as_array().map(Vec::len) == Some(1),
+        "{}",
+        role["rules"]
+    );
     // The chart's own CA: the serving certificate's Issuer signs with a CA
     // certificate (so renewals keep the injected bundle), which a
     // self-signed Issuer makes.

@@ -19,11 +19,13 @@ use std::time::{Duration, Instant};
 const SYSTEM: &str = "randomsecret-system";
 const CONFIG: &str = "e2e-randomsecret";
 const CERTS: &str = "e2e-randomsecret-webhook-tls";
+const CA: &str = "e2e-randomsecret-webhook-ca";
 
 fn webhook_args(port: u16, extra: &[&str]) -> Vec<String> {
     let mut a = vec![
         format!("--webhook-bind-address=127.0.0.1:{port}"),
         format!("--webhook-cert-secret={CERTS}"),
+        format!("--webhook-ca-secret={CA}"),
         format!("--webhook-cert-namespace={SYSTEM}"),
         format!("--webhook-configuration={CONFIG}"),
     ];
@@ -96,10 +98,19 @@ async fn cert_secret(client: &Client) -> Result<Option<Secret>> {
     Ok(api.get_opt(CERTS).await?)
 }
 
+async fn ca_secret(client: &Client) -> Result<Option<Secret>> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM);
+    Ok(api.get_opt(CA).await?)
+}
+
+/// Deletes both certificate Secrets (serving and CA): a fresh start.
 async fn delete_cert_secret(client: &Client) -> Result<()> {
     let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM);
-    let _ = api.delete(CERTS, &DeleteParams::default()).await;
-    wait_deleted(&api, CERTS).await
+    for name in [CERTS, CA] {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+        wait_deleted(&api, name).await?;
+    }
+    Ok(())
 }
 
 fn bytes(s: &Secret, key: &str) -> Vec<u8> {
@@ -618,7 +629,8 @@ async fn an_expired_certificate_is_replaced_before_it_is_served() -> Result<()> 
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs() as i64;
-    let ca = certs::issue_ca(now - 7200, now - 3600)?;
+    // The previous release's format: one Secret with the CA keys, no constraints.
+    let ca = certs::issue_ca(now - 7200, now - 3600, None)?;
     let leaf = certs::issue_leaf(&ca, &["127.0.0.1".to_string()], now - 7200, now - 3600)?;
     let seeded = store::Stored {
         leaf: Some(leaf.clone()),
@@ -629,7 +641,7 @@ async fn an_expired_certificate_is_replaced_before_it_is_served() -> Result<()> 
     let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM);
     let mut s: Secret =
         serde_json::from_value(json!({"metadata": {"name": CERTS}, "type": "kubernetes.io/tls"}))?;
-    s.data = Some(seeded.to_data());
+    s.data = Some(seeded.legacy_data());
     api.create(&PostParams::default(), &s).await?;
     let expired = fingerprint_of_pem(leaf.cert.as_bytes())?;
 
@@ -730,8 +742,8 @@ async fn an_external_certificate_is_read_and_swapped_in_place() -> Result<()> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs() as i64;
-    let ca = certs::issue_ca(now - 60, now + 3600)?;
     let sans = ["127.0.0.1".to_string()];
+    let ca = certs::issue_ca(now - 60, now + 3600, Some(&sans))?;
     let issue = || -> Result<Secret> {
         let leaf = certs::issue_leaf(&ca, &sans, now - 60, now + 600)?;
         Ok(serde_json::from_value(
@@ -1258,5 +1270,280 @@ async fn the_hostile_admission_corpus_is_answered_by_the_real_webhook() -> Resul
     wait_served(&secrets).await?;
     remove_config(&client).await;
     c.terminate()?;
+    ns.delete().await
+}
+
+fn unix_now() -> Result<i64> {
+    Ok(std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs() as i64)
+}
+
+/// Whether OpenSSL accepts `leaf` as a server certificate under `ca` alone
+/// (it applies the CA's name constraints, as the apiserver does).
+fn openssl_verifies(ca: &str, leaf: &str) -> Result<bool> {
+    let dir = log_dir().join("webhook-verify");
+    std::fs::create_dir_all(&dir)?;
+    let (ca_file, leaf_file) = (dir.join("ca.pem"), dir.join("leaf.pem"));
+    std::fs::write(&ca_file, ca)?;
+    std::fs::write(&leaf_file, leaf)?;
+    let status = std::process::Command::new("openssl")
+        .arg("verify")
+        .arg("-purpose")
+        .arg("sslserver")
+        .arg("-CAfile")
+        .arg(&ca_file)
+        .arg(&leaf_file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()?;
+    Ok(status.success())
+}
+
+/// Issue 26 (webhook CA), as an upgrade from the previous release: its one
+/// certificate Secret holds the CA keys beside the serving certificate
+/// (every replica reads them), and its CA carries no name constraints (a
+/// stolen key signs for any name). The new leader moves the CA keys into the
+/// CA Secret and rolls over to a CA limited to the webhook's names,
+/// publishing it before it signs: with `failurePolicy: Fail`, a create every
+/// 200 ms never fails. A certificate the new CA's key signs for another
+/// address is refused; the old CA's was accepted. Before the fix: the CA
+/// keys stayed in the serving Secret and the unconstrained CA kept signing.
+#[tokio::test]
+#[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
+async fn an_upgrade_moves_the_ca_keys_and_rolls_over_to_a_constrained_ca() -> Result<()> {
+    use randomsecret::webhook::{certs, store};
+    let client = client().await?;
+    delete_cert_secret(&client).await?;
+    let now = unix_now()?;
+    let sans = vec!["127.0.0.1".to_string()];
+    // Far from its renewal (--webhook-ca-renew-before, 90 days): only its
+    // lack of constraints can start the rollover.
+    let day = 86_400;
+    let old_ca = certs::issue_ca(now - 600, now + 365 * day, None)?;
+    let old = store::Stored {
+        leaf: Some(certs::issue_leaf(
+            &old_ca,
+            &sans,
+            now - 600,
+            now + 29 * day,
+        )?),
+        signing: Some(old_ca.clone()),
+        next: None,
+        bundle: old_ca.cert.clone(),
+    };
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM);
+    let mut s: Secret =
+        serde_json::from_value(json!({"metadata": {"name": CERTS}, "type": "kubernetes.io/tls"}))?;
+    s.data = Some(old.legacy_data());
+    api.create(&PostParams::default(), &s).await?;
+    let ns = TestNamespace::new(&client, "webhook-upgrade").await?;
+    let secrets: Api<Secret> = ns.api();
+    // The previous release had published its CA.
+    configure(&client, 18183, "Fail", &ns.name, 5).await?;
+    let configs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let bundle = k8s_openapi::ByteString(old_ca.cert.clone().into_bytes());
+    configs
+        .patch(
+            CONFIG,
+            &PatchParams::default(),
+            &Patch::<()>::Json(serde_json::from_value(json!([
+            {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": bundle}]))?),
+        )
+        .await?;
+    let c = start("webhook-upgrade", 18181, 18183, &[])?;
+    creates_every_200ms(&secrets, "u", Duration::from_secs(15)).await?;
+
+    let serving = cert_secret(&client).await?.context("serving Secret")?;
+    ensure!(
+        keys_of(&serving) == ["ca.crt", "tls.crt", "tls.key"],
+        "the serving Secret still holds {:?}",
+        keys_of(&serving)
+    );
+    let ca_secret = ca_secret(&client).await?.context("no CA Secret")?;
+    let now_stored = store::Stored::from_secrets(
+        &serving.data.clone().unwrap_or_default(),
+        Some(&ca_secret.data.clone().unwrap_or_default()),
+    );
+    let signing = now_stored.signing.clone().context("no signing CA")?;
+    ensure!(signing != old_ca, "the unconstrained CA still signs");
+    let info = certs::info(&certs::first_der(&signing.cert)?)?;
+    ensure!(
+        info.limited_to == Some(sans.clone()),
+        "the signing CA is limited to {:?}",
+        info.limited_to
+    );
+    let leaf = now_stored.leaf.clone().context("no serving certificate")?;
+    ensure!(certs::signed_by(
+        &certs::first_der(&leaf.cert)?,
+        &certs::first_der(&signing.cert)?
+    ));
+    ensure!(
+        served_fingerprint(18183) == Some(fingerprint_of_pem(leaf.cert.as_bytes())?),
+        "not serving the new CA's certificate"
+    );
+    ensure!(ca_bundle(&client).await? == Some(bytes(&serving, "ca.crt")));
+    let changes = |action: &str| {
+        sum_metric(
+            &c,
+            &format!("randomsecret_webhook_certificate_changes_total{{action=\"{action}\"}}"),
+        )
+    };
+    ensure!(changes("rollover") >= 1.0 && changes("promote") >= 1.0);
+    ensure!(changes("create") == 0.0, "a cut-over to a new CA");
+
+    // The attack: a stolen CA key signs for another address or a DNS name.
+    let other = |ca: &certs::Pair, name: &str| -> Result<String> {
+        Ok(certs::issue_leaf(ca, &[name.to_string()], now - 60, now + 600)?.cert)
+    };
+    ensure!(openssl_verifies(&signing.cert, &leaf.cert)?);
+    for name in ["127.0.0.2", "kubernetes.default.svc"] {
+        ensure!(
+            openssl_verifies(&old_ca.cert, &other(&old_ca, name)?)?,
+            "the old CA's certificate for {name} is refused: the check proves nothing"
+        );
+        ensure!(
+            !openssl_verifies(&signing.cert, &other(&signing, name)?)?,
+            "the new CA's key signs for {name}"
+        );
+    }
+    remove_config(&client).await;
+    c.terminate()?;
+    ns.delete().await
+}
+
+/// The JWT's `jti` (the audit log's credential id of a token).
+fn jti(token: &str) -> Result<String> {
+    let payload = token.split('.').nth(1).context("not a JWT")?;
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let (mut bits, mut n, mut out) = (0u32, 0, Vec::new());
+    for ch in payload.bytes() {
+        let v = alphabet
+            .iter()
+            .position(|a| *a == ch)
+            .context("base64url")? as u32;
+        bits = (bits << 6) | v;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+        }
+    }
+    let claims: Value = serde_json::from_slice(&out)?;
+    Ok(claims["jti"].as_str().context("no jti")?.to_string())
+}
+
+/// The CA signing key is the leader's alone: after a fresh start the
+/// serving Secret (every replica's) holds no CA key and the CA Secret holds
+/// it; a standby, running with a token of its own, never gets, lists or
+/// watches the CA Secret (the apiserver's audit log), until it leads.
+#[tokio::test]
+#[ignore = "runs its own controllers: e2e/run.sh runs it after stopping the shared one"]
+async fn only_the_leader_reads_the_ca_secret() -> Result<()> {
+    let dir = std::env::var("E2E_DIR").context("E2E_DIR (set by e2e/run.sh)")?;
+    let audit = std::path::Path::new(&dir).join("logs/audit.log");
+    ensure!(
+        audit.exists(),
+        "{} is missing (E2E_AUDIT=1)",
+        audit.display()
+    );
+    let client = client().await?;
+    delete_cert_secret(&client).await?;
+    let ns = TestNamespace::new(&client, "webhook-ca-leader").await?;
+    let secrets: Api<Secret> = ns.api();
+    let extra = [
+        "--leader-elect",
+        "--leader-election-namespace=randomsecret-system",
+        "--leader-election-id=e2e-randomsecret",
+        "--lease-duration-seconds=6",
+        "--renew-deadline-seconds=4",
+        "--retry-period-seconds=1",
+        // A CA rollover while the standby stands by: the CA Secret changes.
+        "--webhook-ca-validity=60s",
+        "--webhook-ca-renew-before=50s",
+        "--webhook-cert-validity=30s",
+        "--webhook-cert-renew-before=15s",
+    ];
+    let leader = start("webhook-ca-leader-a", 18185, 18187, &extra)?;
+    single_leader(&[&leader], Duration::from_secs(30)).await?;
+
+    // The standby's own token and kubeconfig.
+    let token = run(
+        "kubectl",
+        &[
+            "-n",
+            SYSTEM,
+            "create",
+            "token",
+            "e2e-randomsecret",
+            "--duration=1h",
+        ],
+        None,
+    )?
+    .trim()
+    .to_string();
+    let shared = std::env::var("E2E_CONTROLLER_KUBECONFIG").context("E2E_CONTROLLER_KUBECONFIG")?;
+    let text = std::fs::read_to_string(&shared)?;
+    let start_of = text.find("token: \"").context("token in the kubeconfig")? + 8;
+    let end_of = start_of + text[start_of..].find('"').context("token end")?;
+    let own = format!("{}{token}{}", &text[..start_of], &text[end_of..]);
+    let kubeconfig = log_dir().join("webhook-ca-standby.kubeconfig");
+    std::fs::write(&kubeconfig, own)?;
+    let standby_id = format!("JTI={}", jti(&token)?);
+    let args = webhook_args(18190, &extra);
+    let mut all = vec!["--log-level=debug"];
+    all.extend(args.iter().map(String::as_str));
+    let mut standby = ControllerProcess::spawn_as("webhook-ca-leader-b", 18188, &all, &kubeconfig)?;
+    standby.wait_ready(Duration::from_secs(30))?;
+    configure(&client, 18190, "Fail", &ns.name, 5).await?;
+    wait_served(&secrets).await?;
+
+    let serving = cert_secret(&client).await?.context("serving Secret")?;
+    ensure!(
+        keys_of(&serving) == ["ca.crt", "tls.crt", "tls.key"],
+        "the serving Secret holds {:?}",
+        keys_of(&serving)
+    );
+    let ca = ca_secret(&client).await?.context("no CA Secret")?;
+    ensure!(keys_of(&ca).contains(&"ca-signing.key".to_string()));
+    // Through a CA rollover (at about 10 s), the standby serves what the leader makes.
+    creates_every_200ms(&secrets, "a", Duration::from_secs(20)).await?;
+    ensure!(!standby.is_leader(), "the standby leads");
+    let rollovers = sum_metric(
+        &leader,
+        "randomsecret_webhook_certificate_changes_total{action=\"rollover\"}",
+    );
+    ensure!(rollovers >= 1.0, "no CA rollover");
+
+    let reads_by_standby = || -> Result<Vec<String>> {
+        let text = std::fs::read_to_string(&audit)?;
+        Ok(text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|ev| {
+                ev["objectRef"]["name"] == CA
+                    && ev["user"]["extra"]["authentication.kubernetes.io/credential-id"][0]
+                        == standby_id.as_str()
+            })
+            .map(|ev| ev["verb"].as_str().unwrap_or_default().to_string())
+            .collect())
+    };
+    let before = reads_by_standby()?;
+    ensure!(
+        before.is_empty(),
+        "the standby sent {before:?} on the CA Secret"
+    );
+    // The leader dies: the standby leads and only now reads the CA Secret
+    // (so the audit check above can see its requests).
+    drop(leader);
+    creates_every_200ms(&secrets, "b", Duration::from_secs(15)).await?;
+    ensure!(standby.is_leader(), "the standby did not take over");
+    let after = reads_by_standby()?;
+    ensure!(
+        after.iter().any(|v| v == "watch" || v == "list"),
+        "the new leader does not watch the CA Secret: {after:?}"
+    );
+    remove_config(&client).await;
+    standby.terminate()?;
     ns.delete().await
 }

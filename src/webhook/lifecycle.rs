@@ -17,6 +17,13 @@
 //! If the configuration never carries the bundle (it is missing), the new CA
 //! is promoted anyway once the old one has less than `cert_renew_before` left:
 //! there is no better choice then.
+//!
+//! A CA is only good if its name constraints permit exactly the serving
+//! certificate's names (`certs::name_constraints`): a signing CA without
+//! them (made by a release before issue 26) or for other names (the Service
+//! was renamed) is rolled over the same safe way, published before it signs.
+//! Until then, the serving certificate is not reissued for new names from a
+//! CA whose constraints would not permit them.
 
 /// The periods, in seconds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +68,8 @@ pub struct Cert {
     pub not_before: i64,
     pub not_after: i64,
     pub der: Vec<u8>,
+    /// A CA's name constraints, as `certs::Info::limited_to` reads them.
+    pub limited_to: Option<Vec<String>>,
 }
 
 /// The stored state, read and checked (`store::observe`).
@@ -157,11 +166,15 @@ fn action(o: &Observed, now: i64, p: &Policy, published_for: Option<i64>) -> Act
         .leaf
         .as_ref()
         .is_some_and(|l| valid(&l.cert, now) && l.cert.not_after - now > 2 * p.settle);
+    // A CA limited to exactly the names served.
+    let fits = |c: &Cert| c.limited_to.as_ref() == Some(&p.sans);
+    let next = o.next.as_ref().filter(|c| fits(c));
     let signing = o.signing.as_ref().filter(|c| valid(c, now));
     let Some(signing) = signing else {
-        return match &o.next {
+        return match next {
             // No signing CA left: a new one, published before it signs if the
-            // served certificate lasts that long.
+            // served certificate lasts that long. (A next CA that does not
+            // fit the names is replaced.)
             None if leaf_lasts => Action::StartRollover,
             None => Action::Create,
             Some(n) if !in_bundle(n) => Action::Rebundle,
@@ -169,16 +182,20 @@ fn action(o: &Observed, now: i64, p: &Policy, published_for: Option<i64>) -> Act
             Some(_) => Action::Nothing,
         };
     };
-    if let Some(next) = &o.next {
+    if let Some(next) = next {
         if !in_bundle(next) {
             return Action::Rebundle;
         }
         if published || signing.not_after - now <= p.cert_renew_before {
             return Action::Promote;
         }
-    } else if signing.not_after - now <= p.ca_renew_before {
+    } else if signing.not_after - now <= p.ca_renew_before || !fits(signing) {
+        // (Also replaces a next CA for other names.)
         return Action::StartRollover;
     }
+    // A CA constrained to other names cannot sign for these: new names wait
+    // for the next CA's promotion.
+    let can_sign_names = signing.limited_to.is_none() || fits(signing);
     let renew = match &o.leaf {
         None => true,
         Some(l) => {
@@ -187,7 +204,7 @@ fn action(o: &Observed, now: i64, p: &Policy, published_for: Option<i64>) -> Act
                 || l.cert.not_after - now <= p.cert_renew_before
                     // Clamped to the signing CA's end: renewing would not help.
                     && l.cert.not_after < signing.not_after
-                || l.sans != p.sans
+                || l.sans != p.sans && can_sign_names
         }
     };
     if renew {
@@ -246,6 +263,7 @@ mod tests {
             not_before,
             not_after,
             der: vec![id],
+            limited_to: Some(policy().sans),
         }
     }
 
@@ -384,5 +402,57 @@ mod tests {
         let mut p = policy();
         p.ca_renew_before = p.cert_renew_before + 5;
         assert!(p.check().is_err());
+    }
+
+    /// An upgrade from a release whose CA has no name constraints: the CA is
+    /// rolled over (published first), never cut over, and a constrained CA
+    /// for the right names is kept.
+    #[test]
+    fn a_ca_without_constraints_is_rolled_over_through_publication() {
+        let mut o = settled(0);
+        assert_eq!(act(&o, H, Some(100)), Action::Nothing);
+        o.signing.as_mut().unwrap().limited_to = None;
+        o.bundle[0].limited_to = None;
+        assert_eq!(act(&o, H, Some(100)), Action::StartRollover);
+        let ca2 = cert(2, H, 1001 * H);
+        o.next = Some(ca2.clone());
+        o.bundle.push(ca2.clone());
+        // Not before the configuration has carried the new bundle.
+        assert_eq!(act(&o, H, None), Action::Nothing);
+        assert_eq!(act(&o, H + 2, Some(2)), Action::Nothing);
+        assert_eq!(act(&o, H + 5, Some(5)), Action::Promote);
+    }
+
+    #[test]
+    fn a_ca_for_other_names_is_rolled_over_and_signs_nothing_new_meanwhile() {
+        let mut o = settled(0);
+        let old = Some(vec!["old.ns.svc".to_string()]);
+        o.signing.as_mut().unwrap().limited_to = old.clone();
+        o.leaf.as_mut().unwrap().sans = old.clone().unwrap();
+        assert_eq!(act(&o, H, Some(100)), Action::StartRollover);
+        // A next CA for other names too (the names changed mid-rollover): replaced.
+        let mut stale = cert(2, H, 1001 * H);
+        stale.limited_to = old;
+        o.next = Some(stale.clone());
+        o.bundle.push(stale);
+        assert_eq!(act(&o, H, Some(100)), Action::StartRollover);
+        let ca3 = cert(3, H, 1001 * H);
+        o.next = Some(ca3.clone());
+        o.bundle.push(ca3);
+        // The leaf keeps its old names until the fitting CA signs.
+        assert_eq!(act(&o, H + 1, Some(1)), Action::Nothing);
+        assert_eq!(act(&o, H + 5, Some(5)), Action::Promote);
+    }
+
+    #[test]
+    fn a_leaf_for_new_names_comes_at_once_from_an_unconstrained_ca_only_after_rollover() {
+        // An unconstrained CA may sign the new names (what it did before).
+        let mut o = settled(0);
+        o.signing.as_mut().unwrap().limited_to = None;
+        o.leaf.as_mut().unwrap().sans = vec!["old".into()];
+        let ca2 = cert(2, H, 1001 * H);
+        o.next = Some(ca2.clone());
+        o.bundle.push(ca2);
+        assert_eq!(act(&o, H, None), Action::Reissue);
     }
 }

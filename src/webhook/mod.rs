@@ -12,16 +12,18 @@
 //!   them large, and one more is shed at once; each has [`REQUEST_TIMEOUT`];
 //!   the server holds at most `tls::MAX_CONNECTIONS` connections.
 //! - [`tls`]: the served certificate (swapped in place) and the HTTPS server.
-//! - [`certs`]: issuing and reading certificates; [`store`]: the certificate
-//!   Secret's format and carrying out a decision on it.
+//! - [`certs`]: issuing and reading certificates (a CA limited to the
+//!   webhook's names); [`store`]: the serving and CA Secrets' format and
+//!   carrying out a decision on them.
 //! - [`lifecycle`]: when to create, renew and roll over (pure).
 //! - [`manager`]: the leader's loop that writes the Secret and keeps the
 //!   webhook configuration's caBundle ([`configuration`], pure).
 //! - [`latest`]: one object watched by name; [`metrics`].
 //!
-//! Every replica watches the certificate Secret through the API (no volume
-//! mount) and serves what it holds. In `external` mode (cert-manager) that is
-//! all; in `self` mode the leader also manages it.
+//! Every replica watches the serving certificate Secret through the API (no
+//! volume mount) and serves what it holds. In `external` mode (cert-manager)
+//! that is all; in `self` mode the leader also manages it and the CA Secret,
+//! which only the leader reads.
 
 pub mod admission;
 pub mod certs;
@@ -133,7 +135,8 @@ pub fn policy(args: &ControllerArgs) -> anyhow::Result<Policy> {
     Ok(p)
 }
 
-/// Where the certificate Secret lives (namespace as for the proof key).
+/// Where the serving certificate Secret lives (namespace as for the proof
+/// key); the CA Secret (`--webhook-ca-secret`) is beside it.
 pub fn location(args: &ControllerArgs) -> (String, String) {
     let namespace = args
         .webhook
@@ -294,6 +297,7 @@ pub async fn spawn(
         let manager = manager::Manager {
             secrets,
             secret_name: name,
+            ca_secret_name: args.webhook.webhook_ca_secret.clone(),
             configs,
             config_name,
             policy,

@@ -203,8 +203,8 @@ mod tests {
     #[test]
     fn only_a_certificate_valid_now_with_its_key_is_loaded() {
         let now = unix_now();
-        let ca = issue_ca(now - 100, now + 1000).unwrap();
         let sans = ["127.0.0.1".to_string()];
+        let ca = issue_ca(now - 100, now + 1000, Some(&sans)).unwrap();
         let good = issue_leaf(&ca, &sans, now - 10, now + 100).unwrap();
         let expired = issue_leaf(&ca, &sans, now - 100, now - 10).unwrap();
         let store = CertStore::new(Gauge::default());

@@ -26,6 +26,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- default (printf "%s-webhook-tls" (include "randomsecret.fullname" .)) .Values.webhook.certSecret -}}
 {{- end -}}
 
+{{- define "randomsecret.webhookCaSecret" -}}
+{{- default (printf "%s-webhook-ca" (include "randomsecret.fullname" .)) .Values.webhook.caSecret -}}
+{{- end -}}
+
 {{- define "randomsecret.webhookService" -}}
 {{- printf "%s-webhook" (include "randomsecret.fullname" .) -}}
 {{- end -}}

@@ -146,6 +146,7 @@ pub async fn phase(
             &addr,
             &config_flag,
             "--webhook-cert-secret=bench-randomsecret-webhook-tls",
+            "--webhook-ca-secret=bench-randomsecret-webhook-ca",
             "--webhook-cert-namespace=default",
         ],
     )?;
