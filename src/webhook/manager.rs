@@ -205,7 +205,7 @@ impl Manager {
                 // The watch brings the new version.
                 Duration::from_secs(5)
             }
-            Err(kube::Error::Api(s)) if s.code == 409 => {
+            Err(kube::Error::Api(s)) if crate::runtime::status::Answer::conflict_or_exists(&*s) => {
                 debug!(secret = %what, "another replica changed the webhook certificates first");
                 Duration::from_secs(1)
             }
