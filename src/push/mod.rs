@@ -775,4 +775,72 @@ mod tests {
             "InvalidConnection"
         );
     }
+
+    #[test]
+    fn each_push_error_knows_its_reason_and_what_comes_next() {
+        use PushError as E;
+        let s = String::new;
+        let table: Vec<(PushError, &str, Next, bool)> = vec![
+            (
+                E::ConnectionNotFound(s()),
+                "ConnectionNotFound",
+                Next::Retry,
+                false,
+            ),
+            (
+                E::NamespaceNotAllowed(s()),
+                "NamespaceNotAllowed",
+                Next::Retry,
+                true,
+            ),
+            (
+                E::InvalidConnection(s()),
+                "InvalidConnection",
+                Next::Retry,
+                true,
+            ),
+            (
+                E::ReferenceGone(s()),
+                "InvalidConnection",
+                Next::Retry,
+                false,
+            ),
+            (E::InvalidPath(s()), "InvalidPath", Next::AwaitChange, true),
+            (E::KeyNotFound(s()), "KeyNotFound", Next::AwaitChange, true),
+            (
+                E::PayloadTooLarge(s()),
+                "PayloadTooLarge",
+                Next::AwaitChange,
+                false,
+            ),
+            (E::PathNotManaged(s()), "PathNotManaged", Next::Retry, true),
+            (
+                E::UnprovenVersion(s()),
+                "VersionNotProven",
+                Next::Retry,
+                true,
+            ),
+            (E::Kube(s()), "ApiError", Next::Retry, false),
+            (
+                E::NotMadeForTarget(s()),
+                "AwaitingNextVersion",
+                Next::AwaitChange,
+                false,
+            ),
+            (
+                E::Timeout(Duration::from_secs(1)),
+                "Unreachable",
+                Next::Retry,
+                false,
+            ),
+            (E::LostLease, "LostLease", Next::Retry, false),
+        ];
+        for (e, reason, next, permanent) in table {
+            assert_eq!(
+                (e.reason(), e.next(), e.permanent(), e.quiet()),
+                (reason, next, permanent, false),
+                "{e:?}"
+            );
+        }
+    }
 }
