@@ -12,6 +12,7 @@ use crate::runtime::events::{EventType, Events};
 use crate::runtime::leader::Leadership;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::runner::Next;
+use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
@@ -47,13 +48,9 @@ impl Filler {
     /// Looks at one Secret; never fails (problems are a Warning Event, a log
     /// line and a metric, then retried or awaited).
     pub async fn fill(&self, key: Key) -> Next {
-        if !self.leader.leading() {
+        if let Some(next) = self.leader.standby() {
             // A standby: everything unsettled is looked at on taking over.
-            return if self.leader.lapsed() {
-                Next::RequeueAfter(LAPSED_RETRY)
-            } else {
-                Next::AwaitChange
-            };
+            return next;
         }
         match self.tracked.get(&key) {
             Some(e) if e.unsettled() => {}
@@ -138,12 +135,12 @@ impl Filler {
                 }
                 Next::AwaitChange
             }
-            Err(kube::Error::Api(s)) if s.code == 409 => {
+            Err(kube::Error::Api(s)) if s.conflict() => {
                 info!(secret = %key, "the Secret changed while being filled; reading it again");
                 Next::Retry
             }
-            Err(kube::Error::Api(s)) if s.code == 404 => Next::AwaitChange,
-            Err(kube::Error::Api(s)) if (400..500).contains(&s.code) && s.code != 429 => {
+            Err(kube::Error::Api(s)) if s.not_found() => Next::AwaitChange,
+            Err(kube::Error::Api(s)) if s.client_error() => {
                 // Permanent (RBAC, a rule of another admission plugin): say
                 // so once. The apiserver's message is not quoted: it could
                 // echo what was sent.

@@ -27,7 +27,9 @@ use crate::cache::Key;
 use crate::runtime::events::{EventType, Events};
 use crate::runtime::leader::Leadership;
 use crate::runtime::metrics::Metrics;
+use crate::runtime::outcome::{Failure, Outcome, Reporter};
 use crate::runtime::runner::Next;
+use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Patch, PatchParams};
@@ -133,8 +135,10 @@ impl PushError {
             PushError::ConnectionNotFound(_) | PushError::ReferenceGone(_)
         )
     }
+}
 
-    pub fn reason(&self) -> &'static str {
+impl Outcome for PushError {
+    fn reason(&self) -> &'static str {
         match self {
             PushError::ConnectionNotFound(_) => "ConnectionNotFound",
             PushError::NamespaceNotAllowed(_) => "NamespaceNotAllowed",
@@ -152,10 +156,22 @@ impl PushError {
         }
     }
 
-    /// A state no retry can fix by itself: someone must change the
-    /// connection, the spec or Vault's policy. A deletion that waits on one
-    /// gives up after [`CLEANUP_DEADLINE`] (the path is kept, and said so).
-    pub fn needs_a_person(&self) -> bool {
+    /// A spec problem waits for a change of the spec; the others retry with
+    /// backoff (a connection may be made or fixed later).
+    fn next(&self) -> Next {
+        match self {
+            PushError::InvalidPath(_)
+            | PushError::KeyNotFound(_)
+            | PushError::PayloadTooLarge(_)
+            | PushError::NotMadeForTarget(_) => Next::AwaitChange,
+            _ => Next::Retry,
+        }
+    }
+
+    /// Someone must change the connection, the spec or Vault's policy. A
+    /// deletion that waits on one gives up after [`CLEANUP_DEADLINE`] (the
+    /// path is kept, and said so).
+    fn permanent(&self) -> bool {
         use vault::client::VaultError as V;
         match self {
             PushError::NamespaceNotAllowed(_)
@@ -169,18 +185,6 @@ impl PushError {
                 V::AuthFailed { .. } | V::PermissionDenied { .. } | V::BadCa(_) | V::BadAddress(_)
             ),
             _ => false,
-        }
-    }
-
-    /// What to do next: a spec problem waits for a change of the spec; the
-    /// others retry with backoff (a connection may be made or fixed later).
-    pub fn next(&self) -> Next {
-        match self {
-            PushError::InvalidPath(_)
-            | PushError::KeyNotFound(_)
-            | PushError::PayloadTooLarge(_)
-            | PushError::NotMadeForTarget(_) => Next::AwaitChange,
-            _ => Next::Retry,
         }
     }
 }
@@ -236,6 +240,11 @@ impl Context {
         }
     }
 
+    /// The push's failure reporter (counted in `randomsecret_push_errors`).
+    fn reporter(&self) -> Reporter<'_> {
+        Reporter::new(&self.events, Some(&self.metrics.push_errors), "push")
+    }
+
     fn mark(&self, key: &Key, synced: bool) {
         let mut set = self.out_of_sync.lock().expect("out_of_sync lock");
         if synced {
@@ -270,7 +279,7 @@ pub async fn push(key: Key, ctx: std::sync::Arc<Context>) -> Next {
         Ok(next) => next,
         // Another writer (the cluster push's finalizer, a status write)
         // moved the resourceVersion on: read again, quietly.
-        Err(kube::Error::Api(s)) if s.code == 409 => Next::Retry,
+        Err(kube::Error::Api(s)) if s.conflict_or_exists() => Next::Retry,
         Err(e) => {
             warn!(randomsecret = %key, error = %e, "push: writing to the apiserver failed; retrying");
             Next::Retry
@@ -279,20 +288,7 @@ pub async fn push(key: Key, ctx: std::sync::Arc<Context>) -> Next {
 }
 
 fn standby(ctx: &Context) -> Option<Next> {
-    standby_of(&ctx.leader)
-}
-
-/// What a replica that does not lead does with a push: nothing, unless its
-/// lease only lapsed (a renewal may yet succeed, with no take-over to bring
-/// the push back), then it looks again soon.
-pub(crate) fn standby_of(leader: &Leadership) -> Option<Next> {
-    if leader.leading() {
-        None
-    } else if leader.lapsed() {
-        Some(Next::RequeueAfter(crate::reconciler::LAPSED_RETRY))
-    } else {
-        Some(Next::AwaitChange)
-    }
+    ctx.leader.standby()
 }
 
 /// The current version's name once the version's writer has made it Ready
@@ -401,22 +397,22 @@ async fn step(
             Ok(Next::RequeueAfter(RESYNC))
         }
         Err(e) => {
-            let reason = e.reason();
             ctx.metrics.pushed("error");
-            ctx.metrics.push_error(reason);
             ctx.mark(key, false);
             let message = e.to_string();
-            if previous.is_none_or(|c| c.reason != reason) {
-                warn!(randomsecret = %key, reason, "push failed: {message}");
-                ctx.events.publish(
-                    reference(rs),
-                    EventType::Warning,
-                    reason,
-                    "PushVault",
-                    message.clone(),
-                );
-            }
-            let cond = condition(rs, previous, false, reason, &message);
+            ctx.reporter().failed(
+                Failure {
+                    outcome: &e,
+                    subject: key,
+                    connection: None,
+                    regarding: reference(rs),
+                    action: "PushVault",
+                    what: "failed",
+                    message: message.clone(),
+                },
+                previous.map(|c| c.reason.as_str()),
+            );
+            let cond = condition(rs, previous, false, e.reason(), &message);
             let kept = rs
                 .status
                 .as_ref()
@@ -504,7 +500,7 @@ async fn cleanup(
             // (never lost), and said so.
             path_kept(ctx, key, rs, e, format!("{e}"));
         } else if let Err(e) = &removed
-            && e.needs_a_person()
+            && e.permanent()
             && waited(rs) >= CLEANUP_DEADLINE
         {
             // Nothing changed in ten minutes and no retry can: let the
@@ -515,24 +511,24 @@ async fn cleanup(
             );
             path_kept(ctx, key, rs, e, why);
         } else if let Err(e) = &removed {
-            let reason = e.reason();
-            ctx.metrics.push_error(reason);
             ctx.mark(key, false);
             let message = format!(
                 "deletion waits to remove the Vault path: {e}; to delete without removing it, annotate {SKIP_CLEANUP}=true"
             );
             let previous = condition_of(rs, VAULT_SYNCED);
-            if previous.is_none_or(|c| c.reason != reason) {
-                warn!(randomsecret = %key, reason, "push cleanup failed: {message}");
-                ctx.events.publish(
-                    reference(rs),
-                    EventType::Warning,
-                    reason,
-                    "DeleteVault",
-                    message.clone(),
-                );
-            }
-            let cond = condition(rs, previous, false, reason, &message);
+            ctx.reporter().failed(
+                Failure {
+                    outcome: e,
+                    subject: key,
+                    connection: None,
+                    regarding: reference(rs),
+                    action: "DeleteVault",
+                    what: "cleanup failed",
+                    message: message.clone(),
+                },
+                previous.map(|c| c.reason.as_str()),
+            );
+            let cond = condition(rs, previous, false, e.reason(), &message);
             let kept = rs
                 .status
                 .as_ref()
@@ -737,13 +733,13 @@ mod tests {
             CLEANUP_RECHECK_MAX
         );
         use vault::client::VaultError as V;
-        assert!(PushError::NamespaceNotAllowed("x".into()).needs_a_person());
-        assert!(PushError::Vault(V::PermissionDenied { call: "c" }).needs_a_person());
+        assert!(PushError::NamespaceNotAllowed("x".into()).permanent());
+        assert!(PushError::Vault(V::PermissionDenied { call: "c" }).permanent());
         // A server that is down or sealed comes back by itself: the deletion
         // waits for it (or for the skip annotation).
-        assert!(!PushError::Vault(V::Sealed { call: "c" }).needs_a_person());
-        assert!(!PushError::Timeout(Duration::from_secs(1)).needs_a_person());
-        assert!(!PushError::Kube("x".into()).needs_a_person());
+        assert!(!PushError::Vault(V::Sealed { call: "c" }).permanent());
+        assert!(!PushError::Timeout(Duration::from_secs(1)).permanent());
+        assert!(!PushError::Kube("x".into()).permanent());
     }
 
     #[test]
@@ -779,5 +775,73 @@ mod tests {
             PushError::ReferenceGone("x".into()).reason(),
             "InvalidConnection"
         );
+    }
+
+    #[test]
+    fn each_push_error_knows_its_reason_and_what_comes_next() {
+        use PushError as E;
+        let s = String::new;
+        let table: Vec<(PushError, &str, Next, bool)> = vec![
+            (
+                E::ConnectionNotFound(s()),
+                "ConnectionNotFound",
+                Next::Retry,
+                false,
+            ),
+            (
+                E::NamespaceNotAllowed(s()),
+                "NamespaceNotAllowed",
+                Next::Retry,
+                true,
+            ),
+            (
+                E::InvalidConnection(s()),
+                "InvalidConnection",
+                Next::Retry,
+                true,
+            ),
+            (
+                E::ReferenceGone(s()),
+                "InvalidConnection",
+                Next::Retry,
+                false,
+            ),
+            (E::InvalidPath(s()), "InvalidPath", Next::AwaitChange, true),
+            (E::KeyNotFound(s()), "KeyNotFound", Next::AwaitChange, true),
+            (
+                E::PayloadTooLarge(s()),
+                "PayloadTooLarge",
+                Next::AwaitChange,
+                false,
+            ),
+            (E::PathNotManaged(s()), "PathNotManaged", Next::Retry, true),
+            (
+                E::UnprovenVersion(s()),
+                "VersionNotProven",
+                Next::Retry,
+                true,
+            ),
+            (E::Kube(s()), "ApiError", Next::Retry, false),
+            (
+                E::NotMadeForTarget(s()),
+                "AwaitingNextVersion",
+                Next::AwaitChange,
+                false,
+            ),
+            (
+                E::Timeout(Duration::from_secs(1)),
+                "Unreachable",
+                Next::Retry,
+                false,
+            ),
+            (E::LostLease, "LostLease", Next::Retry, false),
+        ];
+        for (e, reason, next, permanent) in table {
+            assert_eq!(
+                (e.reason(), e.next(), e.permanent(), e.quiet()),
+                (reason, next, permanent, false),
+                "{e:?}"
+            );
+        }
     }
 }

@@ -2,6 +2,8 @@
 //! whether retrying can help, the Event action it belongs to, and what to
 //! tell the user; logs, metrics, Events and conditions all say the same thing.
 
+use crate::runtime::outcome::Outcome;
+use crate::runtime::runner::Next;
 use crate::version::SpecError;
 use std::time::Duration;
 
@@ -54,34 +56,6 @@ impl ReconcileError {
         }
     }
 
-    /// The condition reason (and the metric label): bounded, never a name.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            ReconcileError::Spec(e) => e.reason(),
-            ReconcileError::UnreadableSpec(_) => "InvalidSpec",
-            ReconcileError::NameConflict(_) => "SecretNameConflict",
-            ReconcileError::NotAllowed(_) => "NotAllowed",
-            ReconcileError::VersionLost(_) => "VersionLost",
-            ReconcileError::SecretRejected { .. } => "SecretRejected",
-            ReconcileError::Api { .. } => "ApiError",
-            ReconcileError::Random(_) => "RandomSource",
-            ReconcileError::NotLeading => "NotLeading",
-            ReconcileError::Stale(_) => "Conflict",
-        }
-    }
-
-    /// Whether only a change (of the spec, or of the conflicting Secret) can
-    /// help: reported as Stalled, not retried with backoff.
-    pub fn permanent(&self) -> bool {
-        !matches!(self, ReconcileError::Api { .. } | ReconcileError::Random(_))
-    }
-
-    /// When a permanent problem is looked at again without a change
-    /// (None: only on a change).
-    pub fn recheck(&self) -> Option<Duration> {
-        matches!(self, ReconcileError::NameConflict(_)).then_some(CONFLICT_RECHECK)
-    }
-
     /// The Event action the problem belongs to.
     pub fn action(&self) -> &'static str {
         match self {
@@ -109,6 +83,54 @@ impl ReconcileError {
     }
 }
 
+impl Outcome for ReconcileError {
+    fn reason(&self) -> &'static str {
+        match self {
+            ReconcileError::Spec(e) => e.reason(),
+            ReconcileError::UnreadableSpec(_) => "InvalidSpec",
+            ReconcileError::NameConflict(_) => "SecretNameConflict",
+            ReconcileError::NotAllowed(_) => "NotAllowed",
+            ReconcileError::VersionLost(_) => "VersionLost",
+            ReconcileError::SecretRejected { .. } => "SecretRejected",
+            ReconcileError::Api { .. } => "ApiError",
+            ReconcileError::Random(_) => "RandomSource",
+            ReconcileError::NotLeading => "NotLeading",
+            ReconcileError::Stale(_) => "Conflict",
+        }
+    }
+
+    /// A transient failure backs off; a permanent one waits for a change,
+    /// except a taken name, looked at again every [`CONFLICT_RECHECK`] (the
+    /// other Secret may be deleted). Not leading: what the lease says
+    /// (`Leadership::standby`), decided by the reporter.
+    fn next(&self) -> Next {
+        match self {
+            ReconcileError::Api { .. } | ReconcileError::Random(_) | ReconcileError::Stale(_) => {
+                Next::Retry
+            }
+            ReconcileError::NameConflict(_) => Next::RequeueAfter(CONFLICT_RECHECK),
+            _ => Next::AwaitChange,
+        }
+    }
+
+    /// Only a change (of the spec, or of the conflicting Secret) can help:
+    /// reported as Stalled, not retried with backoff.
+    fn permanent(&self) -> bool {
+        !matches!(
+            self,
+            ReconcileError::Api { .. }
+                | ReconcileError::Random(_)
+                | ReconcileError::Stale(_)
+                | ReconcileError::NotLeading
+        )
+    }
+
+    /// A lost race or a lost lease is no problem to report.
+    fn quiet(&self) -> bool {
+        matches!(self, ReconcileError::Stale(_) | ReconcileError::NotLeading)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,21 +153,57 @@ mod tests {
     fn each_error_knows_its_reason_and_whether_to_retry() {
         let spec = ReconcileError::from(SpecError::NoKeys);
         assert_eq!(
-            (spec.reason(), spec.permanent(), spec.recheck()),
-            ("NoKeys", true, None)
+            (spec.reason(), spec.permanent(), spec.next()),
+            ("NoKeys", true, Next::AwaitChange)
         );
         assert_eq!(spec.action(), "Validate");
         let lost = ReconcileError::VersionLost("db-x".into());
         assert_eq!(
-            (lost.reason(), lost.permanent(), lost.recheck()),
-            ("VersionLost", true, None)
+            (lost.reason(), lost.permanent(), lost.next()),
+            ("VersionLost", true, Next::AwaitChange)
         );
         assert!(lost.to_string().contains("spec.rotation"));
         let conflict = ReconcileError::NameConflict("taken".into());
-        assert_eq!(conflict.recheck(), Some(CONFLICT_RECHECK));
+        assert_eq!(
+            (conflict.reason(), conflict.next()),
+            ("SecretNameConflict", Next::RequeueAfter(CONFLICT_RECHECK))
+        );
         let api = api_error(500, None);
-        assert_eq!((api.reason(), api.permanent()), ("ApiError", false));
+        assert_eq!(
+            (api.reason(), api.permanent(), api.next()),
+            ("ApiError", false, Next::Retry)
+        );
         assert!(api.to_string().starts_with("creating Secret x: "));
+        let random = ReconcileError::Random("x".into());
+        assert_eq!(
+            (random.reason(), random.permanent(), random.next()),
+            ("RandomSource", false, Next::Retry)
+        );
+        for (e, reason) in [
+            (ReconcileError::Stale("Secret db-x".into()), "Conflict"),
+            (ReconcileError::NotLeading, "NotLeading"),
+        ] {
+            assert_eq!(
+                (e.reason(), e.permanent(), e.quiet()),
+                (reason, false, true)
+            );
+        }
+        for (e, reason) in [
+            (ReconcileError::UnreadableSpec("x".into()), "InvalidSpec"),
+            (ReconcileError::NotAllowed("x".into()), "NotAllowed"),
+            (
+                ReconcileError::SecretRejected {
+                    name: "db-x".into(),
+                    message: "m".into(),
+                },
+                "SecretRejected",
+            ),
+        ] {
+            assert_eq!(
+                (e.reason(), e.permanent(), e.quiet(), e.next()),
+                (reason, true, false, Next::AwaitChange)
+            );
+        }
     }
 
     #[test]

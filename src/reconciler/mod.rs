@@ -88,15 +88,14 @@ pub enum Done {
     Skipped(&'static str),
     /// The status write showed a newer spec than the one reconciled.
     Again,
-    /// Leadership uncertain (renew deadline passed, no verdict yet): again later.
-    Lapsed,
+    /// Not leading: what [`Leadership::standby`](crate::runtime::leader::Leadership::standby) said.
+    Standby(Next),
 }
 
 /// How soon retention looks again while a tracking workload rolls.
 pub const ROLLING_RETRY: Duration = Duration::from_secs(3);
 
-/// How soon work skipped while leadership was uncertain is looked at again.
-pub const LAPSED_RETRY: Duration = Duration::from_secs(2);
+pub use crate::runtime::leader::LAPSED_RETRY;
 
 /// Reconciles the RandomSecret `key`; never fails (problems are reported
 /// through the status, an Event and the metrics, then retried or awaited).
@@ -115,13 +114,9 @@ pub async fn reconcile(key: Key, ctx: Arc<Context>) -> Next {
 pub type Failed = (Box<Subject>, ReconcileError);
 
 async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
-    if !ctx.leader.leading() {
+    if let Some(next) = ctx.leader.standby() {
         // A standby: caches stay warm; everything is reconciled on taking over.
-        return Ok(if ctx.leader.lapsed() {
-            Done::Lapsed
-        } else {
-            Done::Skipped("standby")
-        });
+        return Ok(Done::Standby(next));
     }
     let Some(entry) = ctx.caches.randomsecrets.get(key) else {
         return Ok(Done::Skipped("gone"));

@@ -2,12 +2,12 @@
 //! the metric and the log line, and decides what happens next.
 
 use super::status::{self, Outcome, Versions};
-use super::{Context, Done, Failed, LAPSED_RETRY, MANAGER, ReconcileError, Subject};
+use super::{Context, Done, Failed, MANAGER, ReconcileError, Subject};
 use crate::api::RandomSecretStatus;
 use crate::cache::Key;
 use crate::cache::previous::{self, Previous};
 use crate::cache::slim::RandomSecretObject;
-use crate::runtime::events::EventType;
+use crate::runtime::outcome::{Failure, Outcome as _, Reporter};
 use crate::runtime::runner::Next;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
@@ -31,22 +31,24 @@ pub async fn finish(
         }
         Ok(Done::Again) => return (Next::RequeueAfter(Duration::ZERO), "ok"),
         Ok(Done::Skipped(label)) => return (Next::AwaitChange, label),
-        Ok(Done::Lapsed) => return (Next::RequeueAfter(LAPSED_RETRY), "standby"),
+        Ok(Done::Standby(next)) => return (next, "standby"),
         Err(e) => e,
     };
     if matches!(err, ReconcileError::NotLeading) {
         return (not_leading(ctx), "standby");
     }
-    if matches!(err, ReconcileError::Stale(_)) {
-        // Not a problem to report: look again, with backoff, since a conflict
-        // that keeps coming back (another writer, a webhook) must not spin.
-        return (Next::Retry, "conflict");
+    if err.quiet() {
+        // A lost race is not a problem to report: look again, with backoff,
+        // since a conflict that keeps coming back (another writer, a
+        // webhook) must not spin.
+        return (err.next(), "conflict");
     }
     if err.namespace_terminating() {
         // The namespace is going away, and this RandomSecret with it: nothing to retry.
         return (Next::AwaitChange, "deleting");
     }
-    ctx.metrics.error(err.reason());
+    let reporter = Reporter::new(&ctx.events, Some(&ctx.metrics.errors), "reconcile");
+    reporter.count(&err);
     let message = err.to_string();
     if !err.permanent() {
         warn!(randomsecret = %key, reason = err.reason(), "reconcile failed; retrying: {message}");
@@ -58,14 +60,12 @@ pub async fn finish(
         if let Ok(true) = write_status(&rs, &outcome, None, ctx).await {
             return (Next::RequeueAfter(Duration::ZERO), "error");
         }
-        return (Next::Retry, "error");
+        return (err.next(), "error");
     }
     // A permanent problem: Stalled, a Warning Event when the reason is new
     // (not on every recheck), and no retry storm.
-    let reason = err.reason();
-    let new_reason = rs.status.ready_reason.as_deref() != Some(reason);
     let outcome = Outcome::Stalled {
-        reason: reason.into(),
+        reason: err.reason().into(),
         message: message.clone(),
     };
     let newer_spec = match write_status(&rs, &outcome, None, ctx).await {
@@ -76,35 +76,31 @@ pub async fn finish(
             return (Next::Retry, "error");
         }
     };
-    if new_reason {
-        warn!(randomsecret = %key, reason, "stalled: {message}");
-        ctx.events.publish(
-            rs.object_reference(),
-            EventType::Warning,
-            reason,
-            err.action(),
+    reporter.tell(
+        Failure {
+            outcome: &err,
+            subject: key,
+            connection: None,
+            regarding: rs.object_reference(),
+            action: err.action(),
+            what: "stalled",
             message,
-        );
-    }
+        },
+        rs.status.ready_reason.as_deref(),
+    );
     // The write showed a newer spec (the user's fix, say): its watch event is
     // older than what the cache now holds, so nothing else would trigger it.
     let next = if newer_spec {
         Next::RequeueAfter(Duration::ZERO)
     } else {
-        err.recheck().map_or(Next::AwaitChange, Next::RequeueAfter)
+        err.next()
     };
     (next, "stalled")
 }
 
-/// After a write refused for lack of leadership: a new leader reconciles
-/// everything when it takes over; if this replica may still be the leader
-/// (the deadline passed, no verdict yet), it looks again itself.
+/// After a write refused for lack of leadership: as a standby does.
 fn not_leading(ctx: &Context) -> Next {
-    if ctx.leader.lapsed() {
-        Next::RequeueAfter(LAPSED_RETRY)
-    } else {
-        Next::AwaitChange
-    }
+    ctx.leader.standby().unwrap_or(Next::AwaitChange)
 }
 
 /// Writes the status for `outcome` by server-side apply when it would change

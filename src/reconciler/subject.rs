@@ -77,6 +77,7 @@ impl Subject {
 mod tests {
     use super::*;
     use crate::cache::randomsecrets::RandomSecrets;
+    use crate::runtime::outcome::Outcome as _;
     use kube::runtime::watcher::Event;
 
     /// A spec this version cannot read is reported by where it fails, never by

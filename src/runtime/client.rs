@@ -1,6 +1,7 @@
 //! The Kubernetes client, and the check that the CRD is installed.
 
 use crate::cli::ControllerArgs;
+use crate::runtime::status::Answer as _;
 use anyhow::{Context as _, bail};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -70,7 +71,7 @@ pub async fn check_crd(client: &Client) -> anyhow::Result<()> {
     match client.list_api_group_resources("randomsecret.io/v1").await {
         Ok(list) if list.resources.iter().any(|r| r.name == "randomsecrets") => Ok(()),
         Ok(_) => bail!("the RandomSecret CRD (randomsecrets.randomsecret.io) is not served: {how}"),
-        Err(kube::Error::Api(s)) if s.code == 404 => {
+        Err(kube::Error::Api(s)) if s.not_found() => {
             bail!("the RandomSecret CRD (randomsecrets.randomsecret.io) is not installed: {how}")
         }
         Err(e) => Err(e).context("checking that the RandomSecret CRD is installed"),

@@ -11,6 +11,8 @@
 //! the last renewal began, even while a renewal request hangs.
 
 use crate::cli::ControllerArgs;
+use crate::runtime::runner::Next;
+use crate::runtime::status::Answer as _;
 use anyhow::bail;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -20,6 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tracing::{info, warn};
+
+/// How soon work skipped while leadership was uncertain is looked at again.
+pub const LAPSED_RETRY: Duration = Duration::from_secs(2);
 
 #[derive(Clone, Debug)]
 pub struct LeaseConfig {
@@ -111,6 +116,21 @@ impl Leadership {
     /// reconcile what was skipped), so skipped work is looked at again.
     pub fn lapsed(&self) -> bool {
         *self.flag.borrow() && !self.leading()
+    }
+
+    /// What a replica that may not write does with a piece of work: None
+    /// while it leads; otherwise nothing (a new leader looks at everything
+    /// when it takes over), unless its lease only lapsed (a renewal may yet
+    /// succeed, with no take-over to bring the work back): then it looks
+    /// again after [`LAPSED_RETRY`].
+    pub fn standby(&self) -> Option<Next> {
+        if self.leading() {
+            None
+        } else if self.lapsed() {
+            Some(Next::RequeueAfter(LAPSED_RETRY))
+        } else {
+            Some(Next::AwaitChange)
+        }
     }
 
     /// The elector's flag, for the metric and take-over.
@@ -229,7 +249,7 @@ impl Elector {
                 };
                 match self.api.create(&PostParams::default(), &fresh).await {
                     Ok(l) => l,
-                    Err(kube::Error::Api(s)) if s.code == 409 => return Ok(leading),
+                    Err(kube::Error::Api(s)) if s.already_exists() => return Ok(leading),
                     Err(e) => return Err(e),
                 }
             }
@@ -271,7 +291,7 @@ impl Elector {
                             Some(began + self.config.renew_deadline);
                         Ok(true)
                     }
-                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+                    Err(kube::Error::Api(s)) if s.conflict() => Ok(false),
                     Err(e) => Err(e),
                 }
             }
@@ -366,11 +386,15 @@ mod tests {
         };
         assert!(l.leading());
         // The deadline passes while the flag still says leading.
+        assert_eq!(l.standby(), None);
         *until.lock().unwrap() = Some(Instant::now() - Duration::from_millis(1));
         assert!(!l.leading() && l.lapsed());
+        // Lapsed: no take-over would bring skipped work back, so it comes back itself.
+        assert_eq!(l.standby(), Some(Next::RequeueAfter(LAPSED_RETRY)));
         *until.lock().unwrap() = Some(Instant::now() + Duration::from_secs(60));
         tx.send_replace(false);
         assert!(!l.leading() && !l.lapsed());
+        assert_eq!(l.standby(), Some(Next::AwaitChange));
         assert!(Leadership::always().leading());
         assert!(!Leadership::following(watch::channel(false).1).leading());
     }

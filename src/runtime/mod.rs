@@ -19,9 +19,11 @@ pub mod events;
 pub mod leader;
 pub mod logging;
 pub mod metrics;
+pub mod outcome;
 pub mod proofkey;
 pub mod runner;
 pub mod shutdown;
+pub mod status;
 
 use crate::cache::Caches;
 use crate::proof::ProofKey;

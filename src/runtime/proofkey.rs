@@ -6,6 +6,7 @@
 
 use crate::cli::ControllerArgs;
 use crate::proof::{KEY_LEN, ProofKey};
+use crate::runtime::status::Answer as _;
 use anyhow::{Context as _, bail};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -51,7 +52,7 @@ pub async fn load(client: &Client, namespace: &str, name: &str) -> anyhow::Resul
                     s
                 }
                 // Another replica made it first.
-                Err(kube::Error::Api(s)) if s.code == 409 => api
+                Err(kube::Error::Api(s)) if s.already_exists() => api
                     .get(name)
                     .await
                     .with_context(|| format!("reading {what}"))?,

@@ -310,7 +310,7 @@ impl Manager {
         };
         match written {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 409 => {
+            Err(kube::Error::Api(s)) if crate::runtime::status::Answer::conflict_or_exists(&*s) => {
                 debug!(secret = %what, "another replica changed the webhook certificates first");
                 Err(Duration::from_secs(1))
             }

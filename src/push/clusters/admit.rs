@@ -172,6 +172,7 @@ pub fn refuses(policy: &Policy, connection: &str, version: &Secret) -> Option<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::outcome::Outcome as _;
 
     fn grant(allowed: Option<&[&str]>) -> Grant {
         Grant {

@@ -185,6 +185,7 @@ mod tests {
     //! The cap against a loopback server (plain HTTP: the kube client
     //! itself, with this layer, is what is under test).
     use super::*;
+    use crate::runtime::outcome::Outcome as _;
     use k8s_openapi::api::core::v1::Secret;
     use kube::Api;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -20,6 +20,7 @@ use crate::cache::interruptions::Interruptions;
 use crate::cache::slim::{ControllerRevisionRefs, PodRefs, ReplicaSetRefs};
 use crate::references::{self, Held};
 use crate::runtime::runner::{Runner, Triggers};
+use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Api;
@@ -319,7 +320,7 @@ impl Link {
         match self.bounded_raw(what, api.delete(&name, &params)).await? {
             Ok(_) => Ok(true),
             // Gone meanwhile, or another incarnation (not the one proven).
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(false),
+            Err(kube::Error::Api(s)) if s.not_found() || s.conflict() => Ok(false),
             Err(e) => Err(ClusterError::downstream(&self.name, what, e)),
         }
     }
@@ -327,7 +328,7 @@ impl Link {
 
 /// A copy or anchor in a downstream namespace, as watched (metadata only).
 #[derive(Clone, Debug)]
-pub struct Copy {
+pub struct WatchedCopy {
     pub uid: String,
     pub resource_version: String,
     /// The RandomSecret upstream it belongs to (labels).
@@ -341,14 +342,14 @@ pub struct Copy {
     pub proven_anchor: bool,
 }
 
-impl Copy {
+impl WatchedCopy {
     /// Whether `other` is an older state of the same object.
-    fn newer_than(&self, other: &Copy) -> bool {
-        let rv = |c: &Copy| c.resource_version.parse::<u64>().ok();
+    fn newer_than(&self, other: &WatchedCopy) -> bool {
+        let rv = |c: &WatchedCopy| c.resource_version.parse::<u64>().ok();
         self.uid == other.uid && matches!((rv(self), rv(other)), (Some(a), Some(b)) if a > b)
     }
 
-    fn of(meta: &ObjectMeta, key: &crate::proof::ProofKey) -> Option<(String, Copy)> {
+    fn of(meta: &ObjectMeta, key: &crate::proof::ProofKey) -> Option<(String, WatchedCopy)> {
         let labels = meta.labels.as_ref()?;
         let origin = Key::new(labels.get(LABEL_COPY_OF)?, labels.get(LABEL_NAME)?);
         let anchor = labels.get(LABEL_ANCHOR).is_some_and(|v| v == "true");
@@ -369,7 +370,7 @@ impl Copy {
             .or_else(|| meta.creation_timestamp.clone());
         Some((
             meta.name.clone()?,
-            Copy {
+            WatchedCopy {
                 uid: meta.uid.clone()?,
                 resource_version: meta.resource_version.clone().unwrap_or_default(),
                 origin,
@@ -387,7 +388,7 @@ impl Copy {
 #[derive(Default)]
 pub struct Downstream {
     holders: RwLock<MultiIndex<Holder, Key>>,
-    copies: RwLock<HashMap<String, (u32, Copy)>>,
+    copies: RwLock<HashMap<String, (u32, WatchedCopy)>>,
     copies_epoch: Mutex<u32>,
     copies_listed: AtomicBool,
     /// Failing or relisting watches here: nothing is released meanwhile.
@@ -444,7 +445,7 @@ impl Downstream {
                 .listed(&HOLDER_STREAMS)
     }
 
-    pub fn copy(&self, name: &str) -> Option<Copy> {
+    pub fn copy(&self, name: &str) -> Option<WatchedCopy> {
         self.copies
             .read()
             .expect("copies lock")
@@ -453,7 +454,7 @@ impl Downstream {
     }
 
     /// The version copies of `origin` here (not its anchor).
-    pub fn copies_of(&self, origin: &Key) -> Vec<(String, Copy)> {
+    pub fn copies_of(&self, origin: &Key) -> Vec<(String, WatchedCopy)> {
         self.copies
             .read()
             .expect("copies lock")
@@ -466,7 +467,7 @@ impl Downstream {
     /// What a write's response says, before the watch does (never older
     /// than what is known).
     pub fn write_through(&self, meta: &ObjectMeta, key: &crate::proof::ProofKey) {
-        if let Some((name, c)) = Copy::of(meta, key) {
+        if let Some((name, c)) = WatchedCopy::of(meta, key) {
             let epoch = *self.copies_epoch.lock().expect("epoch lock");
             let mut copies = self.copies.write().expect("copies lock");
             if !copies.get(&name).is_some_and(|(_, k)| k.newer_than(&c)) {
@@ -501,7 +502,7 @@ impl Downstream {
                 *epoch += 1;
                 Vec::new()
             }
-            Event::InitApply(o) | Event::Apply(o) => match Copy::of(&o.metadata, key) {
+            Event::InitApply(o) | Event::Apply(o) => match WatchedCopy::of(&o.metadata, key) {
                 Some((name, c)) => {
                     let origin = c.origin.clone();
                     match copies.get_mut(&name) {

@@ -34,8 +34,10 @@ use crate::api::push::{ClusterPushStatus, DeletionPolicy};
 use crate::cache::{Caches, Key};
 use crate::runtime::events::{EventType, Events};
 use crate::runtime::leader::Leadership;
+use crate::runtime::outcome::Outcome;
 use crate::runtime::runner::{Next, Triggers};
 use crate::runtime::shutdown::Signal;
+use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -123,8 +125,8 @@ pub enum ClusterError {
     LostLease,
 }
 
-impl ClusterError {
-    pub fn reason(&self) -> &'static str {
+impl Outcome for ClusterError {
+    fn reason(&self) -> &'static str {
         match self {
             ClusterError::ConnectionNotFound(_) => "ConnectionNotFound",
             ClusterError::NamespaceNotAllowed(_) => "NamespaceNotAllowed",
@@ -147,9 +149,9 @@ impl ClusterError {
         }
     }
 
-    /// What to do next: a conflict or mismatch needs a person (the watch
-    /// brings the change); waiting looks again soon; the rest back off.
-    pub fn next(&self) -> Next {
+    /// A conflict or mismatch needs a person (the watch brings the change);
+    /// waiting looks again soon; the rest back off.
+    fn next(&self) -> Next {
         match self {
             // The dispatcher's resync ([`RESYNC`]) looks again.
             ClusterError::SecretNameConflict(_)
@@ -162,11 +164,10 @@ impl ClusterError {
         }
     }
 
-    /// A state no retry can fix by itself: someone must change the
-    /// connection, its kubeconfig, the RBAC downstream or the spec. A
-    /// deletion that waits on one gives up after `push::CLEANUP_DEADLINE`
-    /// (the copies are kept, and said so).
-    pub fn needs_a_person(&self) -> bool {
+    /// Someone must change the connection, its kubeconfig, the RBAC
+    /// downstream or the spec. A deletion that waits on one gives up after
+    /// `push::CLEANUP_DEADLINE` (the copies are kept, and said so).
+    fn permanent(&self) -> bool {
         matches!(
             self,
             ClusterError::NamespaceNotAllowed(_)
@@ -178,6 +179,16 @@ impl ClusterError {
         )
     }
 
+    /// Waiting for the version or a first list, or a lost race: no news.
+    fn quiet(&self) -> bool {
+        matches!(
+            self,
+            ClusterError::Waiting(_) | ClusterError::Connecting(_) | ClusterError::Conflict(_)
+        )
+    }
+}
+
+impl ClusterError {
     /// A downstream call's error, for cluster `cluster`, doing `what`.
     pub fn downstream(cluster: &str, what: &str, e: kube::Error) -> Self {
         Self::of(cluster, what, &e)
@@ -195,18 +206,16 @@ impl ClusterError {
             ));
         }
         match e {
-            kube::Error::Api(s) if s.code == 401 || s.code == 403 => {
-                ClusterError::Forbidden(format!(
-                    "{at}: refused ({}); the connection's credentials need create, get, list, watch, patch and delete on secrets, and list and watch on replicasets, controllerrevisions and pods, in the target namespace",
-                    s.code
-                ))
-            }
-            kube::Error::Api(s) if s.code == 404 && s.message.contains("namespaces") => {
+            kube::Error::Api(s) if s.refused() => ClusterError::Forbidden(format!(
+                "{at}: refused ({}); the connection's credentials need create, get, list, watch, patch and delete on secrets, and list and watch on replicasets, controllerrevisions and pods, in the target namespace",
+                s.code
+            )),
+            kube::Error::Api(s) if s.not_found() && s.about_kind("namespaces") => {
                 ClusterError::NamespaceNotFound(format!(
                     "{at}: the namespace does not exist there; create the namespace downstream or change spec.push.clusters[].namespace"
                 ))
             }
-            kube::Error::Api(s) if s.code == 409 => {
+            kube::Error::Api(s) if s.conflict_or_exists() => {
                 ClusterError::Conflict(format!("{at}: a conflict (409)"))
             }
             kube::Error::Api(s) => {
@@ -411,8 +420,14 @@ impl Context {
         }
     }
 
+    /// The cluster push's failure reporter (failures are counted by
+    /// [`Self::record`], with every result).
+    pub fn reporter(&self) -> crate::runtime::outcome::Reporter<'_> {
+        crate::runtime::outcome::Reporter::new(&self.events, None, "cluster push")
+    }
+
     fn standby(&self) -> Option<Next> {
-        crate::push::standby_of(&self.leader)
+        self.leader.standby()
     }
 
     /// Checked before every write: a replica whose lease is uncertain writes nothing.
@@ -808,7 +823,7 @@ pub async fn dispatch(key: Key, ctx: Arc<Context>) -> Next {
     result.unwrap_or_else(|e| {
         match &e {
             // Another writer moved the resourceVersion on: read again.
-            kube::Error::Api(s) if s.code == 409 => {
+            kube::Error::Api(s) if s.conflict() => {
                 tracing::debug!(randomsecret = %key, "cluster push: the finalizer patch lost a race; again")
             }
             e => {
@@ -854,7 +869,7 @@ pub(crate) fn copies_kept(
 
 /// Whether a deletion waiting on `e` has waited long enough to give up.
 pub(crate) fn gives_up(rs: &RandomSecret, e: &ClusterError) -> bool {
-    e.needs_a_person() && crate::push::waited(rs) >= crate::push::CLEANUP_DEADLINE
+    e.permanent() && crate::push::waited(rs) >= crate::push::CLEANUP_DEADLINE
 }
 
 /// Whether the deletion of `rs` removes the copies in target `t`: with
@@ -967,14 +982,8 @@ mod tests {
                 .contains("list and watch on replicasets")
         );
         assert_eq!(forbidden.next(), Next::Retry);
-        let missing = ClusterError::downstream(
-            "east",
-            "creating Secret db-x",
-            kube::Error::Api(Box::new(
-                kube::core::Status::failure("namespaces \"apps\" not found", "NotFound")
-                    .with_code(404),
-            )),
-        );
+        let missing =
+            ClusterError::downstream("east", "creating Secret db-x", recorded(NO_NAMESPACE));
         assert_eq!(missing.reason(), "NamespaceNotFound");
         assert_eq!(
             ClusterError::ValueMismatch(String::new()).next(),
@@ -984,5 +993,153 @@ mod tests {
             ClusterError::Waiting(String::new()).next(),
             Next::RequeueAfter(AWAIT)
         );
+    }
+
+    /// As kube-apiserver answers a create in a namespace that does not exist.
+    const NO_NAMESPACE: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"namespaces \"apps\" not found","reason":"NotFound","details":{"name":"apps","kind":"namespaces"},"code":404}"#;
+    /// As it answers a read of a missing Secret whose name says "namespaces".
+    const NO_SECRET: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"secrets \"namespaces-db\" not found","reason":"NotFound","details":{"name":"namespaces-db","kind":"secrets"},"code":404}"#;
+
+    fn recorded(json: &str) -> kube::Error {
+        kube::Error::Api(Box::new(serde_json::from_str(json).unwrap()))
+    }
+
+    /// The attack: a missing Secret (or any object) whose name or message
+    /// says "namespaces" was taken for a missing namespace (matched by the
+    /// message's text), a state that needs a person and lets a deletion give
+    /// up. The Status's details say what is missing.
+    #[test]
+    fn a_missing_namespace_is_read_from_the_details_not_the_message() {
+        let e =
+            ClusterError::downstream("east", "reading Secret namespaces-db", recorded(NO_SECRET));
+        assert_eq!(e.reason(), "Retrying", "{e}");
+        assert!(!e.permanent());
+        // Nor does a foreign text decide: a 404 without details is not a namespace.
+        let bare = kube::Error::Api(Box::new(
+            kube::core::Status::failure("namespaces \"apps\" not found", "NotFound").with_code(404),
+        ));
+        assert_eq!(
+            ClusterError::downstream("east", "creating", bare).reason(),
+            "Retrying"
+        );
+        let e = ClusterError::downstream("east", "creating Secret db-x", recorded(NO_NAMESPACE));
+        assert_eq!((e.reason(), e.permanent()), ("NamespaceNotFound", true));
+    }
+
+    #[test]
+    fn each_cluster_error_knows_its_reason_next_and_whether_it_is_news() {
+        use ClusterError as E;
+        let s = String::new;
+        let table: Vec<(ClusterError, &str, Next, bool, bool)> = vec![
+            (
+                E::ConnectionNotFound(s()),
+                "ConnectionNotFound",
+                Next::Retry,
+                false,
+                false,
+            ),
+            (
+                E::NamespaceNotAllowed(s()),
+                "NamespaceNotAllowed",
+                Next::Retry,
+                true,
+                false,
+            ),
+            (
+                E::AllowedNamespacesUnset(s()),
+                "AllowedNamespacesUnset",
+                Next::Retry,
+                true,
+                false,
+            ),
+            (
+                E::NotAllowed(s()),
+                "NotAllowed",
+                Next::AwaitChange,
+                false,
+                false,
+            ),
+            (
+                E::NotMadeForTarget(s()),
+                "AwaitingNextVersion",
+                Next::AwaitChange,
+                false,
+                false,
+            ),
+            (
+                E::UnprovenVersion(s()),
+                "VersionNotProven",
+                Next::Retry,
+                false,
+                false,
+            ),
+            (
+                E::ReplyTooLarge(s()),
+                "ReplyTooLarge",
+                Next::Retry,
+                false,
+                false,
+            ),
+            (
+                E::InvalidConnection(s()),
+                "InvalidConnection",
+                Next::Retry,
+                true,
+                false,
+            ),
+            (
+                E::Unreachable(s()),
+                "Unreachable",
+                Next::Retry,
+                false,
+                false,
+            ),
+            (E::Forbidden(s()), "Forbidden", Next::Retry, true, false),
+            (
+                E::NamespaceNotFound(s()),
+                "NamespaceNotFound",
+                Next::Retry,
+                true,
+                false,
+            ),
+            (
+                E::SecretNameConflict(s()),
+                "SecretNameConflict",
+                Next::AwaitChange,
+                true,
+                false,
+            ),
+            (
+                E::ValueMismatch(s()),
+                "ValueMismatch",
+                Next::AwaitChange,
+                false,
+                false,
+            ),
+            (
+                E::Connecting(s()),
+                "Connecting",
+                Next::RequeueAfter(FIRST_LIST),
+                false,
+                true,
+            ),
+            (
+                E::Waiting(s()),
+                "Waiting",
+                Next::RequeueAfter(AWAIT),
+                false,
+                true,
+            ),
+            (E::Retry(s()), "Retrying", Next::Retry, false, false),
+            (E::Conflict(s()), "Conflict", Next::Retry, false, true),
+            (E::LostLease, "LostLease", Next::Retry, false, false),
+        ];
+        for (e, reason, next, permanent, quiet) in table {
+            assert_eq!(
+                (e.reason(), e.next(), e.permanent(), e.quiet()),
+                (reason, next, permanent, quiet),
+                "{e:?}"
+            );
+        }
     }
 }

@@ -7,6 +7,7 @@ use super::{CLUSTERS_SYNCED, ClusterError, Context, MANAGER};
 use crate::api::RandomSecret;
 use crate::api::push::{ClusterPush, ClusterPushStatus};
 use crate::cache::Key;
+use crate::runtime::outcome::Outcome as _;
 use crate::runtime::runner::Next;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::Api;

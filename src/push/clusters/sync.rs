@@ -27,7 +27,9 @@ use crate::cache::Key;
 use crate::push::targets;
 use crate::reconciler::retention::{self, Change, Observed};
 use crate::runtime::events::EventType;
+use crate::runtime::outcome::{Failure, Outcome};
 use crate::runtime::runner::Next;
+use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
@@ -111,17 +113,18 @@ pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
             Next::Retry
         }
         Err(e) => {
-            let quiet = matches!(e, ClusterError::Waiting(_) | ClusterError::Connecting(_));
-            if previous.as_deref() != Some(e.reason()) && !quiet {
-                warn!(randomsecret = %key, connection = %link.name, reason = e.reason(), "cluster push failed: {e}");
-                ctx.events.publish(
-                    crate::push::reference(&rs),
-                    EventType::Warning,
-                    e.reason(),
-                    "PushCluster",
-                    e.to_string(),
-                );
-            }
+            ctx.reporter().tell(
+                Failure {
+                    outcome: &e,
+                    subject: &key,
+                    connection: Some(&link.name),
+                    regarding: crate::push::reference(&rs),
+                    action: "PushCluster",
+                    what: "failed",
+                    message: e.to_string(),
+                },
+                previous.as_deref(),
+            );
             ctx.record(&key, report::failed(&link.name, &target, &key, &e));
             e.next()
         }
@@ -146,7 +149,7 @@ async fn step(
         .secret_name
         .clone()
         .unwrap_or_else(|| key.name.to_string());
-    let here = Here {
+    let here = SyncScope {
         key,
         rs,
         namespace: &namespace,
@@ -268,7 +271,7 @@ async fn release(
     };
     if let Some(current) = rs.status.as_ref().and_then(|s| s.secret_name.clone()) {
         let owner = copy::anchor_owner(&name, &anchor.uid);
-        let here = Here {
+        let here = SyncScope {
             key,
             rs,
             namespace: &namespace,
@@ -284,7 +287,7 @@ async fn release(
 }
 
 /// One RandomSecret in one namespace of one cluster: what each step reads.
-struct Here<'a> {
+struct SyncScope<'a> {
     key: &'a Key,
     rs: &'a RandomSecret,
     namespace: &'a str,
@@ -293,10 +296,10 @@ struct Here<'a> {
     ctx: &'a Context,
 }
 
-impl Here<'_> {
+impl SyncScope<'_> {
     /// The anchor as the copies' owner: found and proven, or created.
     async fn ensure_anchor(&self, base: &str) -> Result<OwnerReference, ClusterError> {
-        let Here {
+        let SyncScope {
             key,
             namespace,
             down,
@@ -331,7 +334,7 @@ impl Here<'_> {
             .await?
         {
             Ok(s) => s,
-            Err(kube::Error::Api(s)) if s.code == 409 => {
+            Err(kube::Error::Api(s)) if s.already_exists() => {
                 // Made meanwhile (by us, or by someone else): read and prove it.
                 let found = link
                     .bounded("reading the anchor", api.get_metadata(&name))
@@ -363,7 +366,7 @@ impl Here<'_> {
         current: &str,
         target: &ClusterPush,
     ) -> Result<Option<Secret>, ClusterError> {
-        let Here {
+        let SyncScope {
             key,
             rs,
             namespace,
@@ -449,7 +452,7 @@ impl Here<'_> {
         upstream: &Secret,
         up_uid: &str,
     ) -> Result<(), ClusterError> {
-        let Here {
+        let SyncScope {
             namespace,
             down,
             link,
@@ -495,7 +498,7 @@ impl Here<'_> {
         upstream: Secret,
         anchor: &OwnerReference,
     ) -> Result<(), ClusterError> {
-        let Here {
+        let SyncScope {
             key,
             rs,
             namespace,
@@ -541,7 +544,7 @@ impl Here<'_> {
                 );
                 Ok(())
             }
-            Err(kube::Error::Api(s)) if s.code == 409 => {
+            Err(kube::Error::Api(s)) if s.already_exists() => {
                 // There already (not labelled as ours): its metadata first, so
                 // a look-alike proven foreign is not read whole again.
                 let meta = link
@@ -572,7 +575,7 @@ impl Here<'_> {
         current: &str,
         anchor: &OwnerReference,
     ) -> Result<Vec<String>, ClusterError> {
-        let Here {
+        let SyncScope {
             key,
             rs,
             namespace,
@@ -659,7 +662,7 @@ impl Here<'_> {
                     {
                         // Gone meanwhile, or another incarnation: the watch says which.
                         Ok(_) => down.forget(&p.name),
-                        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                        Err(kube::Error::Api(s)) if s.not_found() || s.conflict() => {}
                         Err(e) => return Err(ClusterError::downstream(&link.name, &what, e)),
                     }
                     info!(randomsecret = %key, connection = %link.name, secret = %p.name, namespace, "cluster push: released a copy nothing there references");

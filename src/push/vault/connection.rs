@@ -7,6 +7,8 @@ use super::client::{Client, VaultError};
 use crate::api::connections::{ClusterVaultConnection, KeyRef, VaultConnection, VaultServer};
 use crate::api::push::{ConnectionKind, ConnectionRef};
 use crate::push::PushError;
+use crate::runtime::outcome::Outcome as _;
+use crate::runtime::status::Answer as _;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use kube::Api;
@@ -104,7 +106,7 @@ pub async fn resolve(
 ) -> Result<Connection, PushError> {
     let kind = r.kind.unwrap_or_default();
     let not_found = |e: kube::Error| match e {
-        kube::Error::Api(s) if s.code == 404 => PushError::ConnectionNotFound(format!(
+        kube::Error::Api(s) if s.not_found() => PushError::ConnectionNotFound(format!(
             "{kind:?} {} does not exist{}",
             r.name,
             if kind == ConnectionKind::VaultConnection {
@@ -200,10 +202,10 @@ async fn read_key(
         r.name
     );
     let missing = |e: kube::Error| match e {
-        kube::Error::Api(s) if s.code == 404 => {
+        kube::Error::Api(s) if s.not_found() => {
             PushError::ReferenceGone(format!("{}: {what} does not exist", conn.id()))
         }
-        kube::Error::Api(s) if s.code == 403 => PushError::InvalidConnection(format!(
+        kube::Error::Api(s) if s.forbidden() => PushError::InvalidConnection(format!(
             "{}: {what} cannot be read ({})",
             conn.id(),
             s.reason
@@ -500,7 +502,7 @@ async fn service_account_token(
         .create_token_request(&identity.name, &PostParams::default(), &request)
         .await
         .map_err(|e| match e {
-            kube::Error::Api(s) if s.code == 403 || s.code == 404 => {
+            kube::Error::Api(s) if s.forbidden() || s.not_found() => {
                 PushError::Vault(VaultError::AuthFailed {
                     call: "requesting a ServiceAccount token",
                     status: s.code,

@@ -411,6 +411,7 @@ async fn version_values(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::outcome::Outcome as _;
 
     #[test]
     fn foreign_text_is_cut_short() {
