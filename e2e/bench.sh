@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench.sh [bench args...]: `make bench`. Builds the release controller and the
-# benchmark (bench/, package randomsecret-bench), the control plane and the peer (e2e/build-peer.sh), starts a fresh
-# control plane of its own (ports apart from the test one's, state under
-# target/bench/cluster), runs target/release/bench and stops the control plane.
+# benchmark (the crate bench/), the control plane and the peer
+# (e2e/build-peer.sh), starts a fresh control plane of its own (ports apart
+# from the test one's, state under target/bench/cluster), runs
+# target/release/bench and stops the control plane.
 # Results: target/bench/results.json and table.md; logs in target/bench/
 # (BENCH_OUT=DIR puts them elsewhere). The controller measured is the static
 # release binary, the one `make dist` ships, with its hot code laid out first
