@@ -13,44 +13,23 @@ all: build
 build:
 	$(CARGO) build --release --bin randomsecret
 
-## static: a statically linked release binary (what make dist and make image ship), checked to run,
-## and kubectl-randomsecret beside it (a link: the kubectl plugin)
+## static: a statically linked release binary (what make dist and make image ship), checked to run
+## and to have its hot code first, and kubectl-randomsecret beside it (a link: the kubectl plugin)
 static:
-	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --bin randomsecret --target x86_64-unknown-linux-gnu --target-dir $(TARGET_DIR)/static
-	@# Outputs are read whole, then matched: `cmd | grep -q` can fail cmd with SIGPIPE.
-	@set -euo pipefail; f=$(STATIC_DIR)/randomsecret; \
-	  deps=$$(ldd $$f 2>&1 || true); \
-	  if grep -v "not a dynamic executable\|statically linked" <<<"$$deps" | grep -q .; then echo "$$deps"; echo "$$f is not static" >&2; exit 1; fi; \
-	  $$f --version; crds=$$($$f crd); grep -q "kind: CustomResourceDefinition" <<<"$$crds"; \
-	  echo "make static: $$f is static and runs"
-	@e2e/orderfile.sh check $(STATIC_DIR)/randomsecret
-	@# The kubectl plugin: the same binary as kubectl-randomsecret (kubectl randomsecret status).
-	@set -euo pipefail; d=$(STATIC_DIR); ln -sf randomsecret $$d/kubectl-randomsecret; \
-	  usage=$$($$d/kubectl-randomsecret --help); grep -q "Usage: kubectl randomsecret" <<<"$$usage"; \
-	  echo "make static: $$d/kubectl-randomsecret is the kubectl plugin"
+	@CARGO="$(CARGO)" scripts/release/static.sh $(TARGET_DIR)
 
 ## dist: the release archive target/dist/randomsecret-VERSION-x86_64-linux.tar.gz (the static
 ## binary, kubectl-randomsecret beside it, the CRDs, the chart, README) and its SHA-256, checked
 ## by unpacking it and running the plugin from it
 dist: static
-	@set -euo pipefail; bin=$(STATIC_DIR)/randomsecret; \
-	  v=$$($$bin --version | awk '{print $$2}'); name=randomsecret-$$v-x86_64-linux; \
-	  stage=target/dist/$$name; rm -rf target/dist; mkdir -p $$stage/bin; \
-	  cp $$bin $$stage/bin/randomsecret; ln -s randomsecret $$stage/bin/kubectl-randomsecret; \
-	  cp -r config/crd $$stage/crds; cp -r charts/randomsecret $$stage/chart; cp README.md SECURITY.md $$stage/; \
-	  tar -C target/dist --owner=0 --group=0 --sort=name -czf target/dist/$$name.tar.gz $$name; \
-	  (cd target/dist && sha256sum $$name.tar.gz > $$name.tar.gz.sha256); rm -rf $$stage; \
-	  check=$$(mktemp -d); tar -C $$check -xzf target/dist/$$name.tar.gz; \
-	  out=$$(PATH=$$check/$$name/bin:$$PATH kubectl randomsecret --help); rm -rf $$check; \
-	  grep -q "Usage: kubectl randomsecret" <<<"$$out"; \
-	  echo "make dist: target/dist/$$name.tar.gz (kubectl randomsecret runs from it)"
+	@scripts/release/dist.sh $(STATIC_DIR)/randomsecret
 
 ## image: the controller's image, without Docker: FROM scratch, the binary of make static,
-## user 65532, CA certificates (e2e/build-image.sh), as the OCI archive
+## user 65532, CA certificates (scripts/release/build-image.sh), as the OCI archive
 ## $(TARGET_DIR)/image/randomsecret-VERSION.oci.tar named as the chart's default image; built
 ## twice to check that it is reproducible, read back by skopeo; prints its digest
 image: static
-	@e2e/build-image.sh $(STATIC_DIR)/randomsecret $(TARGET_DIR)/image
+	@scripts/release/build-image.sh $(STATIC_DIR)/randomsecret $(TARGET_DIR)/image
 
 ## image-test: the image's files run as a pod would (root: chroot, a network namespace of its
 ## own): as 65532, resolving a Service name through a DNS server and the pod's search list
@@ -134,11 +113,12 @@ run:
 ## orderfile: regenerate link/hot-functions.txt, the functions laid out first in the release
 ## binary (build.rs), from the benchmark run small under callgrind (about 15 minutes)
 orderfile:
-	e2e/orderfile.sh
+	scripts/release/orderfile.sh
 
 ## bench: the benchmarks against a control plane of their own (about 40 minutes;
 ## BENCH_ARGS="--no-big" skips the last phase, growing to 50,000 objects);
-## BENCH_ARGS="--sizes 1000 --no-peer" for a shorter run (see target/release/bench --help)
+## BENCH_ARGS="--sizes 1000 --no-peer" for a shorter run (see target/release/bench --help;
+## the benchmark is the crate bench/)
 bench:
 	e2e/bench.sh $(BENCH_ARGS)
 

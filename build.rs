@@ -4,7 +4,7 @@
 //! over the whole binary; the kernel maps code in 64 KiB windows around each
 //! page touched, so nearly all of it ends up resident. Listing the functions
 //! a run executes first puts them in a few contiguous megabytes. The list
-//! comes from `make orderfile` (e2e/orderfile.sh); names it lists that a
+//! comes from `make orderfile` (scripts/release/orderfile.sh); names it lists that a
 //! build lacks are skipped, so a stale list costs memory, never correctness.
 //! Only for the target whose default linker (rust-lld) takes the list, and
 //! not when the build picks a linker of its own (GNU ld refuses the flag);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench.sh [bench args...]: `make bench`. Builds the release controller and the
-# benchmark, the control plane and the peer (e2e/build-peer.sh), starts a fresh
-# control plane of its own (ports apart from the test one's, state under
-# target/bench/cluster), runs target/release/bench and stops the control plane.
+# benchmark (the crate bench/), the control plane and the peer
+# (e2e/build-peer.sh), starts a fresh control plane of its own (ports apart
+# from the test one's, state under target/bench/cluster), runs
+# target/release/bench and stops the control plane.
 # Results: target/bench/results.json and table.md; logs in target/bench/
 # (BENCH_OUT=DIR puts them elsewhere). The controller measured is the static
 # release binary, the one `make dist` ships, with its hot code laid out first
@@ -19,7 +20,7 @@ mkdir -p "$out"
 BIN_DIR=$("$here/build-controlplane.sh")
 export BIN_DIR PATH="$BIN_DIR:$PATH"
 make -s static >/dev/null
-cargo build --release --bin bench -p randomsecret-e2e
+cargo build --release --bin bench -p randomsecret-bench
 peer=()
 if [[ ${BENCH_NO_PEER:-0} == 1 ]]; then peer=(--no-peer); else PEER_DIR=$("$here/build-peer.sh"); export PEER_DIR; fi
 BAO_DIR=$("$here/build-openbao.sh")

@@ -10,8 +10,8 @@
 # versions never mix (etcd and kwok keep theirs; Kubernetes gets its staging
 # modules pinned to the matching v0.N.M releases).
 set -euo pipefail
-# shellcheck source=e2e/steps.sh
-source "$(dirname "$0")/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$(dirname "$0")/../scripts/lib/steps.sh"
 on_error_name_the_step
 K8S_VERSION=${K8S_VERSION:-1.34.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}

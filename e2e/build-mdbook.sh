@@ -4,8 +4,8 @@
 # as build-tools.sh does for helm and kustomize. Prints the binary's path. A
 # cached binary is trusted only if it runs and says its version.
 set -euo pipefail
-# shellcheck source=e2e/steps.sh
-source "$(dirname "$0")/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$(dirname "$0")/../scripts/lib/steps.sh"
 on_error_name_the_step
 MDBOOK_VERSION=${MDBOOK_VERSION:-0.5.4}
 CACHE=${RANDOMSECRET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/randomsecret}

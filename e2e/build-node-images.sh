@@ -2,7 +2,7 @@
 # build-node-images.sh: the real node's own images (e2e/realnode.sh), built
 # from e2e/images/ and cached by the hash of their sources. Prints the folder
 # holding pause.oci.tar and consumer.oci.tar (OCI archives from
-# e2e/oci-image.py, imported with `ctr -n k8s.io images import`, never pulled)
+# scripts/release/oci-image.py, imported with `ctr -n k8s.io images import`, never pulled)
 # and IMAGES (one line per image: its file, reference and digest).
 #
 # - pause: the pods' sandbox container (containerd's sandbox_image).
@@ -10,8 +10,8 @@
 #   and files it read (see e2e/images/consumer/main.go).
 # Both are static Go programs, running as 65532 from scratch.
 set -euo pipefail
-# shellcheck source=e2e/steps.sh
-source "$(dirname "$0")/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$(dirname "$0")/../scripts/lib/steps.sh"
 on_error_name_the_step
 here=$(cd "$(dirname "$0")" && pwd)
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
@@ -20,7 +20,7 @@ PAUSE_REF=${PAUSE_REF:-randomsecret.test/e2e/pause:1}
 CONSUMER_REF=${CONSUMER_REF:-randomsecret.test/e2e/consumer:1}
 # Everything the images depend on, hashed: a change to any of them builds anew.
 key=$( { go version; echo "$PAUSE_REF $CONSUMER_REF"
-         cat "$here/images/go.mod" "$here/images/pause/main.go" "$here/images/consumer/main.go" "$here/oci-image.py"; } \
+         cat "$here/images/go.mod" "$here/images/pause/main.go" "$here/images/consumer/main.go" "$here/../scripts/release/oci-image.py"; } \
        | sha256sum | cut -c1-16)
 OUT=$CACHE/node-images/$key
 if [[ -s $OUT/IMAGES ]]; then echo "$OUT"; exit 0; fi
@@ -31,7 +31,7 @@ mkdir -p "$CACHE/node-images"
   go build -trimpath -ldflags "-s -w" -o "$work/consumer" ./consumer )
 export SOURCE_DATE_EPOCH=0
 image() {  # name ref binary
-  "$here/oci-image.py" --name "$2" --out "$work/out/$1.oci.tar" --file "$3:/$1:0755" \
+  "$here/../scripts/release/oci-image.py" --name "$2" --out "$work/out/$1.oci.tar" --file "$3:/$1:0755" \
     --user 65532:65532 --entrypoint "[\"/$1\"]" >"$work/$1.digest"
   printf '%s %s %s\n' "$1.oci.tar" "$2" "$(cat "$work/$1.digest")" >>"$work/out/IMAGES"
 }

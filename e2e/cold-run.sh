@@ -11,8 +11,8 @@
 # be looked at. What it cannot empty: Debian packages and the Rust toolchain
 # (rustup's), which a new machine has or .ci/run installs.
 set -euo pipefail
-# shellcheck source=e2e/steps.sh
-source "$(dirname "$0")/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$(dirname "$0")/../scripts/lib/steps.sh"
 on_error_name_the_step
 root=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 dir=${1:-$(mktemp -d "${TMPDIR:-/tmp}/randomsecret-cold.XXXXXX")}

@@ -16,8 +16,8 @@
 # Everything runs in a network namespace of its own (only lo): the DNS server
 # (e2e/tiny-dns.py) and a stand-in API server on 127.0.0.1 there.
 set -euo pipefail
-# shellcheck source=e2e/steps.sh
-source "$(dirname "$0")/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$(dirname "$0")/../scripts/lib/steps.sh"
 on_error_name_the_step
 cd "$(dirname "$0")/.."
 archive=${1:?usage: image-test.sh ARCHIVE}

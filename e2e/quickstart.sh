@@ -21,8 +21,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-# shellcheck source=e2e/steps.sh
-source "$here/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$here/../scripts/lib/steps.sh"
 on_error_name_the_step
 cd "$root"
 

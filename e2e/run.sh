@@ -11,8 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 # shellcheck source=e2e/lib.sh
 source "$here/lib.sh"
-# shellcheck source=e2e/steps.sh
-source "$here/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$here/../scripts/lib/steps.sh"
 on_error_name_the_step
 cd "$root"
 E2E_DIR=${E2E_DIR:-$root/target/e2e}

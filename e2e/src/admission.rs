@@ -5,7 +5,8 @@
 //!
 //! The clients are `curl` and `openssl s_client` processes (the e2e crate
 //! has no TLS client of its own), so the flood's memory is theirs, not the
-//! test's, and the controller's is read from `/proc/PID/status`.
+//! test's, and the controller's is read from `/proc/PID/status`
+//! ([`crate::process`]).
 
 use anyhow::{Context, Result, ensure};
 use std::io::Write;
@@ -167,26 +168,6 @@ pub fn flood(port: u16, bodies: &[PathBuf], clients: usize, rounds: usize) -> Re
     }
     flood.took = started.elapsed();
     Ok(flood)
-}
-
-/// The peak resident memory of process `pid` so far (VmHWM), in bytes.
-pub fn peak_rss(pid: u32) -> Result<u64> {
-    status_kib(pid, "VmHWM:").map(|k| k * 1024)
-}
-
-/// The resident memory of process `pid` now (VmRSS), in bytes.
-pub fn rss(pid: u32) -> Result<u64> {
-    status_kib(pid, "VmRSS:").map(|k| k * 1024)
-}
-
-fn status_kib(pid: u32, field: &str) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .with_context(|| format!("process {pid} is gone"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .with_context(|| format!("no {field} in /proc/{pid}/status"))
 }
 
 /// A client that opens a TLS connection to the webhook, sends `prefix` (part

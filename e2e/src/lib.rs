@@ -12,6 +12,7 @@
 //! - [`downstream`]: a second control plane of a test's own, for the cluster push.
 //! - [`realnode`]: the real node of `e2e/realnode.sh` (real pods), for `make realnode-test`.
 //! - [`admission`]: AdmissionReviews sent straight to a webhook (floods, slow clients).
+//! - [`process`]: a process's memory (RSS now, and its peak).
 //!
 //! Everything is re-exported at the top, so suites `use randomsecret_e2e::*`.
 
@@ -21,6 +22,7 @@ pub mod controller;
 pub mod downstream;
 pub mod invariants;
 pub mod openbao;
+pub mod process;
 pub mod randomsecrets;
 pub mod realnode;
 pub mod tools;
@@ -30,6 +32,7 @@ pub mod workloads;
 pub use cluster::*;
 pub use controller::*;
 pub use openbao::OpenBao;
+pub use process::*;
 pub use randomsecrets::*;
 pub use tools::*;
 pub use values::*;

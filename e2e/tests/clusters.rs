@@ -1007,9 +1007,9 @@ fn base64_std(bytes: &[u8]) -> String {
     out
 }
 
-/// The process's resident memory now, in MiB (e2e::admission reads /proc).
+/// The process's resident memory now, in MiB (e2e::process reads /proc).
 fn rss_mib(pid: u32) -> Result<u64> {
-    Ok(randomsecret_e2e::admission::rss(pid)? >> 20)
+    Ok(randomsecret_e2e::process::rss(pid)? >> 20)
 }
 
 /// Finding #1, downstream side, as the attack: a downstream "apiserver"

@@ -1015,9 +1015,9 @@ async fn hostile_vault(
     Ok((format!("http://{addr}"), served))
 }
 
-/// The process's resident memory now, in MiB (e2e::admission reads /proc).
+/// The process's resident memory now, in MiB (e2e::process reads /proc).
 fn rss_mib(pid: u32) -> Result<u64> {
-    Ok(randomsecret_e2e::admission::rss(pid)? >> 20)
+    Ok(randomsecret_e2e::process::rss(pid)? >> 20)
 }
 
 /// Hostile servers: one answers with a body without end (the controller

@@ -6,17 +6,17 @@
 # empty /tmp; USER 65532:65532, ENTRYPOINT ["/randomsecret"], CMD ["controller"].
 #
 # Writes OUT_DIR/randomsecret-VERSION.oci.tar (an OCI archive that docker load,
-# podman load, skopeo copy and ctr images import accept; e2e/oci-image.py),
+# podman load, skopeo copy and ctr images import accept; scripts/release/oci-image.py),
 # named REPOSITORY:VERSION, the chart's default image (values.yaml
 # image.repository, Chart.yaml appVersion: checked to match the binary's
 # version), and OUT_DIR/randomsecret-VERSION.oci.tar.digest. Checks that a
 # second build gives the same bytes, and that skopeo reads the archive with
 # that digest, user, entrypoint and command. Prints the digest.
 set -euo pipefail
-# shellcheck source=e2e/steps.sh
-source "$(dirname "$0")/steps.sh"
+# shellcheck source=scripts/lib/steps.sh
+source "$(dirname "$0")/../lib/steps.sh"
 on_error_name_the_step
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bin=${1:?usage: build-image.sh BINARY OUT_DIR}
 out_dir=${2:?usage: build-image.sh BINARY OUT_DIR}
 
@@ -82,7 +82,7 @@ ca_version=$(dpkg-query -W -f '${Version}' ca-certificates 2>/dev/null || echo u
 
 archive=$out_dir/randomsecret-$version.oci.tar
 build() {  # out
-  e2e/oci-image.py --name "$ref" --out "$1" \
+  scripts/release/oci-image.py --name "$ref" --out "$1" \
     --file "$bin:/randomsecret:0755" \
     --file "$stage/passwd:/etc/passwd:0644" \
     --file "$stage/group:/etc/group:0644" \

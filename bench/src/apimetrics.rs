@@ -5,6 +5,29 @@ use anyhow::{Context, Result};
 use kube::Client;
 use std::collections::BTreeMap;
 
+/// The requests the controller makes, as (verb, resource): everything else in
+/// the apiserver's counters is other clients (the benchmark, the
+/// controller-manager's garbage collector and Event series, ...).
+pub const OURS: &[(&str, &str)] = &[
+    ("POST", "secrets"),
+    ("GET", "secrets"),
+    ("PATCH", "secrets"),
+    ("DELETE", "secrets"),
+    ("APPLY", "randomsecrets/status"),
+    ("POST", "events"),
+];
+/// Resources the controller watches (its only LISTs are at start).
+pub const WATCHED: &[&str] = &[
+    "secrets",
+    "randomsecrets",
+    "replicasets",
+    "controllerrevisions",
+    "pods",
+    "deployments",
+    "statefulsets",
+    "daemonsets",
+];
+
 /// Requests by `(verb, resource[/subresource])`.
 pub type Counts = BTreeMap<(String, String), f64>;
 

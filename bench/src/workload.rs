@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 /// Label on everything the benchmark creates, valued by run.
 pub const RUN_LABEL: &str = "bench.randomsecret.io/run";
 
+/// The longest any phase waits for a set to converge.
+pub const LIMIT: Duration = Duration::from_secs(1800);
+
 /// One generated 32-character password and a static user name: a typical credential.
 pub fn spec(rotation: &str) -> Value {
     json!({"keys": {"password": {"length": 32}}, "static": {"username": "app"}, "rotation": rotation})
@@ -384,15 +387,6 @@ pub fn watch_rotations(
             }
         }
     });
-}
-
-/// p-th percentile (0..=100) of sorted durations, in milliseconds.
-pub fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let idx = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[idx].as_secs_f64() * 1000.0
 }
 
 /// A ReplicaSet (0 replicas: no pods) whose template reads `secret`.

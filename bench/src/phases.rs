@@ -1,300 +1,28 @@
-//! `make bench`: convergence against an apiserver floor, API requests per
-//! version, memory, CPU, connections and threads at 10,000 objects, rotation
-//! latency, startup (with the peak RSS of the initial lists), failover, a
-//! peer controller, the webhook's latency, the push to OpenBao and, last,
-//! memory as the set grows to 50,000, all against
-//! the local control plane in one run. Prints a table and writes
-//! `target/bench/results.json`.
-//!
-//! Run by `e2e/bench.sh` (which starts the control plane and builds the
-//! release binary and the peer); see docs/src/benchmarks.md.
+//! The core phases, at each size: the floor, convergence, and at the largest
+//! memory, rotation, startup and failover; and the scale phase, last. (The
+//! webhook's, the push's and the peer's phases have modules of their own.)
 
-mod apimetrics;
-mod charts;
-mod etcd;
-mod peer;
-mod procstat;
-mod push;
-mod report;
-mod webhook;
-mod workload;
-
-use anyhow::{Context, Result, bail, ensure};
-use clap::Parser;
+use crate::apimetrics;
+use crate::args::Args;
+use crate::controller::{self, reconciles, settle, wait_leader};
+use crate::etcd::fresh_storage;
+use crate::figures::{Converged, Floor, Restart, ScalePoint};
+use crate::procstat::{self, Sampler};
+use crate::report::Report;
+use crate::workload::{self, LIMIT, RUN_LABEL, ReadyWatch, place, run_concurrently};
+use anyhow::{Context, Result, ensure};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use procstat::{Handles, Sampler, Steady};
 use randomsecret::api::RandomSecret;
 use randomsecret::version::Version;
 use randomsecret_e2e::ControllerProcess;
-use report::Report;
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use workload::{RUN_LABEL, ReadyWatch, place, run_concurrently};
 
-#[derive(Parser, Debug, Clone)]
-#[command(about = "randomsecret benchmarks against the local control plane")]
-pub struct Args {
-    /// Numbers of RandomSecrets to converge (the largest also gets the memory, rotation and startup phases).
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
-    sizes: Vec<usize>,
-    /// Namespaces the objects are spread over.
-    #[arg(long, default_value_t = 4)]
-    namespaces: usize,
-    /// Writes in flight, for the benchmark's client, the floor, the controller and the peer alike.
-    #[arg(long, default_value_t = 16)]
-    concurrency: usize,
-    /// Rotations for the latency phase, sent at --rotation-rate per second.
-    #[arg(long, default_value_t = 500)]
-    rotations: usize,
-    #[arg(long, default_value_t = 20.0)]
-    rotation_rate: f64,
-    /// Unrelated Secrets (of --bulk-kib KiB each) for the memory phase.
-    #[arg(long, default_value_t = 10000)]
-    bulk: usize,
-    #[arg(long, default_value_t = 100)]
-    bulk_kib: usize,
-    /// Seconds over which steady RSS and idle CPU are sampled.
-    #[arg(long, default_value_t = 20)]
-    steady_seconds: u64,
-    /// Skip the floor (when profiling the controller).
-    #[arg(long)]
-    no_floor: bool,
-    /// Skip the peer controller.
-    #[arg(long)]
-    no_peer: bool,
-    /// Diagnostic: at the largest size, run the floor a second time with
-    /// the controller's two convergence watches open (RandomSecrets, and
-    /// our Secrets metadata-only), to tell what the watches cost the
-    /// apiserver from what the controller adds.
-    #[arg(long)]
-    floor_watches: bool,
-    /// The scale phase (last): grow the largest size's set to this many
-    /// RandomSecrets (each with its Secret; no more ReplicaSets) in 4 equal
-    /// steps, with the steady RSS after each, then restart the controller with
-    /// all of them. Default: 5 times the largest size (50,000 with the default sizes).
-    #[arg(long)]
-    big: Option<usize>,
-    /// Skip the scale phase.
-    #[arg(long, alias = "no-50k")]
-    no_big: bool,
-    /// Annotated Secrets created through the webhook in the webhook phase,
-    /// at --webhook-rate per second.
-    #[arg(long, default_value_t = 1000)]
-    webhook_creates: usize,
-    #[arg(long, default_value_t = 50.0)]
-    webhook_rate: f64,
-    /// Skip the webhook phase.
-    #[arg(long)]
-    no_webhook: bool,
-    /// Skip the flood at the end of the webhook phase: --webhook-flood-clients
-    /// clients sending AdmissionReviews of 8 MiB and 3 MiB straight to the port.
-    #[arg(long)]
-    no_webhook_flood: bool,
-    #[arg(long, default_value_t = 24)]
-    webhook_flood_clients: usize,
-    /// Run only the webhook phase (and its flood): a quick look.
-    #[arg(long)]
-    only_webhook: bool,
-    /// RandomSecrets pushed to OpenBao in the push phase, created and then
-    /// rotated at --push-rate per second (needs BAO_DIR: e2e/build-openbao.sh).
-    #[arg(long, default_value_t = 200)]
-    pushes: usize,
-    #[arg(long, default_value_t = 20.0)]
-    push_rate: f64,
-    /// Skip the push phase.
-    #[arg(long)]
-    no_push: bool,
-    /// Where results.json goes.
-    #[arg(long, default_value = "target/bench")]
-    out: std::path::PathBuf,
-    /// Where the SVG charts go (committed next to the table of docs/src/benchmarks.md).
-    #[arg(long, default_value = "docs/src/bench")]
-    charts: std::path::PathBuf,
-    /// Only draw the charts (into --charts) from an existing results.json; runs nothing.
-    #[arg(long, value_name = "RESULTS_JSON")]
-    render_charts: Option<std::path::PathBuf>,
-    /// First of the local ports for the controllers' metrics and health endpoints.
-    #[arg(long, default_value_t = 19080)]
-    port: u16,
-    /// The apiserver's port (from the kubeconfig): connections to it are counted.
-    #[arg(skip)]
-    api_port: u16,
-}
-
-/// The requests the controller makes, as (verb, resource): everything else in
-/// the apiserver's counters is other clients (the benchmark, the
-/// controller-manager's garbage collector and Event series, ...).
-pub const OURS: &[(&str, &str)] = &[
-    ("POST", "secrets"),
-    ("GET", "secrets"),
-    ("PATCH", "secrets"),
-    ("DELETE", "secrets"),
-    ("APPLY", "randomsecrets/status"),
-    ("POST", "events"),
-];
-/// Resources the controller watches (its only LISTs are at start).
-const WATCHED: &[&str] = &[
-    "secrets",
-    "randomsecrets",
-    "replicasets",
-    "controllerrevisions",
-    "pods",
-    "deployments",
-    "statefulsets",
-    "daemonsets",
-];
-const LIMIT: Duration = Duration::from_secs(1800);
-
-#[tokio::main]
-async fn main() -> Result<()> {
-    let mut args = Args::parse();
-    if let Some(file) = &args.render_charts {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        let results: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not JSON", file.display()))?;
-        for path in charts::render(&results, &args.charts)? {
-            println!("{}", path.display());
-        }
-        return Ok(());
-    }
-    // Ascending: the largest set is the one kept for the scale phase, which comes last.
-    args.sizes.sort_unstable();
-    args.sizes.dedup();
-    let config = kube::Config::infer()
-        .await
-        .context("reading the cluster from KUBECONFIG")?;
-    args.api_port = config.cluster_url.port_u16().unwrap_or(443);
-    let client = Client::try_from(config).context("connecting to the cluster in KUBECONFIG")?;
-    let largest = *args.sizes.last().context("--sizes is empty")?;
-    let big = match (args.no_big, args.big.unwrap_or(5 * largest)) {
-        (true, _) => None,
-        (false, b) if b > largest => Some(b),
-        (false, b) => bail!("--big {b} is not above the largest size {largest}"),
-    };
-    let mut report = Report::new(&args, big);
-    let peer = if args.no_peer {
-        None
-    } else {
-        peer::Peer::from_env()?
-    };
-    match &peer {
-        Some(p) => p.install_crds()?,
-        None if !args.no_peer => report.note("peer: PEER_DIR is not set; the peer was not run"),
-        None => {}
-    }
-
-    if args.only_webhook {
-        eprintln!("bench: webhook only");
-        if let Err(e) = webhook::phase(
-            &client,
-            &args,
-            args.webhook_creates,
-            args.webhook_rate,
-            &mut report,
-        )
-        .await
-        {
-            report.note(&format!("webhook phase failed: {e:#}"));
-        }
-        return report.finish(&args.out, &args.charts);
-    }
-    for &n in &args.sizes {
-        eprintln!("bench: N={n}: floor");
-        let mut floor = if args.no_floor {
-            None
-        } else {
-            Some(floor(&client, &args, n, n == largest, false).await?)
-        };
-        let rotation_floor = floor.as_mut().and_then(|f| f.rotated.take());
-        let watched = if args.floor_watches && n == largest {
-            eprintln!("bench: N={n}: floor with the controller's watches open");
-            Some(crate::floor(&client, &args, n, false, true).await?.took)
-        } else {
-            None
-        };
-        eprintln!(
-            "bench: N={n}: floor {:?}; randomsecret",
-            floor.as_ref().map(|f| f.took)
-        );
-        let mut ctl = start_controller(&args, "bench", &[])?;
-        let ours = converge(&client, &args, n, &ctl).await?;
-        report.convergence(n, floor.as_ref(), &ours);
-        if let Some(watched) = watched {
-            report.floor_watched(n, watched, ours.took);
-        }
-        if n == largest {
-            memory(&client, &args, n, &mut ctl, &mut report).await?;
-            rotation(&client, &args, n, rotation_floor, &mut report).await?;
-            let ctl2 = startup(&client, &args, n, ctl, &mut report).await?;
-            failover(&client, &args, n, ctl2, &mut report).await?;
-        } else {
-            ctl.terminate()?;
-        }
-        if let Some(p) = &peer {
-            eprintln!("bench: N={n}: peer {}", p.name());
-            let result = p.converge(&client, &args, n).await;
-            match result {
-                Ok(r) => report.peer(n, p.name(), r),
-                Err(e) => report.note(&format!("peer at N={n} failed: {e:#}")),
-            }
-        }
-        if n == largest && big.is_some() {
-            continue; // the scale phase grows this set; cluster.sh down removes it
-        }
-        workload::delete_namespaces(&client, &prefix("ours", n), args.namespaces).await?;
-    }
-    if !args.no_webhook {
-        eprintln!("bench: webhook");
-        if let Err(e) = webhook::phase(
-            &client,
-            &args,
-            args.webhook_creates,
-            args.webhook_rate,
-            &mut report,
-        )
-        .await
-        {
-            report.note(&format!("webhook phase failed: {e:#}"));
-        }
-    }
-    if !args.no_push {
-        eprintln!("bench: push");
-        let result = if std::env::var_os("BAO_DIR").is_none() {
-            Err(anyhow::anyhow!("BAO_DIR is not set (e2e/build-openbao.sh)"))
-        } else {
-            push::phase(&client, &args, args.pushes, args.push_rate, &mut report).await
-        };
-        if let Err(e) = result {
-            report.note(&format!("push phase failed: {e:#}"));
-        }
-    }
-    if let Some(target) = big {
-        scale(&client, &args, largest, target, &mut report).await?;
-    }
-    report.finish(&args.out, &args.charts)
-}
-
-/// Before each convergence run: etcd compacted and defragmented
-/// (`etcd::reset`), so that every run starts from the same storage.
-pub fn fresh_storage(what: &str) -> Result<()> {
-    let Some(port) = etcd::port() else {
-        eprintln!("bench: ETCD_PORT is not set: etcd is not compacted between runs");
-        return Ok(());
-    };
-    let (before, after) = etcd::reset(port).context("compacting etcd between runs")?;
-    eprintln!(
-        "bench: {what}: etcd compacted and defragmented ({:.1} -> {:.1} MiB)",
-        before as f64 / 1048576.0,
-        after as f64 / 1048576.0
-    );
-    Ok(())
-}
-
-fn prefix(what: &str, n: usize) -> String {
+/// The names of set `what` at size `n` (namespaces `PREFIX-0`, ...).
+pub fn prefix(what: &str, n: usize) -> String {
     format!("bench-{what}-{n}")
 }
 
@@ -323,15 +51,6 @@ async fn create_randomsecrets(
     .await
 }
 
-fn start_controller(args: &Args, log: &str, extra: &[&str]) -> Result<ControllerProcess> {
-    let conc = args.concurrency.to_string();
-    let mut all = vec!["--log-level=info", "--concurrency", &conc];
-    all.extend_from_slice(extra);
-    let mut p = ControllerProcess::spawn(log, args.port, &all)?;
-    p.wait_ready(Duration::from_secs(300))?;
-    Ok(p)
-}
-
 /// The floor: a tight client doing the controller's writes itself.
 /// With `rotations`, also the floor of the rotation phase on the same set.
 /// With `watches`, the controller's convergence watches are open meanwhile
@@ -341,7 +60,7 @@ fn start_controller(args: &Args, log: &str, extra: &[&str]) -> Result<Controller
 /// benchmark's own watch has seen every object Ready, so that both pay for
 /// that watch and its delivery alike (`writes`: until the last write
 /// returned, as the floor was timed before 2026-12-02).
-async fn floor(
+pub async fn floor(
     client: &Client,
     args: &Args,
     n: usize,
@@ -386,57 +105,9 @@ async fn floor(
     })
 }
 
-pub struct Floor {
-    /// Until every object was seen Ready.
-    pub took: Duration,
-    /// Until the last write returned.
-    pub writes: Duration,
-    /// When each object was seen Ready, since the first create, in order.
-    pub done: Vec<Duration>,
-    /// The rotation floor's latencies (`rotations`).
-    pub rotated: Option<Vec<Duration>>,
-}
-
-pub struct Converged {
-    pub took: Duration,
-    /// When each RandomSecret became Ready, since the first create, in order.
-    pub ready: Vec<Duration>,
-    pub requests: apimetrics::Counts,
-    pub reconciles: f64,
-    pub rss_kib: u64,
-    pub peak_kib: u64,
-    /// Connections, fds and threads once settled.
-    pub handles: Handles,
-    /// The most of each while converging (sampled every 500 ms).
-    pub handles_max: Handles,
-}
-
-/// Reconciles so far (every result), from the controller's metrics.
-fn reconciles(p: &ControllerProcess) -> Result<f64> {
-    Ok(p.metrics()?
-        .lines()
-        .filter(|l| l.starts_with("randomsecret_reconciles_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum())
-}
-
-/// Waits until the controller has nothing in flight and its reconcile count
-/// stays put for two seconds.
-async fn settle(p: &ControllerProcess) -> Result<()> {
-    let mut last = (reconciles(p)?, Instant::now());
-    loop {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let now = reconciles(p)?;
-        let idle = p.metric("randomsecret_reconciles_in_flight ")? == Some(0.0);
-        if now != last.0 || !idle {
-            last = (now, Instant::now());
-        } else if last.1.elapsed() > Duration::from_secs(2) {
-            return Ok(());
-        }
-    }
-}
-
-async fn converge(
+/// The controller `ctl` converging a new set of `n` RandomSecrets: the time
+/// until all are Ready, the requests, reconciles, memory and handles.
+pub async fn converge(
     client: &Client,
     args: &Args,
     n: usize,
@@ -487,7 +158,7 @@ async fn converge(
 
 /// RSS with the n/n/n set (RandomSecrets, Secrets, ReplicaSets), idle CPU,
 /// and RSS again with the unrelated bulk Secrets.
-async fn memory(
+pub async fn memory(
     client: &Client,
     args: &Args,
     n: usize,
@@ -555,7 +226,6 @@ async fn memory(
     Ok(())
 }
 
-/// Rotation latency under a steady rate of spec.rotation changes.
 /// Rotation latencies, sorted: `rotations` changes at `rotation_rate` per
 /// second, spread over set `pre` of `n` objects (labelled `run`), each sent by
 /// `send(i)` and timed from then until a watch shows `status.secretName` at
@@ -632,7 +302,8 @@ async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Vec<Du
     .await
 }
 
-async fn rotation(
+/// Rotation latency under a steady rate of spec.rotation changes.
+pub async fn rotation(
     client: &Client,
     args: &Args,
     n: usize,
@@ -667,22 +338,6 @@ async fn rotation(
         floor.as_deref(),
     );
     Ok(())
-}
-
-/// What a restart with `n` objects existing took and held.
-pub struct Restart {
-    pub ready: Duration,
-    pub all: Duration,
-    pub requests: apimetrics::Counts,
-    /// VmHWM when `/readyz` first answered: the peak of the initial lists.
-    pub peak_ready_kib: u64,
-    /// The largest RSS sampled (every 100 ms) until then: a check on VmHWM.
-    pub sampled_ready_kib: u64,
-    pub handles_ready: Handles,
-    /// VmHWM once every object was reconciled and the controller settled.
-    pub peak_kib: u64,
-    /// Then over the steady window.
-    pub steady: Steady,
 }
 
 /// Starts a controller with `n` RandomSecrets existing (none running) and
@@ -745,7 +400,7 @@ async fn restart(
 /// Restart with everything converged: time to ready, and to every object
 /// reconciled once, the requests that took (no writes expected) and the
 /// peak RSS of the initial lists.
-async fn startup(
+pub async fn startup(
     client: &Client,
     args: &Args,
     n: usize,
@@ -759,19 +414,11 @@ async fn startup(
     Ok(p)
 }
 
-/// One point of the scale phase.
-pub struct ScalePoint {
-    pub n: usize,
-    /// Creating the step's RandomSecrets until all were Ready (zero for the first point).
-    pub took: Duration,
-    pub steady: Steady,
-}
-
 /// The scale phase, last: with the `base` set of the largest size left in
 /// place (RandomSecrets, Secrets and ReplicaSets), a new controller; then
 /// more RandomSecrets (no ReplicaSets) in 4 equal steps up to `target`,
 /// with the steady RSS after each; then a restart with all of them.
-async fn scale(
+pub async fn scale(
     client: &Client,
     args: &Args,
     base: usize,
@@ -845,7 +492,7 @@ async fn scale(
 /// Failover: SIGKILL, then SIGTERM, of the leader with a warm standby: time
 /// until the standby leads, and until a RandomSecret created at the moment
 /// of the kill is Ready.
-async fn failover(
+pub async fn failover(
     client: &Client,
     args: &Args,
     n: usize,
@@ -860,7 +507,7 @@ async fn failover(
         "--leader-election-id",
         "bench",
     ];
-    let leader = start_controller(args, "bench-a", &elect)?;
+    let leader = controller::start(args, "bench-a", &elect)?;
     wait_leader(&leader, Duration::from_secs(60)).await?;
     let mut port = args.port + 2;
     let mut leader = Some(leader);
@@ -870,7 +517,7 @@ async fn failover(
                 port,
                 ..args.clone()
             };
-            start_controller(&a, &format!("bench-{}", ["b", "c"][k]), &elect)?
+            controller::start(&a, &format!("bench-{}", ["b", "c"][k]), &elect)?
         };
         port += 2;
         ensure!(
@@ -907,15 +554,6 @@ async fn failover(
     }
     if let Some(l) = leader {
         l.terminate()?;
-    }
-    Ok(())
-}
-
-async fn wait_leader(p: &ControllerProcess, timeout: Duration) -> Result<()> {
-    let start = Instant::now();
-    while !p.is_leader() {
-        ensure!(start.elapsed() < timeout, "no replica took the lease");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(())
 }

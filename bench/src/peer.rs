@@ -3,8 +3,11 @@
 //! refused by the module proxy). The same N-object workload: one generated
 //! Secret per object, timed from the first create to the last Ready.
 
-use crate::workload::{self, RUN_LABEL, ReadyWatch, place, run_concurrently};
-use crate::{Args, apimetrics, procstat};
+use crate::args::Args;
+use crate::etcd::fresh_storage;
+use crate::figures::PeerResult;
+use crate::workload::{self, LIMIT, RUN_LABEL, ReadyWatch, place, run_concurrently};
+use crate::{apimetrics, procstat};
 use anyhow::{Context, Result, bail};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
@@ -18,15 +21,6 @@ const PASSWORD: (&str, &str, &str) = ("generators.external-secrets.io", "v1alpha
 
 pub struct Peer {
     dir: PathBuf,
-}
-
-pub struct PeerResult {
-    pub took: Duration,
-    /// When each object became ready, since the first create, in order.
-    pub ready: Vec<Duration>,
-    pub rss_kib: u64,
-    pub peak_kib: u64,
-    pub requests: apimetrics::Counts,
 }
 
 fn resource((group, version, kind): (&str, &str, &str)) -> ApiResource {
@@ -132,7 +126,7 @@ impl Peer {
 
     pub async fn converge(&self, client: &Client, args: &Args, n: usize) -> Result<PeerResult> {
         std::fs::create_dir_all(&args.out)?;
-        crate::fresh_storage("peer")?;
+        fresh_storage("peer")?;
         let pre = format!("bench-peer-{n}");
         workload::create_namespaces(client, &pre, args.namespaces).await?;
         let passwords = resource(PASSWORD);
@@ -185,10 +179,7 @@ impl Peer {
             }
         })
         .await?;
-        let (took, ready) = watch
-            .wait_since(start, crate::LIMIT)
-            .await
-            .context("the peer")?;
+        let (took, ready) = watch.wait_since(start, LIMIT).await.context("the peer")?;
         tokio::time::sleep(Duration::from_secs(2)).await;
         let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
         apimetrics::subtract(&mut requests, "POST", "externalsecrets", n as f64);

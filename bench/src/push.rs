@@ -5,10 +5,11 @@
 //! controller's own time per push (`randomsecret_push_duration_seconds`).
 //! Last, a restart of the controller: a resync must write no KV version.
 
-use crate::Args;
+use crate::args::Args;
+use crate::figures::Pushed;
 use crate::report::Report;
-use crate::webhook::{Buckets, parse, quantile};
-use crate::workload::RUN_LABEL;
+use crate::stats::{Buckets, parse, quantile};
+use crate::workload::{self, RUN_LABEL};
 use anyhow::{Context, Result, ensure};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -31,21 +32,6 @@ const CONNECTION: &str = "bench";
 /// from the Vault suite's 28200-28211.
 const BAO_PORT: u16 = 28220;
 const RUN: &str = "push";
-
-/// What the phase measured.
-pub struct Pushed {
-    pub count: usize,
-    pub rate: f64,
-    /// Create to VaultSynced, sorted.
-    pub create: Vec<Duration>,
-    /// Rotation to VaultSynced with the new version, sorted.
-    pub rotate: Vec<Duration>,
-    /// The controller's time per push (connection, login, compare, write): p50, p99 in ms.
-    pub push_ms: (f64, f64),
-    /// KV versions written, and compared-unchanged pushes, by the restarted controller.
-    pub restart_written: f64,
-    pub restart_unchanged: f64,
-}
 
 /// VaultSynced=True for the current generation, holding `secret` (the
 /// status mapping's newest entry).
@@ -86,7 +72,7 @@ fn watch_synced(client: &Client, pending: Pending, latencies: Arc<Mutex<Vec<Dura
 }
 
 fn random_secret(name: &str, rotation: &str) -> Result<RandomSecret> {
-    let mut spec = crate::workload::spec(rotation);
+    let mut spec = workload::spec(rotation);
     spec["push"] = json!({"vault": {"connectionRef": {"name": CONNECTION}}});
     Ok(serde_json::from_value(json!({
         "apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
@@ -113,13 +99,13 @@ where
     watch_synced(client, pending.clone(), latencies.clone());
     tokio::time::sleep(Duration::from_secs(2)).await; // the watch's first list
     let spec: randomsecret::api::RandomSecretSpec =
-        serde_json::from_value(crate::workload::spec(rotation))?;
+        serde_json::from_value(workload::spec(rotation))?;
     let start = Instant::now();
     let interval = Duration::from_secs_f64(1.0 / rate);
     let mut sends = Vec::with_capacity(count);
     for i in 0..count {
         tokio::time::sleep_until((start + interval * i as u32).into()).await;
-        let (ns, name) = crate::workload::place(NAMESPACE, NAMESPACES, i);
+        let (ns, name) = workload::place(NAMESPACE, NAMESPACES, i);
         let expected = Version::of(&spec, &name)?.secret_name;
         pending
             .lock()
@@ -169,7 +155,7 @@ async fn set_up(client: &Client) -> Result<OpenBao> {
         )),
     )?;
     let bao = OpenBao::start(BAO_PORT)?;
-    crate::workload::create_namespaces(client, NAMESPACE, NAMESPACES).await?;
+    workload::create_namespaces(client, NAMESPACE, NAMESPACES).await?;
     let ca_ns = format!("{NAMESPACE}-0");
     let cm: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "openbao-ca"}, "data": {"ca.crt": bao.ca_pem},
@@ -266,7 +252,7 @@ pub async fn phase(
     };
     let push_ms = (ms(0.5)?, ms(0.99)?);
     // One KV version per change, and each value in OpenBao is the Secret's.
-    let (ns, name) = crate::workload::place(NAMESPACE, NAMESPACES, 0);
+    let (ns, name) = workload::place(NAMESPACE, NAMESPACES, 0);
     let rs = Api::<RandomSecret>::namespaced(client.clone(), &ns)
         .get(&name)
         .await?;
@@ -318,7 +304,7 @@ pub async fn phase(
     });
     // The default deletionPolicy (Retain) keeps the paths: the finalizer goes
     // without a call to OpenBao, while this controller runs.
-    crate::workload::delete_namespaces(client, NAMESPACE, NAMESPACES).await?;
+    workload::delete_namespaces(client, NAMESPACE, NAMESPACES).await?;
     ctl.terminate()?;
     Api::<ClusterVaultConnection>::all(client.clone())
         .delete(CONNECTION, &DeleteParams::default())

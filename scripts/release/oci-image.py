@@ -3,7 +3,7 @@
 as an OCI archive, without Docker. Every image this project builds comes from it
 (the controller's, `make image`; the test node's pause and consumer images).
 
-    e2e/oci-image.py --name ghcr.io/randomsecret/randomsecret:0.1.0 --out img.oci.tar \\
+    scripts/release/oci-image.py --name ghcr.io/randomsecret/randomsecret:0.1.0 --out img.oci.tar \\
         --file target/.../randomsecret:/randomsecret:0755 \\
         --file passwd:/etc/passwd:0644 --dir /tmp:1777 --symlink /bin/sh:busybox \\
         --user 65532:65532 --entrypoint '["/randomsecret"]' --cmd '["controller"]' \\
@@ -279,7 +279,7 @@ def main():
         "created": created,
         "config": runtime,
         "rootfs": {"type": "layers", "diff_ids": [sha256(layer_tar)]},
-        "history": [{"created": created, "created_by": "e2e/oci-image.py"}],
+        "history": [{"created": created, "created_by": "scripts/release/oci-image.py"}],
     })
     manifest = canonical_json({
         "schemaVersion": 2,

@@ -1,9 +1,12 @@
 //! Collects the figures, checks them against the targets, prints a Markdown
 //! table and writes `results.json`.
 
-use crate::apimetrics::{self, Counts};
+use crate::apimetrics::{self, Counts, OURS, WATCHED};
+use crate::args::Args;
+use crate::charts;
+use crate::figures::{Converged, Floor, PeerResult, Pushed, Restart, ScalePoint};
 use crate::procstat::{Handles, Steady, mib};
-use crate::{Args, Converged, OURS, Restart, ScalePoint, WATCHED};
+use crate::stats::percentile_ms;
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -145,7 +148,7 @@ impl Report {
         );
     }
 
-    pub fn convergence(&mut self, n: usize, floor: Option<&crate::Floor>, ours: &Converged) {
+    pub fn convergence(&mut self, n: usize, floor: Option<&Floor>, ours: &Converged) {
         let floor_s = floor.map_or(f64::NAN, |f| f.took.as_secs_f64());
         let floor_done = floor.map_or(&[][..], |f| &f.done[..]);
         let ratio = ours.took.as_secs_f64() / floor_s;
@@ -162,7 +165,7 @@ impl Report {
                    "lists_after_start": lists, "requests": by_verb(&ours.requests),
                    "rss_mib": mib(ours.rss_kib), "peak_rss_mib": mib(ours.peak_kib),
                    "handles_after": ours.handles.json(), "handles_max_during": ours.handles_max.json(),
-                   "curve": crate::charts::curve(&seconds(&ours.ready)), "floor_curve": crate::charts::curve(&seconds(floor_done))}),
+                   "curve": charts::curve(&seconds(&ours.ready)), "floor_curve": charts::curve(&seconds(floor_done))}),
         );
         self.row(
             format!("Convergence N={n}: randomsecret / floor"),
@@ -304,14 +307,14 @@ impl Report {
     ) {
         let stats = |l: &[Duration]| {
             (
-                crate::workload::percentile_ms(l, 50.0),
-                crate::workload::percentile_ms(l, 99.0),
+                percentile_ms(l, 50.0),
+                percentile_ms(l, 99.0),
                 l.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
             )
         };
         let (p50, p99, max) = stats(ours);
         let distribution = |l: &[Duration]| {
-            crate::charts::distribution(
+            charts::distribution(
                 &l.iter()
                     .map(|d| d.as_secs_f64() * 1000.0)
                     .collect::<Vec<_>>(),
@@ -405,13 +408,8 @@ impl Report {
 
     /// The push phase: create and rotation to VaultSynced, the controller's
     /// time per push, and what a restart wrote (nothing is the promise).
-    pub fn vault_push(&mut self, p: &crate::push::Pushed) {
-        let stats = |l: &[Duration]| {
-            (
-                crate::workload::percentile_ms(l, 50.0),
-                crate::workload::percentile_ms(l, 99.0),
-            )
-        };
+    pub fn vault_push(&mut self, p: &Pushed) {
+        let stats = |l: &[Duration]| (percentile_ms(l, 50.0), percentile_ms(l, 99.0));
         let (c50, c99) = stats(&p.create);
         let (r50, r99) = stats(&p.rotate);
         self.json.insert(
@@ -600,13 +598,13 @@ impl Report {
         );
     }
 
-    pub fn peer(&mut self, n: usize, name: &str, r: crate::peer::PeerResult) {
+    pub fn peer(&mut self, n: usize, name: &str, r: PeerResult) {
         let ours = self.ours.iter().find(|(m, _)| *m == n).map(|(_, t)| *t);
         let ahead = ours.map(|t| t < r.took.as_secs_f64());
         self.push(
             "peer",
             json!({"n": n, "peer": name, "took_s": secs(r.took), "randomsecret_s": ours,
-                   "curve": crate::charts::curve(&seconds(&r.ready)),
+                   "curve": charts::curve(&seconds(&r.ready)),
                    "rss_mib": mib(r.rss_kib), "peak_rss_mib": mib(r.peak_kib), "requests": by_verb(&r.requests)}),
         );
         self.row(
@@ -638,7 +636,7 @@ impl Report {
             serde_json::to_string_pretty(&Value::Object(self.json.clone()))?,
         )?;
         std::fs::write(out.join("table.md"), &table)?;
-        for chart in crate::charts::render(&Value::Object(self.json.clone()), charts)? {
+        for chart in charts::render(&Value::Object(self.json.clone()), charts)? {
             eprintln!("bench: drew {}", chart.display());
         }
         println!("\n{table}");

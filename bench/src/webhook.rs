@@ -4,8 +4,10 @@
 //! the delta of the histogram over the phase), beside the webhook's own
 //! (`randomsecret_webhook_request_duration_seconds`).
 
-use crate::Args;
+use crate::args::Args;
 use crate::report::Report;
+use crate::stats::{Buckets, parse, quantile, share_within};
+use crate::workload;
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
@@ -13,88 +15,11 @@ use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client};
 use randomsecret_e2e::ControllerProcess;
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const NAME: &str = "bench-randomsecret";
 const HOOK: &str = "secrets.randomsecret.io";
 const NAMESPACE: &str = "bench-webhook";
-
-/// Cumulative buckets (upper bound, count) of one histogram.
-pub type Buckets = BTreeMap<u64, f64>;
-
-fn key(le: f64) -> u64 {
-    (le * 1e9) as u64
-}
-
-/// The apiserver's admission-duration buckets for our webhook (CREATE, admitted).
-pub fn parse(text: &str, metric: &str, must: &[&str]) -> Buckets {
-    let mut out = Buckets::new();
-    let prefix = format!("{metric}_bucket{{");
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix(&prefix) else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        if !must.iter().all(|m| labels.contains(m)) {
-            continue;
-        }
-        let le = labels
-            .split("le=\"")
-            .nth(1)
-            .and_then(|s| s.split('"').next())
-            .map(|s| {
-                if s == "+Inf" {
-                    f64::INFINITY
-                } else {
-                    s.parse().unwrap_or(f64::NAN)
-                }
-            });
-        if let (Some(le), Ok(v)) = (le, value.trim().parse::<f64>()) {
-            *out.entry(if le.is_infinite() { u64::MAX } else { key(le) })
-                .or_default() += v;
-        }
-    }
-    out
-}
-
-/// The `q` quantile (seconds) of the delta `after - before`, interpolated
-/// within a bucket as Prometheus' histogram_quantile does.
-pub fn quantile(before: &Buckets, after: &Buckets, q: f64) -> Option<f64> {
-    let delta: Vec<(u64, f64)> = after
-        .iter()
-        .map(|(le, v)| (*le, v - before.get(le).copied().unwrap_or(0.0)))
-        .collect();
-    let total = delta.last()?.1;
-    if total <= 0.0 {
-        return None;
-    }
-    let rank = q * total;
-    let (mut lower, mut below) = (0.0, 0.0);
-    for (le, count) in delta {
-        let upper = le as f64 / 1e9;
-        if count >= rank {
-            if le == u64::MAX {
-                return Some(lower);
-            }
-            return Some(
-                lower + (upper - lower) * (rank - below) / (count - below).max(f64::MIN_POSITIVE),
-            );
-        }
-        (lower, below) = (upper, count);
-    }
-    None
-}
-
-/// The share (0..=1) of the delta's observations at or under `le` seconds
-/// (a bucket bound): exact, where a quantile inside a bucket is interpolated.
-pub fn share_within(before: &Buckets, after: &Buckets, le: f64) -> Option<f64> {
-    let delta = |k: u64| Some(after.get(&k)? - before.get(&k).copied().unwrap_or(0.0));
-    let total = delta(u64::MAX).filter(|t| *t > 0.0)?;
-    Some(delta(key(le))? / total)
-}
 
 async fn apiserver_metrics(client: &Client) -> Result<String> {
     let req = http::Request::get("/metrics").body(Vec::new())?;
@@ -119,7 +44,7 @@ pub async fn phase(
     let port = args.port + 10;
     let configs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let _ = configs.delete(NAME, &DeleteParams::default()).await;
-    crate::workload::create_namespaces(client, NAMESPACE, 1).await?;
+    workload::create_namespaces(client, NAMESPACE, 1).await?;
     let ns = format!("{NAMESPACE}-0");
     let config = serde_json::from_value(json!({
         "metadata": {"name": NAME},
@@ -223,11 +148,12 @@ pub async fn phase(
     }
     ctl.terminate()?;
     let _ = configs.delete(NAME, &DeleteParams::default()).await;
-    crate::workload::delete_namespaces(client, NAMESPACE, 1).await
+    workload::delete_namespaces(client, NAMESPACE, 1).await
 }
 
 fn flood(ctl: &ControllerProcess, port: u16, clients: usize, report: &mut Report) -> Result<()> {
-    use randomsecret_e2e::admission::{big_review, body_file, flood, peak_rss};
+    use randomsecret_e2e::admission::{big_review, body_file, flood};
+    use randomsecret_e2e::process::peak_rss;
     let pid = ctl.child.id();
     let dir = std::env::temp_dir().join(format!("bench-flood-{}", std::process::id()));
     let bodies = [
@@ -255,22 +181,4 @@ fn flood(ctl: &ControllerProcess, port: u16, clients: usize, report: &mut Report
         alive,
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quantiles_of_a_histogram_delta() {
-        let text = "m_bucket{name=\"h\",le=\"0.005\"} 90\nm_bucket{name=\"h\",le=\"0.025\"} 100\nm_bucket{name=\"h\",le=\"+Inf\"} 100\nm_bucket{name=\"x\",le=\"+Inf\"} 7\n";
-        let after = parse(text, "m", &["name=\"h\""]);
-        let before = Buckets::new();
-        assert!((quantile(&before, &after, 0.5).unwrap() - 0.005 * 50.0 / 90.0).abs() < 1e-9);
-        assert!(
-            (quantile(&before, &after, 0.99).unwrap() - (0.005 + 0.02 * 9.0 / 10.0)).abs() < 1e-9
-        );
-        assert_eq!(share_within(&before, &after, 0.005), Some(0.9));
-        assert_eq!(share_within(&after, &after, 0.005), None, "no calls");
-    }
 }

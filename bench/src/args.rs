@@ -1,0 +1,93 @@
+//! The benchmark's command line (`bench --help`), read by every phase.
+
+use clap::Parser;
+
+#[derive(Parser, Debug, Clone)]
+#[command(about = "randomsecret benchmarks against the local control plane")]
+pub struct Args {
+    /// Numbers of RandomSecrets to converge (the largest also gets the memory, rotation and startup phases).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    pub sizes: Vec<usize>,
+    /// Namespaces the objects are spread over.
+    #[arg(long, default_value_t = 4)]
+    pub namespaces: usize,
+    /// Writes in flight, for the benchmark's client, the floor, the controller and the peer alike.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
+    /// Rotations for the latency phase, sent at --rotation-rate per second.
+    #[arg(long, default_value_t = 500)]
+    pub rotations: usize,
+    #[arg(long, default_value_t = 20.0)]
+    pub rotation_rate: f64,
+    /// Unrelated Secrets (of --bulk-kib KiB each) for the memory phase.
+    #[arg(long, default_value_t = 10000)]
+    pub bulk: usize,
+    #[arg(long, default_value_t = 100)]
+    pub bulk_kib: usize,
+    /// Seconds over which steady RSS and idle CPU are sampled.
+    #[arg(long, default_value_t = 20)]
+    pub steady_seconds: u64,
+    /// Skip the floor (when profiling the controller).
+    #[arg(long)]
+    pub no_floor: bool,
+    /// Skip the peer controller.
+    #[arg(long)]
+    pub no_peer: bool,
+    /// Diagnostic: at the largest size, run the floor a second time with
+    /// the controller's two convergence watches open (RandomSecrets, and
+    /// our Secrets metadata-only), to tell what the watches cost the
+    /// apiserver from what the controller adds.
+    #[arg(long)]
+    pub floor_watches: bool,
+    /// The scale phase (last): grow the largest size's set to this many
+    /// RandomSecrets (each with its Secret; no more ReplicaSets) in 4 equal
+    /// steps, with the steady RSS after each, then restart the controller with
+    /// all of them. Default: 5 times the largest size (50,000 with the default sizes).
+    #[arg(long)]
+    pub big: Option<usize>,
+    /// Skip the scale phase.
+    #[arg(long, alias = "no-50k")]
+    pub no_big: bool,
+    /// Annotated Secrets created through the webhook in the webhook phase,
+    /// at --webhook-rate per second.
+    #[arg(long, default_value_t = 1000)]
+    pub webhook_creates: usize,
+    #[arg(long, default_value_t = 50.0)]
+    pub webhook_rate: f64,
+    /// Skip the webhook phase.
+    #[arg(long)]
+    pub no_webhook: bool,
+    /// Skip the flood at the end of the webhook phase: --webhook-flood-clients
+    /// clients sending AdmissionReviews of 8 MiB and 3 MiB straight to the port.
+    #[arg(long)]
+    pub no_webhook_flood: bool,
+    #[arg(long, default_value_t = 24)]
+    pub webhook_flood_clients: usize,
+    /// Run only the webhook phase (and its flood): a quick look.
+    #[arg(long)]
+    pub only_webhook: bool,
+    /// RandomSecrets pushed to OpenBao in the push phase, created and then
+    /// rotated at --push-rate per second (needs BAO_DIR: e2e/build-openbao.sh).
+    #[arg(long, default_value_t = 200)]
+    pub pushes: usize,
+    #[arg(long, default_value_t = 20.0)]
+    pub push_rate: f64,
+    /// Skip the push phase.
+    #[arg(long)]
+    pub no_push: bool,
+    /// Where results.json goes.
+    #[arg(long, default_value = "target/bench")]
+    pub out: std::path::PathBuf,
+    /// Where the SVG charts go (committed next to the table of docs/src/benchmarks.md).
+    #[arg(long, default_value = "docs/src/bench")]
+    pub charts: std::path::PathBuf,
+    /// Only draw the charts (into --charts) from an existing results.json; runs nothing.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    pub render_charts: Option<std::path::PathBuf>,
+    /// First of the local ports for the controllers' metrics and health endpoints.
+    #[arg(long, default_value_t = 19080)]
+    pub port: u16,
+    /// The apiserver's port (from the kubeconfig): connections to it are counted.
+    #[arg(skip)]
+    pub api_port: u16,
+}

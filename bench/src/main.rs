@@ -1,0 +1,163 @@
+//! `make bench`: convergence against an apiserver floor, API requests per
+//! version, memory, CPU, connections and threads at 10,000 objects, rotation
+//! latency, startup (with the peak RSS of the initial lists), failover, a
+//! peer controller, the webhook's latency, the push to OpenBao and, last,
+//! memory as the set grows to 50,000, all against
+//! the local control plane in one run. Prints a table and writes
+//! `target/bench/results.json`.
+//!
+//! Run by `e2e/bench.sh` (which starts the control plane and builds the
+//! release binary and the peer); see docs/src/benchmarks.md.
+//!
+//! This file is the run's order and nothing else. Below it: the phases
+//! (`phases` for the core ones, `webhook`, `push`, `peer`), which hand what
+//! they measured (`figures`) to the `report`; under those, the measuring
+//! and the objects (`apimetrics`, `procstat`, `etcd`, `stats`, `workload`,
+//! `controller`, `charts`) and the command line (`args`). No module imports
+//! one above it.
+
+mod apimetrics;
+mod args;
+mod charts;
+mod controller;
+mod etcd;
+mod figures;
+mod peer;
+mod phases;
+mod procstat;
+mod push;
+mod report;
+mod stats;
+mod webhook;
+mod workload;
+
+use anyhow::{Context, Result, bail};
+use args::Args;
+use clap::Parser;
+use kube::Client;
+use report::Report;
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let mut args = Args::parse();
+    if let Some(file) = &args.render_charts {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let results: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", file.display()))?;
+        for path in charts::render(&results, &args.charts)? {
+            println!("{}", path.display());
+        }
+        return Ok(());
+    }
+    // Ascending: the largest set is the one kept for the scale phase, which comes last.
+    args.sizes.sort_unstable();
+    args.sizes.dedup();
+    let config = kube::Config::infer()
+        .await
+        .context("reading the cluster from KUBECONFIG")?;
+    args.api_port = config.cluster_url.port_u16().unwrap_or(443);
+    let client = Client::try_from(config).context("connecting to the cluster in KUBECONFIG")?;
+    let largest = *args.sizes.last().context("--sizes is empty")?;
+    let big = match (args.no_big, args.big.unwrap_or(5 * largest)) {
+        (true, _) => None,
+        (false, b) if b > largest => Some(b),
+        (false, b) => bail!("--big {b} is not above the largest size {largest}"),
+    };
+    let mut report = Report::new(&args, big);
+    let peer = if args.no_peer {
+        None
+    } else {
+        peer::Peer::from_env()?
+    };
+    match &peer {
+        Some(p) => p.install_crds()?,
+        None if !args.no_peer => report.note("peer: PEER_DIR is not set; the peer was not run"),
+        None => {}
+    }
+
+    if args.only_webhook {
+        eprintln!("bench: webhook only");
+        webhook(&client, &args, &mut report).await;
+        return report.finish(&args.out, &args.charts);
+    }
+    for &n in &args.sizes {
+        eprintln!("bench: N={n}: floor");
+        let mut floor = if args.no_floor {
+            None
+        } else {
+            Some(phases::floor(&client, &args, n, n == largest, false).await?)
+        };
+        let rotation_floor = floor.as_mut().and_then(|f| f.rotated.take());
+        let watched = if args.floor_watches && n == largest {
+            eprintln!("bench: N={n}: floor with the controller's watches open");
+            Some(phases::floor(&client, &args, n, false, true).await?.took)
+        } else {
+            None
+        };
+        eprintln!(
+            "bench: N={n}: floor {:?}; randomsecret",
+            floor.as_ref().map(|f| f.took)
+        );
+        let mut ctl = controller::start(&args, "bench", &[])?;
+        let ours = phases::converge(&client, &args, n, &ctl).await?;
+        report.convergence(n, floor.as_ref(), &ours);
+        if let Some(watched) = watched {
+            report.floor_watched(n, watched, ours.took);
+        }
+        if n == largest {
+            phases::memory(&client, &args, n, &mut ctl, &mut report).await?;
+            phases::rotation(&client, &args, n, rotation_floor, &mut report).await?;
+            let ctl2 = phases::startup(&client, &args, n, ctl, &mut report).await?;
+            phases::failover(&client, &args, n, ctl2, &mut report).await?;
+        } else {
+            ctl.terminate()?;
+        }
+        if let Some(p) = &peer {
+            eprintln!("bench: N={n}: peer {}", p.name());
+            let result = p.converge(&client, &args, n).await;
+            match result {
+                Ok(r) => report.peer(n, p.name(), r),
+                Err(e) => report.note(&format!("peer at N={n} failed: {e:#}")),
+            }
+        }
+        if n == largest && big.is_some() {
+            continue; // the scale phase grows this set; cluster.sh down removes it
+        }
+        workload::delete_namespaces(&client, &phases::prefix("ours", n), args.namespaces).await?;
+    }
+    if !args.no_webhook {
+        eprintln!("bench: webhook");
+        webhook(&client, &args, &mut report).await;
+    }
+    if !args.no_push {
+        eprintln!("bench: push");
+        let result = if std::env::var_os("BAO_DIR").is_none() {
+            Err(anyhow::anyhow!("BAO_DIR is not set (e2e/build-openbao.sh)"))
+        } else {
+            push::phase(&client, &args, args.pushes, args.push_rate, &mut report).await
+        };
+        if let Err(e) = result {
+            report.note(&format!("push phase failed: {e:#}"));
+        }
+    }
+    if let Some(target) = big {
+        phases::scale(&client, &args, largest, target, &mut report).await?;
+    }
+    report.finish(&args.out, &args.charts)
+}
+
+/// The webhook phase; a failure is a note in the report, not the run's end.
+async fn webhook(client: &Client, args: &Args, report: &mut Report) {
+    if let Err(e) = webhook::phase(
+        client,
+        args,
+        args.webhook_creates,
+        args.webhook_rate,
+        report,
+    )
+    .await
+    {
+        report.note(&format!("webhook phase failed: {e:#}"));
+    }
+}
