@@ -51,6 +51,8 @@ pub(crate) struct Rs {
     pub(crate) generation: i64,
     pub(crate) resource_version: u64,
     pub(crate) deletion: bool,
+    /// More metadata (finalizers, annotations, a deletionTimestamp of its own).
+    pub(crate) meta: serde_json::Map<String, Value>,
 }
 
 impl Rs {
@@ -65,6 +67,7 @@ impl Rs {
             generation: 1,
             resource_version: 100,
             deletion: false,
+            meta: Default::default(),
         }
     }
 
@@ -100,6 +103,24 @@ impl Rs {
         self
     }
 
+    pub(crate) fn with_meta(mut self, field: &str, value: Value) -> Self {
+        self.meta.insert(field.into(), value);
+        self
+    }
+
+    /// Pushes to `push` (the `spec.push` object).
+    pub(crate) fn with_push(mut self, push: Value) -> Self {
+        self.spec["push"] = push;
+        self
+    }
+
+    /// Deleted `ago` before now (the deletion's wait counts from it).
+    pub(crate) fn deleted_ago(self, ago: std::time::Duration) -> Self {
+        let at = k8s_openapi::jiff::Timestamp::now() - ago;
+        self.deleting()
+            .with_meta("deletionTimestamp", json!(at.to_string()))
+    }
+
     pub(crate) fn with_resource_version(mut self, rv: u64) -> Self {
         self.resource_version = rv;
         self
@@ -118,6 +139,9 @@ impl Rs {
         }
         if self.deletion {
             v["metadata"]["deletionTimestamp"] = json!("2026-03-01T00:00:00Z");
+        }
+        for (k, m) in &self.meta {
+            v["metadata"][k] = m.clone();
         }
         v
     }
@@ -180,6 +204,12 @@ impl VersionSecret {
             .as_object_mut()
             .unwrap()
             .remove(ANNOTATION_PROOF);
+        self
+    }
+
+    /// With one more annotation (not covered by the proof).
+    pub(crate) fn annotated(mut self, name: &str, value: &str) -> Self {
+        self.meta["annotations"][name] = json!(value);
         self
     }
 

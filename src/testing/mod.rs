@@ -9,11 +9,13 @@
 //! - [`apiserver`]: the mocked apiserver and one request on it.
 //! - [`fixtures`]: `Rs` (a RandomSecret), `VersionSecret`, stored answers.
 //! - [`harness`]: the listed caches, one run and what it left behind.
+//! - [`vault`]: a mocked Vault on 127.0.0.1, as strict.
 
 pub(crate) mod apiserver;
 pub(crate) mod fixtures;
 pub(crate) mod harness;
+pub(crate) mod vault;
 
 pub(crate) use apiserver::{ApiServer, Call};
 pub(crate) use fixtures::*;
-pub(crate) use harness::{Harness, Run};
+pub(crate) use harness::{Harness, Run, Wiring};
