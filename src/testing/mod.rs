@@ -18,4 +18,4 @@ pub(crate) mod vault;
 
 pub(crate) use apiserver::{ApiServer, Call};
 pub(crate) use fixtures::*;
-pub(crate) use harness::{Harness, Run, Wiring};
+pub(crate) use harness::{Harness, LIMIT, Run, Wiring};
