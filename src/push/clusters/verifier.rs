@@ -653,3 +653,104 @@ async fn a_deletion_deletes_the_anchor_of_our_copies() {
     assert_eq!(*next, Next::AwaitChange);
     assert!(done, "the dispatcher is told the cleanup is done");
 }
+
+/// A version made before this target was added is never copied there:
+/// AwaitingNextVersion, said by a Warning, nothing written downstream
+/// (not even the anchor).
+#[tokio::test]
+async fn a_version_not_made_for_the_cluster_is_not_copied() {
+    let h = Harness::new();
+    let base = pushing("Retain", &[]);
+    let v = VersionSecret::of(&base).cached_in(&h);
+    let rs = base.with_status(ready_status(&v, &[]));
+    let (rs2, v2) = (rs.clone(), v.clone());
+    let run = sync_once(
+        &h,
+        &rs,
+        (vec![], vec![]),
+        |mut api| async move {
+            get_rs(&mut api).await.respond(200, &rs2.json());
+            let call = api.next("GET of the version, whole").await;
+            call.expect(Method::GET, &format!("{SECRETS}/{}", v2.name()), &[])
+                .respond(200, &v2.whole());
+            api
+        },
+        |down| async move { down },
+    )
+    .await;
+    let (next, result, _) = &run.next;
+    assert_eq!(*next, Next::AwaitChange);
+    assert_eq!(result.as_ref().unwrap().1, "AwaitingNextVersion");
+    assert_eq!(run.events(), pairs(&[("Warning", "AwaitingNextVersion")]));
+}
+
+/// A Secret there with our copy label but no proof (anyone with write
+/// access downstream can label one): read whole once, left alone, never
+/// released, and not in the result.
+#[tokio::test]
+async fn a_look_alike_among_the_copies_is_left_alone() {
+    let (h, rs, v, anchor_down, mut fake) = rotated();
+    fake["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove(crate::proof::ANNOTATION_PROOF);
+    let fake_name = fake["metadata"]["name"].as_str().unwrap().to_string();
+    let (rs2, v2, fake2) = (rs.clone(), v.clone(), fake.clone());
+    let run = sync_once(
+        &h,
+        &rs,
+        (vec![listed(&anchor_down), listed(&fake)], vec![]),
+        |mut api| async move {
+            get_rs(&mut api).await.respond(200, &rs2.json());
+            let call = api.next("GET of the version, whole").await;
+            call.expect(Method::GET, &format!("{SECRETS}/{}", v2.name()), &[])
+                .respond(200, &v2.whole());
+            connection_ready(&mut api, "Connected").await;
+            api
+        },
+        |mut down| async move {
+            let call = down.next("POST of the copy").await;
+            let call = call.expect(Method::POST, DOWN_SECRETS, &[]);
+            let made: Secret = serde_json::from_value(call.body.clone()).unwrap();
+            call.respond(201, &stored_down(&made, COPY_UID, "12"));
+            let call = down.next("GET of the look-alike, whole").await;
+            call.expect(Method::GET, &format!("{DOWN_SECRETS}/{fake_name}"), &[])
+                .respond(200, &fake2);
+            down
+        },
+    )
+    .await;
+    let (next, result, _) = &run.next;
+    assert_eq!(*next, Next::AwaitChange);
+    assert_eq!(result, &Some((true, "Synced".into(), vec![v.name()])));
+}
+
+/// On deletion, an anchor there whose proof is not ours (planted under
+/// the anchor's name) is not deleted: nothing is written downstream.
+#[tokio::test]
+async fn a_deletion_leaves_an_anchor_that_is_not_ours() {
+    let h = Harness::new();
+    let base = pushing("Delete", &[FINALIZER]);
+    let v = version_for_east(&base, &h);
+    let rs = base
+        .with_status(ready_status(&v, &[]))
+        .deleted_ago(Duration::from_secs(5));
+    let mut planted = stored_down(&anchor(), ANCHOR_UID, "5");
+    planted["metadata"]["annotations"][crate::proof::ANNOTATION_PROOF] = json!("rs1.00.00");
+    let (rs2, v2) = (rs.clone(), v.clone());
+    let run = sync_once(
+        &h,
+        &rs,
+        (vec![listed(&planted)], vec![]),
+        |mut api| async move {
+            get_rs(&mut api).await.respond(200, &rs2.json());
+            get_version_metadata(&mut api, &v2).await;
+            api
+        },
+        |down| async move { down },
+    )
+    .await;
+    let (next, _, done) = &run.next;
+    assert_eq!(*next, Next::AwaitChange);
+    assert!(done, "nothing of ours there: the cleanup is done");
+}
