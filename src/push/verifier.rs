@@ -424,6 +424,59 @@ async fn a_resync_of_an_unchanged_path_writes_nothing() {
     assert_eq!(unchanged.get(), 1);
 }
 
+/// Values changed in Vault by hand are written back (check-and-set on the
+/// version read), and a Warning says so; the status records the new KV version.
+#[tokio::test]
+async fn values_changed_in_vault_are_written_back_and_said() {
+    let vault = Vault::start().await;
+    let base = pushing("Delete", &[FINALIZER]);
+    let v = made_for_vault(&base);
+    let meta = format!("/v1/secret/metadata/{KV}");
+    let data = format!("/v1/secret/data/{KV}");
+    vault
+        .then(
+            Method::GET,
+            &meta,
+            200,
+            json!({"data": {"current_version": 1, "custom_metadata": our_mark(&v.name())}}),
+        )
+        .then(
+            Method::GET,
+            &data,
+            200,
+            json!({"data": {"data": {"password": "by-hand"}, "metadata": {"version": 1}}}),
+        )
+        .then(Method::POST, &data, 200, json!({"data": {"version": 2}}));
+    let rs = base.with_status(pushed_status(&v));
+    let address = vault.address.clone();
+    let run = run(|mut api| async move {
+        get_rs(&mut api).await.respond(200, &rs.json());
+        get_version_metadata(&mut api, &v.name())
+            .await
+            .respond(200, &v.metadata_response());
+        open(&mut api, &address).await;
+        let call = api.next("GET of the version").await;
+        call.expect(Method::GET, &format!("{SECRETS}/{}", v.name()), &[])
+            .respond(200, &v.whole());
+        report_connection(&mut api, "Authenticated").await;
+        let patch = apply_push_status(&mut api).await;
+        let versions = &patch.body["status"]["push"]["vault"]["versions"];
+        assert_eq!(versions[0]["kvVersion"], 2, "{versions}");
+        patch.respond(200, &rs.json());
+        api
+    })
+    .await;
+    let seen = vault.done();
+    assert_eq!(
+        seen[2].body,
+        json!({"options": {"cas": 1}, "data": {"password": "x"}})
+    );
+    assert_eq!(run.next, Next::RequeueAfter(RESYNC));
+    assert_eq!(run.events(), pairs(&[("Warning", "VaultValueRestored")]));
+    let note = run.events[0]["note"].as_str().unwrap();
+    assert!(!note.contains("by-hand"), "{note}");
+}
+
 /// A path that exists without our mark is someone else's: never written.
 #[tokio::test]
 async fn a_path_someone_else_wrote_is_never_written() {

@@ -754,3 +754,57 @@ async fn a_deletion_leaves_an_anchor_that_is_not_ours() {
     assert_eq!(*next, Next::AwaitChange);
     assert!(done, "nothing of ours there: the cleanup is done");
 }
+
+/// Our copy there under the current version's name with other values (the
+/// version was re-created upstream since): never overwritten, ValueMismatch
+/// said by a Warning; nothing is written downstream.
+#[tokio::test]
+async fn our_copy_with_other_values_is_never_overwritten() {
+    let h = Harness::new();
+    let base = pushing("Retain", &[]);
+    let v = version_for_east(&base, &h);
+    let rs = base.with_status(ready_status(&v, &[]));
+    let owner = serde_json::from_value(anchor_owner()).unwrap();
+    let mut earlier = whole(&v);
+    earlier.data = Some(
+        [(
+            "password".to_string(),
+            k8s_openapi::ByteString(b"earlier".to_vec()),
+        )]
+        .into(),
+    );
+    // Signed by us over those values: our copy of an earlier incarnation.
+    let proof = proof_key().sign(&earlier);
+    earlier
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(crate::proof::ANNOTATION_PROOF.into(), proof);
+    let stale = stored_down(&copy::copy_of(&earlier, NS, vec![owner]), COPY_UID, "6");
+    let anchor_down = stored_down(&anchor(), ANCHOR_UID, "5");
+    let (rs2, v2, stale2) = (rs.clone(), v.clone(), stale.clone());
+    let run = sync_once(
+        &h,
+        &rs,
+        (vec![listed(&anchor_down), listed(&stale)], vec![]),
+        |mut api| async move {
+            get_rs(&mut api).await.respond(200, &rs2.json());
+            let call = api.next("GET of the version, whole").await;
+            call.expect(Method::GET, &format!("{SECRETS}/{}", v2.name()), &[])
+                .respond(200, &v2.whole());
+            api
+        },
+        |mut down| async move {
+            let name = stale2["metadata"]["name"].as_str().unwrap().to_string();
+            let call = down.next("GET of the copy there, whole").await;
+            call.expect(Method::GET, &format!("{DOWN_SECRETS}/{name}"), &[])
+                .respond(200, &stale2);
+            down
+        },
+    )
+    .await;
+    let (next, result, _) = &run.next;
+    assert_eq!(*next, Next::AwaitChange);
+    assert_eq!(result.as_ref().unwrap().1, "ValueMismatch");
+    assert_eq!(run.events(), pairs(&[("Warning", "ValueMismatch")]));
+}
