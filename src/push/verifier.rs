@@ -181,8 +181,9 @@ async fn report_connection(api: &mut ApiServer, reason: &str) {
         (&cond["type"], &cond["reason"]),
         (&json!("Ready"), &json!(reason))
     );
-    let body = call.body.clone();
-    call.respond(200, &body);
+    let mut stored = connection("http://127.0.0.1:9", &["shop"]);
+    stored["status"] = call.body["status"].clone();
+    call.respond(200, &stored);
 }
 
 fn condition_of<'a>(status: &'a Value, type_: &str) -> &'a Value {
@@ -747,4 +748,177 @@ async fn a_deletion_waits_on_a_passing_problem_however_long() {
     .await;
     assert_eq!(run.next, Next::RequeueAfter(CLEANUP_RECHECK_MAX));
     assert_eq!(run.events(), pairs(&[("Warning", "ApiError")]));
+}
+
+// ------------------------------------- what one process keeps between pushes
+
+/// Two pushes of `shop/db` through one context (its token cache, hold-down
+/// and connection statuses), as the leader.
+async fn run_twice<S, F>(scenario: S) -> Run<(Next, Next)>
+where
+    S: FnOnce(ApiServer) -> F,
+    F: Future<Output = ApiServer> + Send + 'static,
+{
+    Harness::new()
+        .verify(true, scenario, |w| async move {
+            let ctx = context(w);
+            let first = push(key(), ctx.clone()).await;
+            (first, push(key(), ctx).await)
+        })
+        .await
+}
+
+/// The requests of a push before Vault, with the token cached or not.
+async fn up_to_vault(api: &mut ApiServer, rs: &Rs, v: &VersionSecret, address: &str, token: bool) {
+    get_rs(api).await.respond(200, &rs.json());
+    get_version_metadata(api, &v.name())
+        .await
+        .respond(200, &v.metadata_response());
+    if token {
+        open(api, address).await;
+    } else {
+        get_connection(api)
+            .await
+            .respond(200, &connection(address, &["shop"]));
+    }
+    let call = api.next("GET of the version").await;
+    call.expect(Method::GET, &format!("{SECRETS}/{}", v.name()), &[])
+        .respond(200, &v.whole());
+}
+
+/// A second push reuses the token read for the first, and writes the
+/// connection's Ready condition only when it changes.
+#[tokio::test]
+async fn a_second_push_reuses_the_token_and_reports_the_connection_once() {
+    let vault = Vault::start().await;
+    let base = pushing("Delete", &[FINALIZER]);
+    let v = made_for_vault(&base);
+    let meta = format!("/v1/secret/metadata/{KV}");
+    let data = format!("/v1/secret/data/{KV}");
+    for _ in 0..2 {
+        vault
+            .then(
+                Method::GET,
+                &meta,
+                200,
+                json!({"data": {"current_version": 1, "custom_metadata": our_mark(&v.name())}}),
+            )
+            .then(
+                Method::GET,
+                &data,
+                200,
+                json!({"data": {"data": {"password": "x"}, "metadata": {"version": 1}}}),
+            );
+    }
+    let rs = base.with_status(pushed_status(&v));
+    let address = vault.address.clone();
+    let run = run_twice(|mut api| async move {
+        up_to_vault(&mut api, &rs, &v, &address, true).await;
+        report_connection(&mut api, "Authenticated").await;
+        up_to_vault(&mut api, &rs, &v, &address, false).await;
+        api
+    })
+    .await;
+    assert_eq!(vault.done().len(), 4);
+    assert_eq!(
+        run.next,
+        (Next::RequeueAfter(RESYNC), Next::RequeueAfter(RESYNC))
+    );
+}
+
+/// A token Vault refuses (revoked, expired early) is forgotten: the next
+/// push reads it again; the connection is reported not Ready, then Ready.
+#[tokio::test]
+async fn a_refused_token_is_forgotten_and_read_again() {
+    let vault = Vault::start().await;
+    let base = pushing("Delete", &[FINALIZER]);
+    let v = made_for_vault(&base);
+    let meta = format!("/v1/secret/metadata/{KV}");
+    let data = format!("/v1/secret/data/{KV}");
+    vault
+        .then(
+            Method::GET,
+            &meta,
+            403,
+            json!({"errors": ["permission denied"]}),
+        )
+        .then(
+            Method::GET,
+            "/v1/auth/token/lookup-self",
+            403,
+            json!({"errors": ["permission denied"]}),
+        )
+        .then(Method::GET, &meta, 404, Value::Null)
+        .then(Method::POST, &data, 200, json!({"data": {"version": 1}}))
+        .then(Method::POST, &meta, 204, Value::Null);
+    let rs = base.with_status(ready_status(&v, &[]));
+    let address = vault.address.clone();
+    let run = run_twice(|mut api| async move {
+        up_to_vault(&mut api, &rs, &v, &address, true).await;
+        report_connection(&mut api, "AuthFailed").await;
+        let patch = apply_push_status(&mut api).await;
+        assert_eq!(
+            condition_of(&patch.body["status"], VAULT_SYNCED)["reason"],
+            "AuthFailed"
+        );
+        patch.respond(200, &rs.json());
+        // The token is read again.
+        up_to_vault(&mut api, &rs, &v, &address, true).await;
+        report_connection(&mut api, "Authenticated").await;
+        let patch = apply_push_status(&mut api).await;
+        assert_eq!(
+            condition_of(&patch.body["status"], VAULT_SYNCED)["reason"],
+            "Synced"
+        );
+        patch.respond(200, &rs.json());
+        api
+    })
+    .await;
+    vault.done();
+    assert_eq!(run.next, (Next::Retry, Next::RequeueAfter(RESYNC)));
+    assert_eq!(
+        run.events(),
+        pairs(&[("Normal", "VaultVersionWritten"), ("Warning", "AuthFailed")])
+    );
+}
+
+/// A server that does not answer is held down: the next push through it
+/// fails at once, before the token or the version is read (a dead server
+/// holds one push slot at a time, not all of them).
+#[tokio::test]
+async fn a_server_that_does_not_answer_is_held_down() {
+    // Nothing listens on the discard port of the loopback address.
+    let address = "http://127.0.0.1:9".to_string();
+    let base = pushing("Delete", &[FINALIZER]);
+    let v = made_for_vault(&base);
+    let rs = base.with_status(ready_status(&v, &[]));
+    let run = run_twice(|mut api| async move {
+        up_to_vault(&mut api, &rs, &v, &address, true).await;
+        report_connection(&mut api, "Unreachable").await;
+        let patch = apply_push_status(&mut api).await;
+        assert_eq!(
+            condition_of(&patch.body["status"], VAULT_SYNCED)["reason"],
+            "Unreachable"
+        );
+        patch.respond(200, &rs.json());
+        // Held down: the connection is read, nothing more before the status.
+        get_rs(&mut api).await.respond(200, &rs.json());
+        get_version_metadata(&mut api, &v.name())
+            .await
+            .respond(200, &v.metadata_response());
+        get_connection(&mut api)
+            .await
+            .respond(200, &connection(&address, &["shop"]));
+        let patch = apply_push_status(&mut api).await;
+        let cond = condition_of(&patch.body["status"], VAULT_SYNCED);
+        assert_eq!(cond["reason"], "Unreachable");
+        assert!(
+            cond["message"].as_str().unwrap().contains("moments ago"),
+            "{cond}"
+        );
+        patch.respond(200, &rs.json());
+        api
+    })
+    .await;
+    assert_eq!(run.next, (Next::Retry, Next::Retry));
 }
