@@ -812,3 +812,66 @@ async fn our_copy_with_other_values_is_never_overwritten() {
     assert_eq!(result.as_ref().unwrap().1, "ValueMismatch");
     assert_eq!(run.events(), pairs(&[("Warning", "ValueMismatch")]));
 }
+
+/// A connection whose kubeconfig Secret is missing, or holds a kubeconfig
+/// that would run a command: nothing is linked, nothing is sent there; the
+/// connection is reported not Ready with the reason, and the target's
+/// result says InvalidConnection.
+#[tokio::test]
+async fn a_kubeconfig_missing_or_running_a_command_links_nothing() {
+    let exec = "apiVersion: v1\nkind: Config\nclusters:\n- name: east\n  cluster: {server: 'https://127.0.0.1:6443'}\nusers:\n- name: east\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: ['-c', 'id']}\ncontexts:\n- name: east\n  context: {cluster: east, user: east}\ncurrent-context: east\n";
+    let with_exec = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some("east".into()),
+            namespace: Some("randomsecret-system".into()),
+            resource_version: Some("4".into()),
+            ..Default::default()
+        },
+        data: Some(
+            [(
+                super::kubeconfig::DEFAULT_KEY.to_string(),
+                k8s_openapi::ByteString(exec.as_bytes().to_vec()),
+            )]
+            .into(),
+        ),
+        ..Default::default()
+    };
+    let cases = [
+        (None, "InvalidKubeconfig"),
+        (
+            Some(serde_json::to_value(&with_exec).unwrap()),
+            "KubeconfigRefused",
+        ),
+    ];
+    for (secret, reason) in cases {
+        let rs = pushing("Retain", &[]);
+        let rs2 = rs.clone();
+        let run = dispatch(&rs, |mut api| async move {
+            get_rs(&mut api).await.respond(200, &rs2.json());
+            let call = api.next("GET of the ClusterConnection").await;
+            call.expect(Method::GET, CONNECTION, &[]).respond(
+                200,
+                &json!({"apiVersion": "randomsecret.io/v1", "kind": "ClusterConnection",
+                    "metadata": {"name": "east", "uid": "e0", "resourceVersion": "3"},
+                    "spec": {"kubeconfigSecretRef": {"name": "east", "namespace": "randomsecret-system"},
+                        "allowedNamespaces": ["shop"]}}),
+            );
+            let call = api.next("GET of the kubeconfig Secret").await;
+            let call = call.expect(Method::GET, "/api/v1/namespaces/randomsecret-system/secrets/east", &[]);
+            match secret {
+                Some(s) => call.respond(200, &s),
+                None => call.respond(404, &not_found()),
+            }
+            connection_ready(&mut api, reason).await;
+            api
+        })
+        .await;
+        assert_eq!(run.next.0, Next::RequeueAfter(super::RESYNC), "{reason}");
+        let (synced, recorded, _) = run.next.1.clone().unwrap();
+        assert_eq!(
+            (synced, recorded.as_str()),
+            (false, "InvalidConnection"),
+            "{reason}"
+        );
+    }
+}
