@@ -922,3 +922,28 @@ async fn a_server_that_does_not_answer_is_held_down() {
     .await;
     assert_eq!(run.next, (Next::Retry, Next::Retry));
 }
+
+/// Nothing recorded as pushed (the status maps no KV version): a deletion
+/// looks for the path once and never waits on a server for it.
+#[tokio::test]
+async fn a_deletion_with_nothing_pushed_never_waits_on_the_server() {
+    let address = "http://127.0.0.1:9".to_string();
+    let v = made_for_vault(&Rs::test().with_push(vault_target("Delete")));
+    let rs = pushing("Delete", &[FINALIZER])
+        .with_status(ready_status(&v, &[]))
+        .deleted_ago(Duration::from_secs(5));
+    let run = run(|mut api| async move {
+        get_rs(&mut api).await.respond(200, &rs.json());
+        get_version_metadata(&mut api, &v.name())
+            .await
+            .respond(200, &v.metadata_response());
+        open(&mut api, &address).await;
+        patch_finalizers(&mut api, &rs, &[])
+            .await
+            .respond(200, &rs.json());
+        api
+    })
+    .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert!(run.events.is_empty());
+}

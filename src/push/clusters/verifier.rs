@@ -875,3 +875,35 @@ async fn a_kubeconfig_missing_or_running_a_command_links_nothing() {
         );
     }
 }
+
+/// A Secret there under the anchor's name that is not our anchor (its
+/// proof is not ours): SecretNameConflict, it is never used as the copies'
+/// owner, and nothing is written.
+#[tokio::test]
+async fn a_planted_anchor_is_a_name_conflict() {
+    let h = Harness::new();
+    let base = pushing("Retain", &[]);
+    let v = version_for_east(&base, &h);
+    let rs = base.with_status(ready_status(&v, &[]));
+    let mut planted = stored_down(&anchor(), ANCHOR_UID, "5");
+    planted["metadata"]["annotations"][crate::proof::ANNOTATION_PROOF] = json!("rs1.00.00");
+    let (rs2, v2) = (rs.clone(), v.clone());
+    let run = sync_once(
+        &h,
+        &rs,
+        (vec![listed(&planted)], vec![]),
+        |mut api| async move {
+            get_rs(&mut api).await.respond(200, &rs2.json());
+            let call = api.next("GET of the version, whole").await;
+            call.expect(Method::GET, &format!("{SECRETS}/{}", v2.name()), &[])
+                .respond(200, &v2.whole());
+            api
+        },
+        |down| async move { down },
+    )
+    .await;
+    let (next, result, _) = &run.next;
+    assert_eq!(*next, Next::AwaitChange);
+    assert_eq!(result.as_ref().unwrap().1, "SecretNameConflict");
+    assert_eq!(run.events(), pairs(&[("Warning", "SecretNameConflict")]));
+}
