@@ -907,3 +907,95 @@ async fn a_planted_anchor_is_a_name_conflict() {
     assert_eq!(result.as_ref().unwrap().1, "SecretNameConflict");
     assert_eq!(run.events(), pairs(&[("Warning", "SecretNameConflict")]));
 }
+
+// ------------------------------------------------------------ the status
+
+/// One write of `shop/db`'s clusters status from `results` recorded for `east`.
+async fn write_status<S, F>(rs: &Rs, synced: Option<Vec<String>>, scenario: S) -> Run
+where
+    S: FnOnce(ApiServer) -> F,
+    F: Future<Output = ApiServer> + Send + 'static,
+{
+    let h = Harness::new();
+    let rs = rs.clone();
+    h.verify(true, scenario, |w| {
+        let up = context(w, &h, &rs);
+        if let Some(names) = synced {
+            let target: crate::push::api::ClusterPush =
+                serde_json::from_value(cluster_target("Retain")["clusters"][0].clone()).unwrap();
+            up.ctx.record(
+                &key(),
+                super::report::synced("east", &target, &key(), names),
+            );
+        }
+        super::report::write(key(), up.ctx.clone())
+    })
+    .await
+}
+
+/// The recorded results become `status.push.clusters` and ClustersSynced,
+/// applied under the cluster push's own manager; the same status stored
+/// already is not written again; a target removed takes its fields away.
+#[tokio::test]
+async fn the_clusters_status_is_written_when_it_changes() {
+    let rs = pushing("Retain", &[]);
+    let v = VersionSecret::of(&rs);
+    let rs = rs.with_status(ready_status(&v, &[]));
+    let applied = Arc::new(std::sync::Mutex::new(Value::Null));
+    let (rs2, seen, name) = (rs.clone(), applied.clone(), v.name());
+    write_status(&rs, Some(vec![v.name()]), |mut api| async move {
+        get_rs(&mut api).await.respond(200, &rs2.json());
+        let call = api.next("PATCH of the clusters status").await;
+        let call = call.expect(
+            Method::PATCH,
+            STATUS,
+            &[("fieldManager", MANAGER), ("force", "true")],
+        );
+        assert_eq!(call.header("content-type"), "application/apply-patch+yaml");
+        let status = call.body["status"].clone();
+        let cond = condition(&status, super::CLUSTERS_SYNCED);
+        assert_eq!(
+            (&cond["status"], &cond["reason"]),
+            (&json!("True"), &json!("Synced"))
+        );
+        assert_eq!(status["push"]["clusters"][0]["connection"], "east");
+        assert_eq!(status["push"]["clusters"][0]["namespace"], NS);
+        assert_eq!(status["push"]["clusters"][0]["secretNames"], json!([name]));
+        *seen.lock().unwrap() = status.clone();
+        call.respond(200, &rs2.applied(&status));
+        api
+    })
+    .await;
+    // The same again, with that status stored: nothing is written.
+    let written = applied.lock().unwrap().clone();
+    let mut stored = ready_status(&v, &[]);
+    stored["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .extend(written["conditions"].as_array().unwrap().iter().cloned());
+    stored["push"] = written["push"].clone();
+    let rs = rs.with_status(stored.clone());
+    let rs2 = rs.clone();
+    write_status(&rs, Some(vec![v.name()]), |mut api| async move {
+        get_rs(&mut api).await.respond(200, &rs2.json());
+        api
+    })
+    .await;
+    // The target removed from the spec: its fields go.
+    let mut rs = Rs::test().with_status(stored);
+    rs.spec.as_object_mut().unwrap().remove("push");
+    let rs2 = rs.clone();
+    write_status(&rs, None, |mut api| async move {
+        get_rs(&mut api).await.respond(200, &rs2.json());
+        let call = api.next("PATCH of the clusters status").await;
+        let call = call.expect(
+            Method::PATCH,
+            STATUS,
+            &[("fieldManager", MANAGER), ("force", "true")],
+        );
+        assert_eq!(call.body["status"], json!({}));
+        call.respond(200, &rs2.json());
+        api
+    })
+    .await;
+}
