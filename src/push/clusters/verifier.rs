@@ -295,7 +295,7 @@ fn downstream(replicasets: Vec<Value>) -> (kube::Client, ApiServer) {
 
 /// The ClusterConnection `east` as linked: `shop` allowed.
 fn grant() -> admit::Grant {
-    let spec: crate::push::api::ClusterConnectionSpec = serde_json::from_value(json!({
+    let spec: crate::api::connections::ClusterConnectionSpec = serde_json::from_value(json!({
         "kubeconfigSecretRef": {"name": "east", "namespace": "randomsecret-system"},
         "allowedNamespaces": ["shop"]}))
     .unwrap();
@@ -921,7 +921,7 @@ where
     h.verify(true, scenario, |w| {
         let up = context(w, &h, &rs);
         if let Some(names) = synced {
-            let target: crate::push::api::ClusterPush =
+            let target: crate::api::push::ClusterPush =
                 serde_json::from_value(cluster_target("Retain")["clusters"][0].clone()).unwrap();
             up.ctx.record(
                 &key(),
