@@ -41,6 +41,8 @@ pub mod reconciler;
 pub mod references;
 pub mod rotate;
 pub mod runtime;
+#[cfg(test)]
+mod testing;
 pub mod tracking;
 pub mod version;
 pub mod views;

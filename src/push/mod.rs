@@ -20,6 +20,8 @@ pub mod clusters;
 pub mod index;
 pub mod targets;
 pub mod vault;
+#[cfg(test)]
+mod verifier;
 
 use crate::api::RandomSecret;
 use crate::api::push::VaultPushStatus;

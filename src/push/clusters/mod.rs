@@ -27,6 +27,8 @@ pub mod kubeconfig;
 pub mod link;
 pub mod report;
 pub mod sync;
+#[cfg(test)]
+mod verifier;
 
 use crate::api::RandomSecret;
 use crate::api::connections::{ClusterConnection, KubeconfigFormat};
