@@ -19,7 +19,7 @@ static:
 	@CARGO="$(CARGO)" scripts/release/static.sh $(TARGET_DIR)
 
 ## dist: the release archive target/dist/randomsecret-VERSION-x86_64-linux.tar.gz (the static
-## binary, kubectl-randomsecret beside it, the CRDs, the chart, README) and its SHA-256, checked
+## binary, kubectl-randomsecret beside it, the CRDs, the chart, README, SECURITY.md, ARCHITECTURE.md and docs/) and its SHA-256, checked
 ## by unpacking it and running the plugin from it
 dist: static
 	@scripts/release/dist.sh $(STATIC_DIR)/randomsecret

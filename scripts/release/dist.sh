@@ -16,7 +16,7 @@ cp "$bin" "$stage/bin/randomsecret"
 ln -s randomsecret "$stage/bin/kubectl-randomsecret"
 cp -r config/crd "$stage/crds"
 cp -r charts/randomsecret "$stage/chart"
-cp README.md SECURITY.md "$stage/"
+cp README.md SECURITY.md ARCHITECTURE.md "$stage/"; cp -r docs "$stage/docs"
 tar -C target/dist --owner=0 --group=0 --sort=name -czf "target/dist/$name.tar.gz" "$name"
 (cd target/dist && sha256sum "$name.tar.gz" >"$name.tar.gz.sha256")
 rm -rf "$stage"

@@ -2,7 +2,7 @@
 //! finalizer. A push is due when what it depends on changes (spec, deletion,
 //! the current version, the finalizer), not on the push's own status writes.
 
-use super::FINALIZER;
+use crate::api::push::{CLUSTERS_FINALIZER, VAULT_FINALIZER};
 use crate::cache::Key;
 use crate::cache::slim::RandomSecretObject;
 use kube::runtime::watcher::Event;
@@ -27,12 +27,12 @@ struct Inner {
 fn fingerprint(obj: &RandomSecretObject) -> Option<(u64, bool)> {
     let m = &obj.metadata;
     let ours = |name: &str| m.finalizers.iter().flatten().any(|f| f == name);
-    let finalizer = ours(FINALIZER) || ours(super::clusters::FINALIZER);
+    let finalizer = ours(VAULT_FINALIZER) || ours(CLUSTERS_FINALIZER);
     let push = obj.spec.get("push").is_some_and(|p| !p.is_null());
     if !push && !finalizer {
         return None;
     }
-    let clusters = ours(super::clusters::FINALIZER)
+    let clusters = ours(CLUSTERS_FINALIZER)
         || obj
             .spec
             .get("push")
@@ -172,14 +172,18 @@ mod tests {
         );
         // The finalizer appeared: push (the first push waits for it).
         assert_eq!(
-            idx.handle(&Event::Apply(obj(push, v1.clone(), &[FINALIZER])))
+            idx.handle(&Event::Apply(obj(push, v1.clone(), &[VAULT_FINALIZER])))
                 .len(),
             1
         );
         // push removed, finalizer still there: work (remove the finalizer).
         assert_eq!(
-            idx.handle(&Event::Apply(obj(plain.clone(), v1.clone(), &[FINALIZER])))
-                .len(),
+            idx.handle(&Event::Apply(obj(
+                plain.clone(),
+                v1.clone(),
+                &[VAULT_FINALIZER]
+            )))
+            .len(),
             1
         );
         // Neither: forgotten.
@@ -190,7 +194,7 @@ mod tests {
         assert!(idx.keys().is_empty());
         // A relist that no longer lists an object forgets it.
         let f = json!({"keys": {"k": {"length": 4}}, "push": {"vault": {"connectionRef": {"name": "c"}}}});
-        idx.handle(&Event::Apply(obj(f, v1, &[FINALIZER])));
+        idx.handle(&Event::Apply(obj(f, v1, &[VAULT_FINALIZER])));
         assert_eq!(idx.keys().len(), 1);
         idx.handle(&Event::Init);
         idx.handle(&Event::InitDone);
@@ -203,7 +207,11 @@ mod tests {
         let key = Key::new("n", "a");
         let vault = json!({"push": {"vault": {"connectionRef": {"name": "c"}}}});
         let clusters = json!({"push": {"clusters": [{"connectionRef": {"name": "east"}}]}});
-        idx.handle(&Event::Apply(obj(vault.clone(), json!({}), &[FINALIZER])));
+        idx.handle(&Event::Apply(obj(
+            vault.clone(),
+            json!({}),
+            &[VAULT_FINALIZER],
+        )));
         assert!(!idx.wants_clusters(&key));
         assert_eq!(
             idx.handle(&Event::Apply(obj(clusters, json!({}), &[])))
@@ -212,7 +220,7 @@ mod tests {
         );
         assert!(idx.wants_clusters(&key));
         // Target removed, its finalizer left: still work (remove it).
-        let finalizer = super::super::clusters::FINALIZER;
+        let finalizer = CLUSTERS_FINALIZER;
         assert_eq!(
             idx.handle(&Event::Apply(obj(json!({}), json!({}), &[finalizer])))
                 .len(),

@@ -45,7 +45,7 @@ use tracing::{info, warn};
 /// Field manager of the push's status fields.
 pub const MANAGER: &str = "randomsecret-push";
 /// Held while `spec.push` is set, so the deletion policy runs.
-pub const FINALIZER: &str = "randomsecret.io/push";
+pub const FINALIZER: &str = crate::api::push::VAULT_FINALIZER;
 /// The escape for a deletion that waits on an unreachable target: "true"
 /// lets the RandomSecret go without cleaning up (the path stays).
 pub const SKIP_CLEANUP: &str = "randomsecret.io/skip-push-cleanup";

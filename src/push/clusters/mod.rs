@@ -56,7 +56,7 @@ use tracing::{info, warn};
 
 /// Held while `spec.push.clusters` is set, for the deletion policy (apart
 /// from the Vault push's, so neither waits on the other).
-pub const FINALIZER: &str = "randomsecret.io/push-clusters";
+pub const FINALIZER: &str = crate::api::push::CLUSTERS_FINALIZER;
 /// Field manager of `status.push.clusters` and `ClustersSynced`.
 pub const MANAGER: &str = "randomsecret-push-clusters";
 pub const CLUSTERS_SYNCED: &str = "ClustersSynced";
