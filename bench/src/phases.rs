@@ -11,12 +11,11 @@ use crate::procstat::{self, Sampler};
 use crate::report::Report;
 use crate::workload::{self, LIMIT, RUN_LABEL, ReadyWatch, place, run_concurrently};
 use anyhow::{Context, Result, ensure};
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::{Api, Client};
 use randomsecret::api::RandomSecret;
 use randomsecret::version::Version;
 use randomsecret_e2e::ControllerProcess;
-use serde_json::json;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -320,13 +319,7 @@ pub async fn rotation(
         let (client, pre) = (client.clone(), pre.clone());
         async move {
             let (ns, name) = place(&pre, namespaces, i);
-            Api::<RandomSecret>::namespaced(client, &ns)
-                .patch(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"spec": {"rotation": "2"}})),
-                )
-                .await?;
+            workload::rotate(&client, &ns, &name, "2").await?;
             Ok(())
         }
     })

@@ -233,13 +233,7 @@ pub async fn phase(
     let rotate = timed(client, count, rate, "2", |ns, name| {
         let client = client.clone();
         async move {
-            Api::<RandomSecret>::namespaced(client, &ns)
-                .patch(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"spec": {"rotation": "2"}})),
-                )
-                .await?;
+            workload::rotate(&client, &ns, &name, "2").await?;
             Ok(())
         }
     })

@@ -134,14 +134,20 @@ pub async fn floor_rotation(
         .as_ref()
         .and_then(|s| s.versions.first().cloned())
         .context("the floor object has no version")?;
-    let rs = api
+    let rs = rotate(client, &ns, &name, rotation).await?;
+    floor_version(client, &rs, Some(previous)).await
+}
+
+/// Rotates RandomSecret `ns/name` to the token `rotation` (a merge patch of
+/// `spec.rotation`, as a user's `kubectl patch` is).
+pub async fn rotate(client: &Client, ns: &str, name: &str, rotation: &str) -> Result<RandomSecret> {
+    Ok(Api::<RandomSecret>::namespaced(client.clone(), ns)
         .patch(
-            &name,
+            name,
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"rotation": rotation}})),
         )
-        .await?;
-    floor_version(client, &rs, Some(previous)).await
+        .await?)
 }
 
 /// The controller's writes for the current version of `rs`: its Secret,
