@@ -10,7 +10,7 @@ pub mod terminal;
 
 #[derive(Debug, Parser)]
 #[command(
-    name = "randomsecret",
+    name = crate::api::NAME,
     version,
     about = "Versioned, immutable, rotation-safe generated Secrets for Kubernetes"
 )]
@@ -184,7 +184,7 @@ pub struct ControllerArgs {
     #[arg(
         long,
         env = "RANDOMSECRET_LEADER_ELECTION_ID",
-        default_value = "randomsecret-controller"
+        default_value = concat!(crate::api::project!(), "-controller")
     )]
     pub leader_election_id: String,
     /// Seconds a lease stays valid after its last renewal; a standby takes over after this when the leader dies.
@@ -218,7 +218,7 @@ pub struct ControllerArgs {
     #[arg(
         long,
         env = "RANDOMSECRET_PROOF_KEY_SECRET",
-        default_value = "randomsecret-proof-key"
+        default_value = concat!(crate::api::project!(), "-proof-key")
     )]
     pub proof_key_secret: String,
     /// Namespace of --proof-key-secret (default: $POD_NAMESPACE, else --namespace, else "default").
@@ -364,7 +364,7 @@ pub struct WebhookArgs {
     #[arg(
         long,
         env = "RANDOMSECRET_WEBHOOK_CERT_SECRET",
-        default_value = "randomsecret-webhook-tls"
+        default_value = concat!(crate::api::project!(), "-webhook-tls")
     )]
     pub webhook_cert_secret: String,
     /// The Secret that holds the webhook's CA keys (self mode), beside
@@ -372,7 +372,7 @@ pub struct WebhookArgs {
     #[arg(
         long,
         env = "RANDOMSECRET_WEBHOOK_CA_SECRET",
-        default_value = "randomsecret-webhook-ca"
+        default_value = concat!(crate::api::project!(), "-webhook-ca")
     )]
     pub webhook_ca_secret: String,
     /// Namespace of --webhook-cert-secret (default: $POD_NAMESPACE, else --namespace, else "default").
@@ -382,7 +382,7 @@ pub struct WebhookArgs {
     #[arg(
         long,
         env = "RANDOMSECRET_WEBHOOK_CONFIGURATION",
-        default_value = "randomsecret"
+        default_value = crate::api::NAME
     )]
     pub webhook_configuration: String,
     /// DNS names of the serving certificate (the webhook Service's names), comma-separated.

@@ -22,7 +22,7 @@ use rand::TryRng;
 use sha2::Sha256;
 use std::collections::BTreeMap;
 
-pub const ANNOTATION_PROOF: &str = "randomsecret.io/proof";
+pub const ANNOTATION_PROOF: &str = crate::api::key!("proof");
 /// Bytes of key.
 pub const KEY_LEN: usize = 32;
 const PREFIX: &str = "v1.";
@@ -91,6 +91,9 @@ impl ProofKey {
         field(&mut mac, domain.as_bytes());
         mac
     }
+
+    // The domains below are spelled out, not built from crate::api: they
+    // are part of every proof ever written, and must outlive any rename.
 
     /// Keyed digest of a Secret's type and data.
     fn data_mac(&self, type_: &str, data: &BTreeMap<String, ByteString>) -> Vec<u8> {

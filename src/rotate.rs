@@ -11,7 +11,7 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 /// Field manager of the CLI's writes.
-pub const MANAGER: &str = "randomsecret-cli";
+pub const MANAGER: &str = concat!(crate::api::project!(), "-cli");
 
 /// A new token: the time, to the second (readable in a diff, and new unless
 /// two rotations happen in one second; `--to` sets one by hand). Compact

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
-pub const ANNOTATION_TRACK: &str = "randomsecret.io/track";
+pub const ANNOTATION_TRACK: &str = crate::api::key!("track");
 /// Prefix of the record labels (`tracked.randomsecret.io/<RandomSecret>`);
 /// a RandomSecret's name (at most 63 characters) is a valid label name.
 pub const RECORD_PREFIX: &str = "tracked.randomsecret.io/";

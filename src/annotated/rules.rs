@@ -35,21 +35,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// The prefix of every key of ours (annotations, labels, finalizers).
-pub const PREFIX: &str = "randomsecret.io/";
+pub const PREFIX: &str = crate::api::PREFIX;
 /// The opt-in label: every watch and the webhook's objectSelector select on it.
-pub const MANAGED_LABEL: &str = "randomsecret.io/managed";
+pub const MANAGED_LABEL: &str = crate::api::key!("managed");
 /// The keys to fill, separated by commas.
-pub const GENERATE: &str = "randomsecret.io/generate";
+pub const GENERATE: &str = crate::api::key!("generate");
 /// Length of each generated value (default [`DEFAULT_LENGTH`]).
-pub const LENGTH: &str = "randomsecret.io/length";
+pub const LENGTH: &str = crate::api::key!("length");
 /// The alphabet: a CRD charset name (default alphanumeric).
-pub const CHARSET: &str = "randomsecret.io/charset";
+pub const CHARSET: &str = crate::api::key!("charset");
 /// `true` adds the default symbols to the alphabet (default false).
-pub const SYMBOLS: &str = "randomsecret.io/symbols";
+pub const SYMBOLS: &str = crate::api::key!("symbols");
 /// A rotation token, set by the user: changing it regenerates every listed key.
-pub const ROTATE: &str = "randomsecret.io/rotate";
+pub const ROTATE: &str = crate::api::key!("rotate");
 /// The rotation token of the last fill, recorded by randomsecret.
-pub const ROTATED: &str = "randomsecret.io/rotated";
+pub const ROTATED: &str = crate::api::key!("rotated");
 pub const DEFAULT_LENGTH: usize = 32;
 
 /// The original operator's annotations, read as aliases when the label is
@@ -73,7 +73,7 @@ pub mod alias {
 
 /// On the Secrets randomsecret keeps for itself (the proof key, the
 /// webhook's certificate): what the Secret is for.
-pub const PURPOSE: &str = "randomsecret.io/purpose";
+pub const PURPOSE: &str = crate::api::key!("purpose");
 
 /// Every key under [`PREFIX`] or [`alias::PREFIX`] the project defines:
 /// annotation mode's, and the labels, annotations and finalizers of the
@@ -1451,6 +1451,14 @@ mod tests {
                 .take_while(|l| l.trim() != "#[cfg(test)]")
                 .filter(|l| !l.trim_start().starts_with("//"));
             for line in code {
+                // Keys of ours built by `crate::api::key!("k")`.
+                for (at, _) in line.match_indices("key!(\"") {
+                    let rest = &line[at + "key!(\"".len()..];
+                    let name = &rest[..rest.find('"').unwrap_or(rest.len())];
+                    if !name.is_empty() {
+                        found.insert((format!("{PREFIX}{name}"), path.display().to_string()));
+                    }
+                }
                 for prefix in [PREFIX, alias::PREFIX] {
                     let quoted = format!("\"{prefix}");
                     for (at, _) in line.match_indices(&quoted) {

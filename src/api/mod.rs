@@ -17,21 +17,48 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const GROUP: &str = "randomsecret.io";
+/// The project's name, spelled here once. A macro rather than a const, so
+/// that `concat!` builds every other name of ours from it at compile time:
+/// the API group, the keys of labels and annotations ([`key!`]), the field
+/// managers, the metrics prefix, the Event reporter. (Attributes that take
+/// only a literal, such as the CRDs' `group`, are pinned to [`GROUP`] by a
+/// test.)
+macro_rules! project {
+    () => {
+        "randomsecret"
+    };
+}
+pub(crate) use project;
+
+/// A key of ours (a label, annotation or finalizer): `randomsecret.io/<k>`.
+macro_rules! key {
+    ($k:literal) => {
+        concat!($crate::api::project!(), ".io/", $k)
+    };
+}
+pub(crate) use key;
+
+/// The name: the metrics prefix, the Event reporter, the field manager.
+pub const NAME: &str = project!();
+pub const GROUP: &str = concat!(project!(), ".io");
+/// The apiVersion of every kind of ours.
+pub const API_VERSION: &str = concat!(project!(), ".io/v1");
+/// The prefix of every key of ours (annotations, labels, finalizers).
+pub const PREFIX: &str = key!("");
 /// Label on produced Secrets: the RandomSecret that owns the version.
-pub const LABEL_NAME: &str = "randomsecret.io/name";
+pub const LABEL_NAME: &str = key!("name");
 /// Label on produced Secrets: the version's hash.
-pub const LABEL_HASH: &str = "randomsecret.io/hash";
+pub const LABEL_HASH: &str = key!("hash");
 /// Annotation on produced Secrets: when the version was created, to the
 /// nanosecond (creationTimestamp has whole seconds; versions are ordered by it).
-pub const ANNOTATION_CREATED: &str = "randomsecret.io/created";
+pub const ANNOTATION_CREATED: &str = key!("created");
 
 /// CEL: the map key `k` is a qualified name (a label or annotation key): an
 /// optional DNS subdomain of at most 253 characters and '/', then a name of
 /// at most 63 characters.
 const QUALIFIED_NAME: &str = "size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (k.indexOf('/') < 0 || k.indexOf('/') <= 253)";
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-pub const MANAGED_BY: &str = "randomsecret";
+pub const MANAGED_BY: &str = NAME;
 
 /// The status conditions the reconciler writes (kstatus: Ready always
 /// present, Reconciling and Stalled saying why it is not Ready).
@@ -466,6 +493,38 @@ pub fn crd_yaml() -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The names on the wire, spelled out: a change to `project!` or `key!`
+    /// shows here; and the derive attributes that take only a literal agree
+    /// with the constants.
+    #[test]
+    fn names_are_the_wire_contract() {
+        use kube::Resource;
+        assert_eq!(super::NAME, "randomsecret");
+        assert_eq!(super::GROUP, "randomsecret.io");
+        assert_eq!(super::API_VERSION, "randomsecret.io/v1");
+        assert_eq!(super::PREFIX, "randomsecret.io/");
+        assert_eq!(super::LABEL_NAME, "randomsecret.io/name");
+        assert_eq!(super::LABEL_HASH, "randomsecret.io/hash");
+        assert_eq!(super::ANNOTATION_CREATED, "randomsecret.io/created");
+        assert_eq!(super::RandomSecret::api_version(&()), super::API_VERSION);
+        assert_eq!(
+            crate::api::connections::VaultConnection::api_version(&()),
+            super::API_VERSION
+        );
+        assert_eq!(
+            crate::api::connections::ClusterVaultConnection::api_version(&()),
+            super::API_VERSION
+        );
+        assert_eq!(
+            crate::api::connections::ClusterConnection::api_version(&()),
+            super::API_VERSION
+        );
+        assert_eq!(
+            super::RandomSecret::plural(&()),
+            concat!(super::project!(), "s")
+        );
+    }
+
     /// CI fails when the committed CRD drifts from the Rust types:
     /// regenerate it with `make crd`.
     #[test]

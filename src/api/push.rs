@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 
 /// The Vault push's finalizer, held while `spec.push.vault` is set, so the
 /// deletion policy runs.
-pub const VAULT_FINALIZER: &str = "randomsecret.io/push";
+pub const VAULT_FINALIZER: &str = crate::api::key!("push");
 /// The cluster push's finalizer, held while `spec.push.clusters` is set
 /// (apart from the Vault push's, so neither waits on the other).
-pub const CLUSTERS_FINALIZER: &str = "randomsecret.io/push-clusters";
+pub const CLUSTERS_FINALIZER: &str = crate::api::key!("push-clusters");
 
 /// Where each version is pushed besides the cluster. Never part of the
 /// version hash: adding or changing it keeps the Secret's name.

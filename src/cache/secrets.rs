@@ -37,7 +37,7 @@ pub enum Owner {
     Other(Box<OwnerReference>),
 }
 
-const RANDOMSECRET_API_VERSION: &str = "randomsecret.io/v1";
+const RANDOMSECRET_API_VERSION: &str = crate::api::API_VERSION;
 
 impl Owner {
     pub fn of(o: &OwnerReference) -> Self {

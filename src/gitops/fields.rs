@@ -453,7 +453,7 @@ fn walk_object(
 /// read this schema, so the list is generated here and a test checks that
 /// the template holds exactly this.
 pub fn helm_spec_fields() -> String {
-    let rs = kind("randomsecret.io/v1", "RandomSecret").expect("RandomSecret is a kind");
+    let rs = kind(crate::api::API_VERSION, "RandomSecret").expect("RandomSecret is a kind");
     let spec = &rs.schema["properties"]["spec"];
     crate::gitops::yaml::write(&helm_node(&rs.schema, spec)).expect("the list serializes")
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use std::fmt;
 
 /// The apiVersion of every kind of ours.
-const API_VERSION: &str = "randomsecret.io/v1";
+const API_VERSION: &str = crate::api::API_VERSION;
 
 /// The kind of the KRM function's config (`randomsecret kustomize`), in our
 /// group but not a resource: a stream that holds it passes it by.

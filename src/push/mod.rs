@@ -43,12 +43,12 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 /// Field manager of the push's status fields.
-pub const MANAGER: &str = "randomsecret-push";
+pub const MANAGER: &str = concat!(crate::api::project!(), "-push");
 /// Held while `spec.push` is set, so the deletion policy runs.
 pub const FINALIZER: &str = crate::api::push::VAULT_FINALIZER;
 /// The escape for a deletion that waits on an unreachable target: "true"
 /// lets the RandomSecret go without cleaning up (the path stays).
-pub const SKIP_CLEANUP: &str = "randomsecret.io/skip-push-cleanup";
+pub const SKIP_CLEANUP: &str = crate::api::key!("skip-push-cleanup");
 pub const VAULT_SYNCED: &str = "VaultSynced";
 /// A synced target is compared again this often (a value changed by hand in
 /// Vault is written back); reading writes nothing.
@@ -670,7 +670,7 @@ async fn apply_status(
         status.insert("push".into(), json!({"vault": v}));
     }
     let patch =
-        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": status});
+        json!({"apiVersion": crate::api::API_VERSION, "kind": "RandomSecret", "status": status});
     api.patch_status(
         &rs.name_any(),
         &PatchParams::apply(MANAGER).force(),
@@ -710,7 +710,7 @@ pub(crate) async fn set_finalizer(
 
 pub(crate) fn reference(rs: &RandomSecret) -> ObjectReference {
     ObjectReference {
-        api_version: Some("randomsecret.io/v1".into()),
+        api_version: Some(crate::api::API_VERSION.into()),
         kind: Some("RandomSecret".into()),
         name: rs.metadata.name.clone(),
         namespace: rs.metadata.namespace.clone(),

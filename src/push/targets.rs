@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 /// On each version: the push targets of its RandomSecret when it was made,
 /// comma-separated (`vault:<Kind>/<name>`, `cluster:<name>`).
-pub const ANNOTATION: &str = "randomsecret.io/push-targets";
+pub const ANNOTATION: &str = crate::api::key!("push-targets");
 
 /// A Vault target, by its connection.
 pub fn vault(target: &VaultPush) -> String {

@@ -96,7 +96,7 @@ pub fn build_secret(
     let mut annotations = rs.spec.secret_annotations.clone().unwrap_or_default();
     // The controller's own keys are its to write (the schema refuses them;
     // an object admitted before that rule may still hold one).
-    annotations.retain(|k, _| !k.starts_with("randomsecret.io/"));
+    annotations.retain(|k, _| !k.starts_with(crate::api::PREFIX));
     annotations.insert(
         ANNOTATION_CREATED.into(),
         k8s_openapi::jiff::Timestamp::now().to_string(),

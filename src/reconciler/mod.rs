@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use tracing::info;
 
 /// Field manager of every write (status by server-side apply).
-pub const MANAGER: &str = "randomsecret";
+pub const MANAGER: &str = crate::api::NAME;
 
 pub struct Context {
     pub client: Client,

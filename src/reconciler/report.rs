@@ -173,7 +173,7 @@ pub(super) async fn apply_status(
     ctx: &Context,
 ) -> Result<bool, ReconcileError> {
     let patch =
-        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": status});
+        json!({"apiVersion": crate::api::API_VERSION, "kind": "RandomSecret", "status": status});
     ctx.may_write()?;
     let written = api
         .patch_status(

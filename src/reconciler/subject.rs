@@ -50,7 +50,7 @@ impl Subject {
     /// The controller owner reference its versions carry while it owns them.
     pub fn owner_reference(&self) -> OwnerReference {
         OwnerReference {
-            api_version: "randomsecret.io/v1".into(),
+            api_version: crate::api::API_VERSION.into(),
             kind: "RandomSecret".into(),
             name: self.key.name.to_string(),
             uid: self.uid.to_string(),
@@ -63,7 +63,7 @@ impl Subject {
     /// What Events about it regard.
     pub fn object_reference(&self) -> ObjectReference {
         ObjectReference {
-            api_version: Some("randomsecret.io/v1".into()),
+            api_version: Some(crate::api::API_VERSION.into()),
             kind: Some("RandomSecret".into()),
             name: Some(self.key.name.to_string()),
             namespace: Some(self.key.ns().to_string()),

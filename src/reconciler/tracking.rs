@@ -86,7 +86,7 @@ fn rolling(obj: &DynamicObject) -> bool {
 /// Field manager of tracking mode's status fields (WorkloadsPinned,
 /// pinnedWorkloads): the version's writer applies its conditions under
 /// [`MANAGER`], so neither removes the other's (conditions are a list map).
-pub const STATUS_MANAGER: &str = "randomsecret-tracking";
+pub const STATUS_MANAGER: &str = concat!(crate::api::project!(), "-tracking");
 
 /// A workload left on an older version, with what its Event needs.
 struct Pin {

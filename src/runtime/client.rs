@@ -68,8 +68,18 @@ fn pooled(config: Config) -> anyhow::Result<Client> {
 /// Fails with instructions when the CRD is not installed (discovery needs no extra RBAC).
 pub async fn check_crd(client: &Client) -> anyhow::Result<()> {
     let how = "install it with `randomsecret crd | kubectl apply --server-side -f -` (or the Helm chart / config/crd)";
-    match client.list_api_group_resources("randomsecret.io/v1").await {
-        Ok(list) if list.resources.iter().any(|r| r.name == "randomsecrets") => Ok(()),
+    match client
+        .list_api_group_resources(crate::api::API_VERSION)
+        .await
+    {
+        Ok(list)
+            if list
+                .resources
+                .iter()
+                .any(|r| r.name == <crate::api::RandomSecret as kube::Resource>::plural(&())) =>
+        {
+            Ok(())
+        }
         Ok(_) => bail!("the RandomSecret CRD (randomsecrets.randomsecret.io) is not served: {how}"),
         Err(kube::Error::Api(s)) if s.not_found() => {
             bail!("the RandomSecret CRD (randomsecrets.randomsecret.io) is not installed: {how}")

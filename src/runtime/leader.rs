@@ -60,7 +60,7 @@ pub fn config(args: &ControllerArgs) -> anyhow::Result<LeaseConfig> {
     // The pod name where there is one; a random suffix keeps two processes on one host apart.
     let host = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "randomsecret".into());
+        .unwrap_or_else(|_| crate::api::NAME.into());
     let suffix: String = crate::generate::value(&crate::version::Generated {
         length: 6,
         charset: crate::api::Charset::Lower,

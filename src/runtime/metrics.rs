@@ -67,7 +67,7 @@ impl Metrics {
             push_duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             push_out_of_sync: Gauge::default(),
         };
-        let r = registry.sub_registry_with_prefix("randomsecret");
+        let r = registry.sub_registry_with_prefix(crate::api::NAME);
         r.register(
             "reconciles",
             "Reconciles by result (ok, stalled, error, standby, gone, deleting)",

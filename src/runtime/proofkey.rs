@@ -77,10 +77,10 @@ fn key_secret(name: &str, key: &ProofKey) -> Secret {
             name: Some(name.into()),
             labels: Some(BTreeMap::from([(
                 "app.kubernetes.io/part-of".into(),
-                "randomsecret".into(),
+                crate::api::NAME.into(),
             )])),
             annotations: Some(BTreeMap::from([(
-                "randomsecret.io/purpose".into(),
+                crate::annotated::rules::PURPOSE.into(),
                 "Signs the Secrets randomsecret creates; see SECURITY.md. Back it up with the cluster; never change it.".into(),
             )])),
             ..Default::default()

@@ -20,6 +20,8 @@ impl VersionSpec {
             out.push(':');
             out.push_str(v);
         }
+        // Spelled out, not crate::api::API_VERSION: the canonical form is the
+        // name contract (the CLI, kustomize and Helm compute it offline).
         let mut out = String::from("randomsecret.io/v1\n");
         out.push_str("type:");
         s(&mut out, &self.secret_type);

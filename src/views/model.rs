@@ -212,7 +212,7 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
             .collect()
     };
     let owner = OwnerReference {
-        api_version: "randomsecret.io/v1".into(),
+        api_version: crate::api::API_VERSION.into(),
         kind: "RandomSecret".into(),
         name: name.clone(),
         uid: rs.metadata.uid.clone().unwrap_or_default(),

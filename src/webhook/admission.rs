@@ -38,7 +38,7 @@ impl Outcome {
 }
 
 /// Prefix of every warning, so the user knows who speaks.
-const WHO: &str = "randomsecret";
+const WHO: &str = crate::api::NAME;
 
 /// The answer: an AdmissionReview with only a response. Written here rather
 /// than with kube's types, which write the patch as an array of numbers (4

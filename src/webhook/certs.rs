@@ -236,7 +236,7 @@ pub fn issue_ca(
     p.distinguished_name = rcgen::DistinguishedName::new();
     p.distinguished_name.push(
         DnType::CommonName,
-        format!("randomsecret webhook CA {not_before}-{suffix}"),
+        format!("{} webhook CA {not_before}-{suffix}", crate::api::NAME),
     );
     p.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     p.key_usages = vec![
@@ -269,8 +269,10 @@ pub fn issue_leaf(
     // Not a host name: verifiers that read the CN as one (OpenSSL) would
     // hold it against the CA's name constraints (an address-only CA excludes
     // every DNS name). The names are in the SANs.
-    p.distinguished_name
-        .push(DnType::CommonName, "randomsecret webhook");
+    p.distinguished_name.push(
+        DnType::CommonName,
+        concat!(crate::api::project!(), " webhook"),
+    );
     p.subject_alt_names = sans
         .iter()
         .map(|s| match s.parse::<IpAddr>() {

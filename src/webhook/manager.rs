@@ -333,10 +333,10 @@ fn fresh(
             name: Some(name.to_string()),
             labels: Some(BTreeMap::from([(
                 "app.kubernetes.io/part-of".into(),
-                "randomsecret".into(),
+                crate::api::NAME.into(),
             )])),
             annotations: Some(BTreeMap::from([(
-                "randomsecret.io/purpose".into(),
+                crate::annotated::rules::PURPOSE.into(),
                 purpose.to_string(),
             )])),
             ..Default::default()

@@ -41,7 +41,7 @@ impl WebhookMetrics {
             certificate_changes: Family::default(),
             ca_bundle_patches: Counter::default(),
         };
-        let r = registry.sub_registry_with_prefix("randomsecret");
+        let r = registry.sub_registry_with_prefix(crate::api::NAME);
         r.register(
             "webhook_requests",
             "Admission reviews answered, by result (filled, unchanged, warning, unreadable)",

@@ -132,7 +132,7 @@ impl Grant {
 
 /// The controller's own metadata on a version, always allowed.
 fn ours(key: &str) -> bool {
-    key.starts_with("randomsecret.io/") || key == crate::api::LABEL_MANAGED_BY
+    key.starts_with(crate::api::PREFIX) || key == crate::api::LABEL_MANAGED_BY
 }
 
 /// Why `version` may not be copied under `policy`, if it may not. Names

@@ -20,12 +20,12 @@ use std::collections::BTreeMap;
 
 /// On every copy and anchor: the upstream namespace it came from (what the
 /// downstream watch selects).
-pub const LABEL_COPY_OF: &str = "randomsecret.io/copy-of";
+pub const LABEL_COPY_OF: &str = crate::api::key!("copy-of");
 /// On every copy and anchor: `<upstream namespace>/<RandomSecret>`.
-pub const ANNOTATION_COPY_OF: &str = "randomsecret.io/copy-of";
+pub const ANNOTATION_COPY_OF: &str = crate::api::key!("copy-of");
 /// On anchors only.
-pub const LABEL_ANCHOR: &str = "randomsecret.io/anchor";
-pub const ANCHOR_TYPE: &str = "randomsecret.io/anchor";
+pub const LABEL_ANCHOR: &str = crate::api::key!("anchor");
+pub const ANCHOR_TYPE: &str = crate::api::key!("anchor");
 /// The proof domain of anchors (`ProofKey::sign_fields`).
 const ANCHOR_PROOF: &str = "anchor";
 

@@ -58,7 +58,7 @@ use tracing::{info, warn};
 /// from the Vault push's, so neither waits on the other).
 pub const FINALIZER: &str = crate::api::push::CLUSTERS_FINALIZER;
 /// Field manager of `status.push.clusters` and `ClustersSynced`.
-pub const MANAGER: &str = "randomsecret-push-clusters";
+pub const MANAGER: &str = concat!(crate::api::project!(), "-push-clusters");
 pub const CLUSTERS_SYNCED: &str = "ClustersSynced";
 /// Default timeout of each request to a downstream cluster.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -282,7 +282,7 @@ impl Metrics {
             duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             out_of_sync: Gauge::default(),
         };
-        let r = registry.sub_registry_with_prefix("randomsecret");
+        let r = registry.sub_registry_with_prefix(crate::api::NAME);
         r.register(
             "cluster_syncs",
             "Syncs of a RandomSecret with a downstream cluster, by result (synced, error)",
@@ -669,7 +669,7 @@ impl Links {
         }
         let status = if ready { "True" } else { "False" };
         let patch = json!({
-            "apiVersion": "randomsecret.io/v1", "kind": "ClusterConnection",
+            "apiVersion": crate::api::API_VERSION, "kind": "ClusterConnection",
             "status": {"conditions": [{
                 "type": "Ready", "status": status, "reason": reason, "message": message,
                 "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),

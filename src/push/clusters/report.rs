@@ -172,7 +172,8 @@ pub async fn write(key: Key, ctx: Arc<Context>) -> Next {
         }
         json!({"conditions": [cond], "push": {"clusters": entries}})
     };
-    let patch = json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "status": body});
+    let patch =
+        json!({"apiVersion": crate::api::API_VERSION, "kind": "RandomSecret", "status": body});
     match api
         .patch_status(
             &key.name,

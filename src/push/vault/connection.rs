@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// Defaults of a connection's optional fields.
 pub const DEFAULT_KV_MOUNT: &str = "secret";
-pub const DEFAULT_PATH_PREFIX: &str = "randomsecret/{namespace}";
+pub const DEFAULT_PATH_PREFIX: &str = concat!(crate::api::project!(), "/{namespace}");
 pub const DEFAULT_AUTH_MOUNT: &str = "kubernetes";
 pub const DEFAULT_AUDIENCE: &str = "vault";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -576,7 +576,7 @@ pub async fn report(ctx: &crate::push::Context, conn: &Connection, result: Resul
         last_transition_time: Time(k8s_openapi::jiff::Timestamp::now()),
     };
     let kind = format!("{:?}", conn.kind);
-    let patch = serde_json::json!({"apiVersion": "randomsecret.io/v1", "kind": kind, "status": {"conditions": [cond]}});
+    let patch = serde_json::json!({"apiVersion": crate::api::API_VERSION, "kind": kind, "status": {"conditions": [cond]}});
     let params = PatchParams::apply(crate::push::MANAGER).force();
     let written = match &conn.namespace {
         Some(ns) => Api::<VaultConnection>::namespaced(ctx.client.clone(), ns)
