@@ -11,17 +11,14 @@ use crate::report::Report;
 use crate::stats::{Buckets, parse, quantile};
 use crate::workload::{self, RUN_LABEL};
 use anyhow::{Context, Result, ensure};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client};
 use randomsecret::api::RandomSecret;
 use randomsecret::api::connections::ClusterVaultConnection;
 use randomsecret::version::Version;
 use randomsecret_e2e::{ControllerProcess, OpenBao, condition, openbao};
 use serde_json::json;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,32 +40,6 @@ fn synced_with(rs: &RandomSecret, secret: &str) -> bool {
             .as_ref()
             .and_then(|s| s.push.as_ref()?.vault.as_ref()?.versions.first())
             .is_some_and(|v| v.secret_name == secret)
-}
-
-/// Expected version per RandomSecret name, with when its write was sent.
-type Pending = Arc<Mutex<HashMap<(String, String), (String, Instant)>>>;
-
-/// Records, for each pending write, the time until its RandomSecret is
-/// synced with the expected version.
-fn watch_synced(client: &Client, pending: Pending, latencies: Arc<Mutex<Vec<Duration>>>) {
-    let api = Api::<RandomSecret>::all(client.clone());
-    let config = watcher::Config::default().labels(&format!("{RUN_LABEL}={RUN}"));
-    tokio::spawn(async move {
-        let mut stream = watcher::watcher(api, config).boxed();
-        while let Some(ev) = stream.next().await {
-            let Ok(Event::Apply(rs) | Event::InitApply(rs)) = ev else {
-                continue;
-            };
-            let key = (rs.namespace().unwrap_or_default(), rs.name_any());
-            let mut p = pending.lock().expect("pending lock");
-            if let Some((expected, sent)) = p.get(&key)
-                && synced_with(&rs, expected)
-            {
-                latencies.lock().expect("latency lock").push(sent.elapsed());
-                p.remove(&key);
-            }
-        }
-    });
 }
 
 fn random_secret(name: &str, rotation: &str) -> Result<RandomSecret> {
@@ -94,9 +65,15 @@ where
     F: Fn(String, String) -> Fut,
     Fut: std::future::Future<Output = Result<()>> + Send + 'static,
 {
-    let pending: Pending = Arc::default();
+    let pending: workload::Pending = Arc::default();
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(count)));
-    watch_synced(client, pending.clone(), latencies.clone());
+    workload::watch_pending(
+        Api::all(client.clone()),
+        &format!("{RUN_LABEL}={RUN}"),
+        pending.clone(),
+        latencies.clone(),
+        synced_with,
+    );
     tokio::time::sleep(Duration::from_secs(2)).await; // the watch's first list
     let spec: randomsecret::api::RandomSecretSpec =
         serde_json::from_value(workload::spec(rotation))?;

@@ -374,6 +374,22 @@ pub fn watch_rotations(
     pending: Pending,
     latencies: Arc<Mutex<Vec<Duration>>>,
 ) {
+    watch_pending(api, selector, pending, latencies, |rs, expected| {
+        rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(expected)
+            && randomsecret_ready(rs)
+    });
+}
+
+/// Watches RandomSecrets and records, for each pending change, the time
+/// from sending it to the first state of its object that `done` accepts
+/// with the expected value.
+pub fn watch_pending(
+    api: Api<RandomSecret>,
+    selector: &str,
+    pending: Pending,
+    latencies: Arc<Mutex<Vec<Duration>>>,
+    done: fn(&RandomSecret, &str) -> bool,
+) {
     let config = watcher::Config::default().labels(selector);
     tokio::spawn(async move {
         let mut stream = watcher::watcher(api, config).boxed();
@@ -382,11 +398,9 @@ pub fn watch_rotations(
                 continue;
             };
             let key = (rs.namespace().unwrap_or_default(), rs.name_any());
-            let current = rs.status.as_ref().and_then(|s| s.secret_name.clone());
             let mut p = pending.lock().expect("pending lock");
             if let Some((expected, sent)) = p.get(&key)
-                && current.as_ref() == Some(expected)
-                && randomsecret_ready(&rs)
+                && done(&rs, expected)
             {
                 latencies.lock().expect("latency lock").push(sent.elapsed());
                 p.remove(&key);
