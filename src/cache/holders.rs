@@ -93,6 +93,38 @@ impl HolderKind {
     }
 }
 
+/// Equality, hash and order of `$t` by its `identity()` alone (what the
+/// index keys on), not by the payload beside it.
+macro_rules! identity_is {
+    ($t:ty) => {
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.identity() == other.identity()
+            }
+        }
+
+        impl Eq for $t {}
+
+        impl Hash for $t {
+            fn hash<H: Hasher>(&self, state: &mut H) {
+                self.identity().hash(state)
+            }
+        }
+
+        impl PartialOrd for $t {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $t {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                self.identity().cmp(&other.identity())
+            }
+        }
+    };
+}
+
 /// One object that references Secrets (its uid tells incarnations apart).
 /// Its identity (equality, hash, order) is kind, namespace, name and uid;
 /// `covered` is what the index calls payload.
@@ -116,31 +148,7 @@ impl Holder {
     }
 }
 
-impl PartialEq for Holder {
-    fn eq(&self, other: &Self) -> bool {
-        self.identity() == other.identity()
-    }
-}
-
-impl Eq for Holder {}
-
-impl Hash for Holder {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.identity().hash(state)
-    }
-}
-
-impl PartialOrd for Holder {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Holder {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.identity().cmp(&other.identity())
-    }
-}
+identity_is!(Holder);
 
 impl super::index::Payload for Holder {
     fn same_payload(&self, other: &Self) -> bool {
@@ -211,31 +219,7 @@ impl Workload {
     }
 }
 
-impl PartialEq for Workload {
-    fn eq(&self, other: &Self) -> bool {
-        self.identity() == other.identity()
-    }
-}
-
-impl Eq for Workload {}
-
-impl Hash for Workload {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.identity().hash(state)
-    }
-}
-
-impl PartialOrd for Workload {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Workload {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.identity().cmp(&other.identity())
-    }
-}
+identity_is!(Workload);
 
 impl super::index::Payload for Workload {
     fn same_payload(&self, other: &Self) -> bool {
