@@ -71,9 +71,7 @@ pub mod alias {
     pub const DEFAULT_SPECIAL_CHAR: bool = true;
 }
 
-/// On the Secrets randomsecret keeps for itself (the proof key, the
-/// webhook's certificate): what the Secret is for.
-pub const PURPOSE: &str = crate::api::key!("purpose");
+pub use crate::api::PURPOSE;
 
 /// Every key under [`PREFIX`] or [`alias::PREFIX`] the project defines:
 /// annotation mode's, and the labels, annotations and finalizers of the

@@ -52,6 +52,9 @@ pub const LABEL_HASH: &str = key!("hash");
 /// Annotation on produced Secrets: when the version was created, to the
 /// nanosecond (creationTimestamp has whole seconds; versions are ordered by it).
 pub const ANNOTATION_CREATED: &str = key!("created");
+/// On the Secrets randomsecret keeps for itself (the proof key, the
+/// webhook's certificate): what the Secret is for.
+pub const PURPOSE: &str = key!("purpose");
 
 /// CEL: the map key `k` is a qualified name (a label or annotation key): an
 /// optional DNS subdomain of at most 253 characters and '/', then a name of

@@ -20,6 +20,7 @@ pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod outcome;
+pub mod own;
 pub mod proofkey;
 pub mod runner;
 pub mod shutdown;

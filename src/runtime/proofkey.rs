@@ -10,7 +10,6 @@ use crate::runtime::status::Answer as _;
 use anyhow::{Context as _, bail};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use std::collections::BTreeMap;
@@ -73,18 +72,10 @@ pub async fn load(client: &Client, namespace: &str, name: &str) -> anyhow::Resul
 
 fn key_secret(name: &str, key: &ProofKey) -> Secret {
     Secret {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some(BTreeMap::from([(
-                "app.kubernetes.io/part-of".into(),
-                crate::api::NAME.into(),
-            )])),
-            annotations: Some(BTreeMap::from([(
-                crate::annotated::rules::PURPOSE.into(),
-                "Signs the Secrets randomsecret creates; see SECURITY.md. Back it up with the cluster; never change it.".into(),
-            )])),
-            ..Default::default()
-        },
+        metadata: super::own::meta(
+            name,
+            "Signs the Secrets randomsecret creates; see SECURITY.md. Back it up with the cluster; never change it.",
+        ),
         immutable: Some(true),
         data: Some(BTreeMap::from([(
             DATA_KEY.into(),

@@ -21,7 +21,6 @@ use super::store::{Stored, Writes, apply, observe, writes};
 use crate::runtime::leader::Leadership;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use std::collections::BTreeMap;
@@ -329,18 +328,7 @@ fn fresh(
     purpose: &str,
 ) -> Secret {
     Secret {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            labels: Some(BTreeMap::from([(
-                "app.kubernetes.io/part-of".into(),
-                crate::api::NAME.into(),
-            )])),
-            annotations: Some(BTreeMap::from([(
-                crate::annotated::rules::PURPOSE.into(),
-                purpose.to_string(),
-            )])),
-            ..Default::default()
-        },
+        metadata: crate::runtime::own::meta(name, purpose),
         type_: Some(type_.into()),
         data: Some(data),
         ..Default::default()
