@@ -1,6 +1,7 @@
 //! Memory, CPU, connections, fds and threads of a process, from /proc (Linux).
 
 use anyhow::{Context, Result};
+use randomsecret_e2e::process;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -20,8 +21,7 @@ pub struct Memory {
 }
 
 pub fn memory(pid: u32) -> Result<Memory> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    let text = process::status(pid)?;
     Ok(Memory {
         rss_kib: field(&text, "VmRSS:"),
         peak_kib: field(&text, "VmHWM:"),
@@ -32,11 +32,7 @@ pub fn memory(pid: u32) -> Result<Memory> {
 
 /// The number after `name` in /proc/<pid>/status text (0 if absent).
 fn field(status: &str, name: &str) -> u64 {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(name))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    process::field(status, name).unwrap_or(0)
 }
 
 /// CPU time used so far (user + system), in seconds.
@@ -130,7 +126,7 @@ pub fn handles(pid: u32, api_port: u16) -> Result<Handles> {
         apiserver,
         tcp,
         fds,
-        threads: status_field(pid, "Threads:")? as usize,
+        threads: field(&process::status(pid)?, "Threads:") as usize,
     })
 }
 
@@ -144,12 +140,6 @@ fn tcp_line(line: &str) -> Option<(u16, u8, &str)> {
     let port = u16::from_str_radix(f.get(2)?.rsplit_once(':')?.1, 16).ok()?;
     let state = u8::from_str_radix(f.get(3)?, 16).ok()?;
     Some((port, state, f.get(9).copied()?))
-}
-
-fn status_field(pid: u32, name: &str) -> Result<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .with_context(|| format!("reading /proc/{pid}/status"))?;
-    Ok(field(&text, name))
 }
 
 /// What a `Sampler` saw.

@@ -13,12 +13,34 @@ pub fn rss(pid: u32) -> Result<u64> {
     status_kib(pid, "VmRSS:").map(|k| k * 1024)
 }
 
-fn status_kib(pid: u32, field: &str) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .with_context(|| format!("process {pid} is gone"))?;
+/// The text of `/proc/PID/status`, read once for several fields.
+pub fn status(pid: u32) -> Result<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("process {pid} is gone"))
+}
+
+/// The number after `field` (say `VmRSS:`) in a status text: KiB for the
+/// memory fields, a count for `Threads:`.
+pub fn field(status: &str, field: &str) -> Option<u64> {
     status
         .lines()
         .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .with_context(|| format!("no {field} in /proc/{pid}/status"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+fn status_kib(pid: u32, name: &str) -> Result<u64> {
+    field(&status(pid)?, name).with_context(|| format!("no {name} in /proc/{pid}/status"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_this_process() {
+        let me = std::process::id();
+        let text = super::status(me).unwrap();
+        assert!(super::field(&text, "VmRSS:").unwrap() > 0);
+        assert!(super::field(&text, "Threads:").unwrap() >= 1);
+        assert_eq!(super::field(&text, "NoSuchField:"), None);
+        assert!(super::peak_rss(me).unwrap() >= super::rss(me).unwrap());
+    }
 }
