@@ -159,7 +159,7 @@ impl Link {
             .expect("down lock")
             .is_some_and(|t| now < t)
         {
-            return Err(ClusterError::Unreachable(format!(
+            return Err(ClusterError::unreachable(format!(
                 "cluster {}: {what}: not tried, the cluster did not answer moments ago",
                 self.name
             )));
@@ -175,7 +175,7 @@ impl Link {
             *self.down_until.lock().expect("down lock") = Some(now + HOLD_DOWN);
         }
         result.map_err(|_| {
-            ClusterError::Unreachable(format!(
+            ClusterError::unreachable(format!(
                 "cluster {}: {what}: no answer within {:?}",
                 self.name, self.timeout
             ))
@@ -409,19 +409,22 @@ impl Downstream {
             .cloned()
     }
 
-    fn failed(&self, what: &'static str, cluster: &str, e: &watcher::Error) {
+    fn failed(&self, what: &'static str, cluster: &str, e: watcher::Error) {
         let err = match e {
             watcher::Error::InitialListFailed(e)
             | watcher::Error::WatchStartFailed(e)
             | watcher::Error::WatchFailed(e) => {
-                ClusterError::of(cluster, &format!("watching {what}"), e)
+                ClusterError::downstream(cluster, &format!("watching {what}"), e)
             }
             // The apiserver's own words stay out of the status.
-            watcher::Error::WatchError(s) => ClusterError::Retry(format!(
-                "cluster {cluster}: watching {what}: the watch ended with an error ({})",
-                s.code
-            )),
-            watcher::Error::NoResourceVersion => ClusterError::Unreachable(format!(
+            watcher::Error::WatchError(s) => ClusterError::retry(
+                format!(
+                    "cluster {cluster}: watching {what}: the watch ended with an error ({})",
+                    s.code
+                ),
+                None,
+            ),
+            watcher::Error::NoResourceVersion => ClusterError::unreachable(format!(
                 "cluster {cluster}: watching {what}: an answer without a resourceVersion (is the kubeconfig's server an apiserver?)"
             )),
         };

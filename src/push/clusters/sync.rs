@@ -107,7 +107,7 @@ pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
             // The dispatcher's resync brings it back.
             Next::AwaitChange
         }
-        Err(ClusterError::Conflict(m)) => {
+        Err(ClusterError::Conflict { message: m, .. }) => {
             // A lost race is no news: read again, and say nothing.
             tracing::debug!(randomsecret = %key, connection = %link.name, "cluster push: {m}; again");
             Next::Retry
@@ -202,10 +202,13 @@ async fn cleanup(
     let done = match super::deletes_copies(&ctx.client, rs, target).await {
         Ok(false) => Ok(false),
         Ok(true) => release(key, rs, target, link, ctx).await,
-        Err(e) => Err(ClusterError::Retry(format!(
-            "reading the current version upstream: {}",
-            crate::push::vault::brief(e)
-        ))),
+        Err(e) => Err(ClusterError::retry(
+            format!(
+                "reading the current version upstream: {}",
+                crate::push::vault::brief(&e)
+            ),
+            Some(e),
+        )),
     };
     if let Some(next) = ctx.standby() {
         return next;
@@ -391,10 +394,13 @@ impl SyncScope<'_> {
             .get(current)
             .await
             .map_err(|e| {
-                ClusterError::Retry(format!(
-                    "reading Secret {current} upstream: {}",
-                    crate::push::vault::brief(e)
-                ))
+                ClusterError::retry(
+                    format!(
+                        "reading Secret {current} upstream: {}",
+                        crate::push::vault::brief(&e)
+                    ),
+                    Some(e),
+                )
             })?;
         if upstream.metadata.uid.is_none() || upstream.metadata.uid != cached_uid {
             return Err(ClusterError::Waiting(format!(
