@@ -11,6 +11,7 @@ use super::model::{HeldRefs, Read, StatusList, assemble};
 use crate::api::{LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use crate::cache::slim::{ControllerRevisionRefs, PodRefs, RandomSecretObject, ReplicaSetRefs};
 use crate::references::{self, Held};
+use crate::runtime::status::Answer as _;
 use anyhow::{Context as _, bail};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Secret;
@@ -78,7 +79,7 @@ where
 }
 
 fn forbidden(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 403)
+    matches!(e, kube::Error::Api(s) if s.forbidden())
 }
 
 /// Lists a kind of holder; a kind the credentials may not list is a note, not an error.
