@@ -19,7 +19,8 @@ use crate::cache::index::{MultiIndex, Stream};
 use crate::cache::interruptions::Interruptions;
 use crate::cache::slim::{ControllerRevisionRefs, PodRefs, ReplicaSetRefs};
 use crate::references::{self, Held};
-use crate::runtime::runner::{Runner, Triggers};
+use crate::runtime::runner::{Next, Runner, Triggers};
+use crate::runtime::shutdown::Signal;
 use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
@@ -70,13 +71,20 @@ pub struct Link {
 }
 
 impl Link {
-    /// Links cluster `name` and starts its runner.
-    pub fn start(
+    /// Links cluster `name` and starts its runner, which has `work` done for
+    /// each RandomSecret sent here (the cluster push's sync: given by the
+    /// caller, so that a link knows nothing of what a sync does).
+    pub fn start<W, F>(
         name: &str,
         client: kube::Client,
         timeout: Duration,
-        ctx: Arc<Context>,
-    ) -> Arc<Link> {
+        shutdown: Signal,
+        work: W,
+    ) -> Arc<Link>
+    where
+        W: Fn(Key, Arc<Link>) -> F + Send + Sync + 'static,
+        F: Future<Output = Next> + Send + 'static,
+    {
         let (triggers, keys) = mpsc::unbounded_channel();
         let link = Arc::new(Link {
             name: name.to_string(),
@@ -91,14 +99,14 @@ impl Link {
             tasks: Mutex::default(),
         });
         let runner = {
-            let (link, shutdown) = (link.clone(), ctx.shutdown.clone());
+            let link = link.clone();
             async move {
                 Runner::new(CONCURRENCY)
                     .run(
                         keys,
                         async {},
                         Vec::new,
-                        |key| super::sync::sync(key, link.clone(), ctx.clone()),
+                        |key| work(key, link.clone()),
                         shutdown,
                     )
                     .await

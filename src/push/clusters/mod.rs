@@ -677,7 +677,7 @@ impl Links {
                 .timeout_seconds
                 .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.max(1) as u64));
             let client = client_for(kc, timeout).await.map_err(refused)?;
-            let link = Link::start(name, client, timeout, ctx.clone());
+            let link = start_link(name, client, timeout, ctx);
             info!(connection = name, "linked a downstream cluster");
             let old = self.map.lock().expect("links lock").insert(
                 name.to_string(),
@@ -787,6 +787,26 @@ impl Links {
             Err(_) => {}
         }
     }
+}
+
+/// Links cluster `name`: its runner syncs each RandomSecret sent there. The
+/// composition of the cluster push is here, so that `link` (the cluster)
+/// and `sync` (what is done there) do not import each other: sync uses a
+/// link, a link runs what it is given.
+pub(crate) fn start_link(
+    name: &str,
+    client: kube::Client,
+    timeout: Duration,
+    ctx: &Arc<Context>,
+) -> Arc<Link> {
+    let ctx = ctx.clone();
+    Link::start(
+        name,
+        client,
+        timeout,
+        ctx.shutdown.clone(),
+        move |key, link| sync::boxed(key, link, ctx.clone()),
+    )
 }
 
 /// The client for a checked kubeconfig (`kubeconfig::check`): every reply

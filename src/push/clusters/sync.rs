@@ -30,6 +30,7 @@ use crate::runtime::events::EventType;
 use crate::runtime::outcome::{Failure, Outcome};
 use crate::runtime::runner::Next;
 use crate::runtime::status::Answer as _;
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
@@ -38,6 +39,14 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 use tracing::{info, warn};
+
+/// [`sync`], boxed: the work a link's runner is started with
+/// ([`super::start_link`]). Named and boxed, so that the future of the read
+/// that starts a link does not contain (and need the `Send` proof of) the
+/// future of the syncs it starts.
+pub fn boxed(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> BoxFuture<'static, Next> {
+    Box::pin(sync(key, link, ctx))
+}
 
 /// Syncs RandomSecret `key` with the cluster of `link`; never fails:
 /// the outcome goes to the status, an Event and the metrics.
