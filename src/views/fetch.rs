@@ -278,6 +278,20 @@ mod tests {
     use super::*;
     use kube::api::ObjectList;
 
+    /// A kind the credentials may not list is told by the answer's reason
+    /// (Forbidden), as the apiserver sends it; a missing kind is not that.
+    #[test]
+    fn a_forbidden_list_is_told_by_its_reason() {
+        let answer = |code: u16, reason: &str| {
+            kube::Error::Api(Box::new(
+                kube::core::Status::failure("m", reason).with_code(code),
+            ))
+        };
+        assert!(forbidden(&answer(403, "Forbidden")));
+        assert!(!forbidden(&answer(404, "NotFound")));
+        assert!(!forbidden(&answer(401, "Unauthorized")));
+    }
+
     /// Pages are followed by their continue token until the last, and each
     /// request carries the page size and the freshness asked for.
     #[tokio::test]
