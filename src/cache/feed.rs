@@ -51,7 +51,7 @@ pub async fn feed<K>(
     interruptions: &Interruptions,
     triggers: &UnboundedSender<Key>,
     mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
-    failed: impl Fn(&watcher::Error),
+    failed: impl Fn(watcher::Error),
     recovered: impl Fn(),
 ) where
     K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
@@ -71,7 +71,7 @@ pub async fn feed<K>(
                 }
                 Some(Err(e)) => {
                     warn!(watch = what, error = %e, "watch failed; retrying with backoff (no version is released until every watch flows again)");
-                    failed(&e);
+                    failed(e);
                     interruptions.failed(what, std::time::Instant::now());
                     false
                 }

@@ -38,7 +38,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
@@ -115,8 +115,19 @@ pub enum PushError {
     UnprovenVersion(String),
     #[error(transparent)]
     Vault(#[from] vault::client::VaultError),
+    /// An apiserver call failed while doing `what`. The text is `what` and
+    /// the error cut short ([`vault::brief`]), as a status says it.
+    #[error("{what}: {}", vault::brief(.source))]
+    Kube {
+        what: String,
+        #[source]
+        source: Arc<kube::Error>,
+    },
+    /// The apiserver answered, but not with what the push needs (a
+    /// TokenRequest without a token, a version Secret not controlled by its
+    /// RandomSecret yet): retried as an apiserver error is.
     #[error("{0}")]
-    Kube(String),
+    Answer(String),
     /// The target was added after the current version was made.
     #[error("{0}")]
     NotMadeForTarget(String),
@@ -128,6 +139,14 @@ pub enum PushError {
 }
 
 impl PushError {
+    /// The apiserver call doing `what` failed with `e`.
+    pub fn kube(what: impl Into<String>, e: kube::Error) -> Self {
+        PushError::Kube {
+            what: what.into(),
+            source: Arc::new(e),
+        }
+    }
+
     /// The connection, or a Secret or ConfigMap it reads, does not exist
     /// (as in a namespace being torn down). Not a refusal (403) or a bad CA:
     /// those can be fixed, and a deletion waits for them.
@@ -151,7 +170,7 @@ impl Outcome for PushError {
             PushError::PathNotManaged(_) => "PathNotManaged",
             PushError::UnprovenVersion(_) => "VersionNotProven",
             PushError::Vault(e) => e.reason(),
-            PushError::Kube(_) => "ApiError",
+            PushError::Kube { .. } | PushError::Answer(_) => "ApiError",
             PushError::NotMadeForTarget(_) => "AwaitingNextVersion",
             PushError::Timeout(_) => "Unreachable",
             PushError::LostLease => "LostLease",
@@ -741,7 +760,7 @@ mod tests {
         // waits for it (or for the skip annotation).
         assert!(!PushError::Vault(V::Sealed { call: "c" }).permanent());
         assert!(!PushError::Timeout(Duration::from_secs(1)).permanent());
-        assert!(!PushError::Kube("x".into()).permanent());
+        assert!(!PushError::Answer("x".into()).permanent());
     }
 
     #[test]
@@ -777,6 +796,30 @@ mod tests {
             PushError::ReferenceGone("x".into()).reason(),
             "InvalidConnection"
         );
+    }
+
+    /// An apiserver's answer, as a failed call returns it.
+    fn gone() -> kube::Error {
+        kube::Error::Api(Box::new(
+            kube::core::Status::failure("secrets \"x\" not found", "NotFound").with_code(404),
+        ))
+    }
+
+    /// The apiserver's error stays the push error's source; the text is the
+    /// one a status always said ("reading ...: " and the error cut short).
+    #[test]
+    fn an_apiserver_error_is_the_source_and_its_text_is_unchanged() {
+        use std::error::Error as _;
+        let e = PushError::kube("reading Secret ns/x", gone());
+        assert_eq!(
+            e.to_string(),
+            format!("reading Secret ns/x: {}", vault::brief(gone()))
+        );
+        let source = e
+            .source()
+            .and_then(|s| s.downcast_ref::<Arc<kube::Error>>());
+        assert!(matches!(source.map(|s| &**s), Some(kube::Error::Api(s)) if s.not_found()));
+        assert!(PushError::Answer("no token".into()).source().is_none());
     }
 
     #[test]
@@ -823,7 +866,8 @@ mod tests {
                 Next::Retry,
                 true,
             ),
-            (E::Kube(s()), "ApiError", Next::Retry, false),
+            (E::kube(s(), gone()), "ApiError", Next::Retry, false),
+            (E::Answer(s()), "ApiError", Next::Retry, false),
             (
                 E::NotMadeForTarget(s()),
                 "AwaitingNextVersion",

@@ -7,6 +7,7 @@ use crate::cache::Uid;
 use crate::cache::secrets::Version as Cached;
 use crate::generate;
 use crate::proof::ANNOTATION_PROOF;
+use crate::runtime::status::Answer as _;
 use crate::version::Version;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -216,8 +217,10 @@ pub async fn version(
                     })?;
                     return Ok((Ensured::Created, cached));
                 }
-                // Cache lag, a retry, a second leader, or someone else's Secret.
-                Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Cache lag, a retry, a second leader, or someone else's
+                // Secret: AlreadyExists (or a 409 of a reason this client does
+                // not know, read as before: the Secret found decides).
+                Err(kube::Error::Api(s)) if s.conflict_or_exists() => {
                     let secret = api
                         .get(&v.secret_name)
                         .await
@@ -225,7 +228,7 @@ pub async fn version(
                     found(&secret, ctx)?
                 }
                 // The apiserver refused the Secret itself (a Secret type's rules, say): retrying cannot help.
-                Err(kube::Error::Api(s)) if s.code == 422 => {
+                Err(kube::Error::Api(s)) if s.invalid() => {
                     return Err(ReconcileError::SecretRejected {
                         name: v.secret_name.clone(),
                         message: s.message.clone(),

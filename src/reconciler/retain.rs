@@ -7,6 +7,7 @@ use super::{Context, MANAGER, ReconcileError, Subject, proven};
 use crate::api::VersionStatus;
 use crate::cache::secrets::Version as Cached;
 use crate::runtime::events::EventType;
+use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
@@ -104,7 +105,7 @@ pub async fn apply(
                 ctx.may_write()?;
                 let patched = match api.patch_metadata(&p.name, &pp, &Patch::Merge(patch)).await {
                     Ok(patched) => patched,
-                    Err(kube::Error::Api(s)) if s.code == 409 => {
+                    Err(kube::Error::Api(s)) if s.conflict() => {
                         return Err(stale(&api, rs, &p.name, ctx).await);
                     }
                     Err(e) => {
@@ -138,8 +139,10 @@ pub async fn apply(
                         );
                         released.push(p.name.clone());
                     }
-                    Err(kube::Error::Api(s)) if s.code == 404 => {}
-                    Err(kube::Error::Api(s)) if s.code == 409 => {
+                    // Gone already (another replica, a person): nothing to release.
+                    Err(kube::Error::Api(s)) if s.not_found() => {}
+                    // The uid or resourceVersion precondition failed.
+                    Err(kube::Error::Api(s)) if s.conflict() => {
                         return Err(stale(&api, rs, &p.name, ctx).await);
                     }
                     Err(e) => {

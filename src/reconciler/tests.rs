@@ -590,6 +590,84 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
     assert!(h.caches.secrets.get(&key().sibling(&old.name())).is_none());
 }
 
+/// A released version someone deleted first (another replica, a person):
+/// the DELETE answers NotFound, which is no error: nothing more is asked,
+/// nothing is told, and the status lists only the current version.
+#[tokio::test]
+async fn a_released_version_deleted_first_elsewhere_is_no_error() {
+    let h = Harness::new();
+    let old = VersionSecret::of(&Rs::test())
+        .with_uid(OLD_SECRET_UID)
+        .created_at("2026-01-01T00:00:00")
+        .cached_in(&h);
+    let rs = Rs::test()
+        .with_rotation("2")
+        .with_status(ready_status(&old, &[]))
+        .cached_in(&h);
+    let v = rs.version();
+    let (old_name, rs2) = (old.name(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            let body = post.body.clone();
+            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            let delete = api.delete_secret(&old_name).await;
+            let msg = format!("secrets \"{old_name}\" not found");
+            delete.respond(404, &failure(404, "NotFound", &msg, json!([])));
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(status["secretName"], v.secret_name.as_str());
+            assert_eq!(status["liveVersions"], 1);
+            assert_eq!(condition(&status, "Ready")["status"], "True");
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert_eq!(run.metrics.versions_released.get(), 0);
+    assert_eq!(run.events(), pairs(&[("Normal", "VersionCreated")]));
+}
+
+/// A released version that changed since the cache saw it: the DELETE's
+/// preconditions fail (409 Conflict), so it is read again into the cache
+/// and the reconcile runs again soon, quietly (no status, no Warning).
+#[tokio::test]
+async fn a_release_whose_preconditions_fail_reads_again_and_retries_quietly() {
+    let h = Harness::new();
+    let old = VersionSecret::of(&Rs::test())
+        .with_uid(OLD_SECRET_UID)
+        .created_at("2026-01-01T00:00:00")
+        .cached_in(&h);
+    let rs = Rs::test()
+        .with_rotation("2")
+        .with_status(ready_status(&old, &[]))
+        .cached_in(&h);
+    let (old_name, old2) = (old.name(), old.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            let body = post.body.clone();
+            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            let delete = api.delete_secret(&old_name).await;
+            let msg = format!("Operation cannot be fulfilled on secrets \"{old_name}\": Precondition failed: ResourceVersion in precondition: 50, ResourceVersion in object meta: 52");
+            delete.respond(409, &failure(409, "Conflict", &msg, json!([])));
+            let get = api.next("GET of the Secret's metadata").await;
+            let get = get.expect(Method::GET, &format!("{SECRETS}/{old_name}"), &[]);
+            assert!(get.header("accept").contains("as=PartialObjectMetadata"));
+            let mut fresh = old2.clone();
+            fresh.meta["resourceVersion"] = json!("52");
+            get.respond(200, &fresh.metadata_response());
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::Retry);
+    assert_eq!(run.events(), pairs(&[("Normal", "VersionCreated")]));
+    assert_eq!(run.metrics.versions_released.get(), 0);
+    let cached = h.caches.secrets.get(&key().sibling(&old.name())).unwrap();
+    assert_eq!(&*cached.resource_version, "52", "read again into the cache");
+    drop(rs);
+}
+
 /// Overlap keys (`previous: true`): a rotation reads the version the status
 /// records as current (one GET) and puts its value under `<key>.previous`;
 /// the same name holding another object (a uid the status did not record)

@@ -17,6 +17,7 @@ use crate::cache::previous::{self, Previous};
 use crate::cache::slim::RandomSecretObject;
 use crate::proof::Proof;
 use crate::runtime::events::EventType;
+use crate::runtime::status::Answer as _;
 use crate::tracking::{
     Decision, decide, own_references, pinned_message, record_label, record_patch, refers_to,
     unpin_hint,
@@ -186,7 +187,7 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, 
             Ok(_) => {}
             // Changed since the read (its controller updated its status, or
             // someone rolled it back): read and decide again.
-            Err(kube::Error::Api(s)) if s.code == 409 => return Err(ReconcileError::Stale(what)),
+            Err(kube::Error::Api(s)) if s.conflict() => return Err(ReconcileError::Stale(what)),
             Err(e) => {
                 return Err(ReconcileError::api(format!(
                     "pointing {what} at Secret {}",

@@ -11,6 +11,7 @@ use super::model::{HeldRefs, Read, StatusList, assemble};
 use crate::api::{LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use crate::cache::slim::{ControllerRevisionRefs, PodRefs, RandomSecretObject, ReplicaSetRefs};
 use crate::references::{self, Held};
+use crate::runtime::status::Answer as _;
 use anyhow::{Context as _, bail};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Secret;
@@ -78,7 +79,7 @@ where
 }
 
 fn forbidden(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 403)
+    matches!(e, kube::Error::Api(s) if s.forbidden())
 }
 
 /// Lists a kind of holder; a kind the credentials may not list is a note, not an error.
@@ -276,6 +277,20 @@ pub async fn watch(
 mod tests {
     use super::*;
     use kube::api::ObjectList;
+
+    /// A kind the credentials may not list is told by the answer's reason
+    /// (Forbidden), as the apiserver sends it; a missing kind is not that.
+    #[test]
+    fn a_forbidden_list_is_told_by_its_reason() {
+        let answer = |code: u16, reason: &str| {
+            kube::Error::Api(Box::new(
+                kube::core::Status::failure("m", reason).with_code(code),
+            ))
+        };
+        assert!(forbidden(&answer(403, "Forbidden")));
+        assert!(!forbidden(&answer(404, "NotFound")));
+        assert!(!forbidden(&answer(401, "Unauthorized")));
+    }
 
     /// Pages are followed by their continue token until the last, and each
     /// request carries the page size and the freshness asked for.

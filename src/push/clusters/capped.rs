@@ -7,7 +7,7 @@
 //! stack (after any decompression), refuses a Content-Length above
 //! [`MAX_REPLY`] before reading, and stops a body (or, for a watch, one
 //! line) at that size: the call fails with [`TooLarge`], which
-//! [`super::ClusterError::of`] reports as `ReplyTooLarge`.
+//! [`super::ClusterError::downstream`] reports as `ReplyTooLarge`.
 
 use hyper::body::{Body, Bytes, Frame, SizeHint};
 use hyper::{Request, Response};
@@ -247,7 +247,7 @@ mod tests {
                 .unwrap_err();
             assert!(too_large(&e), "{url}: {e:?}");
             assert_eq!(
-                super::super::ClusterError::of("east", "reading", &e).reason(),
+                super::super::ClusterError::downstream("east", "reading", e).reason(),
                 "ReplyTooLarge"
             );
             assert!(started.elapsed() < std::time::Duration::from_secs(20));

@@ -69,7 +69,7 @@ fn from_yaml(text: &str) -> Result<Kubeconfig, &'static str> {
             Error::AliasReplayLimitExceeded { .. }
             | Error::AliasExpansionLimitExceeded { .. }
             | Error::Budget { .. } => "too many YAML aliases or nodes",
-            other => shape_of(&other.to_string()),
+            other => shape_of(other),
         })?;
     documents
         .into_iter()
@@ -87,12 +87,14 @@ fn cause(mut e: &serde_saphyr::Error) -> &serde_saphyr::Error {
     e
 }
 
-/// The kind of a parse error without its quoted text.
-fn shape_of(message: &str) -> &'static str {
-    if message.contains("line") {
-        "unreadable YAML"
-    } else {
-        "unexpected fields"
+/// The kind of a parse error without its quoted text, by where it is: the
+/// reader places every syntax error and every value of the wrong shape
+/// (line, column); serde's own messages about the fields come without a
+/// place. Never by the message's words (they may quote the input).
+fn shape_of(e: &serde_saphyr::Error) -> &'static str {
+    match e.location() {
+        Some(_) => "unreadable YAML",
+        None => "unexpected fields",
     }
 }
 
@@ -407,6 +409,27 @@ current-context: down
         )
         .unwrap_err();
         assert_eq!(e, "the Secret has no key kubeconfig");
+    }
+
+    /// The attack: the kind of a parse error was read from its text (does
+    /// it say "line"?), and a message without a place that quotes a word
+    /// of the input ("pipeline") was taken for a syntax error. Its place
+    /// decides; the texts of placed errors are unchanged.
+    #[test]
+    fn a_parse_error_is_told_by_its_place_not_by_its_words() {
+        use serde::de::Error as _;
+        let unplaced = serde_saphyr::Error::custom("unknown field `pipeline`");
+        assert_eq!(unplaced.location(), None);
+        assert_eq!(shape_of(&unplaced), "unexpected fields");
+        for (text, why) in [
+            ("clusters: [", "unclosed"),
+            ("- 1\n- 2\n", "not a mapping"),
+            ("clusters:\n- cluster: {server: x}\n", "missing name"),
+            ("clusters: 5\n", "wrong type"),
+        ] {
+            let e = from_yaml(text).unwrap_err();
+            assert_eq!(e, "unreadable YAML", "{why}");
+        }
     }
 
     /// The hostile corpus (`testdata/hostile/kubeconfig/`): kubeconfigs

@@ -19,7 +19,8 @@ use crate::cache::index::{MultiIndex, Stream};
 use crate::cache::interruptions::Interruptions;
 use crate::cache::slim::{ControllerRevisionRefs, PodRefs, ReplicaSetRefs};
 use crate::references::{self, Held};
-use crate::runtime::runner::{Runner, Triggers};
+use crate::runtime::runner::{Next, Runner, Triggers};
+use crate::runtime::shutdown::Signal;
 use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
@@ -70,13 +71,20 @@ pub struct Link {
 }
 
 impl Link {
-    /// Links cluster `name` and starts its runner.
-    pub fn start(
+    /// Links cluster `name` and starts its runner, which has `work` done for
+    /// each RandomSecret sent here (the cluster push's sync: given by the
+    /// caller, so that a link knows nothing of what a sync does).
+    pub fn start<W, F>(
         name: &str,
         client: kube::Client,
         timeout: Duration,
-        ctx: Arc<Context>,
-    ) -> Arc<Link> {
+        shutdown: Signal,
+        work: W,
+    ) -> Arc<Link>
+    where
+        W: Fn(Key, Arc<Link>) -> F + Send + Sync + 'static,
+        F: Future<Output = Next> + Send + 'static,
+    {
         let (triggers, keys) = mpsc::unbounded_channel();
         let link = Arc::new(Link {
             name: name.to_string(),
@@ -91,14 +99,14 @@ impl Link {
             tasks: Mutex::default(),
         });
         let runner = {
-            let (link, shutdown) = (link.clone(), ctx.shutdown.clone());
+            let link = link.clone();
             async move {
                 Runner::new(CONCURRENCY)
                     .run(
                         keys,
                         async {},
                         Vec::new,
-                        |key| super::sync::sync(key, link.clone(), ctx.clone()),
+                        |key| work(key, link.clone()),
                         shutdown,
                     )
                     .await
@@ -159,7 +167,7 @@ impl Link {
             .expect("down lock")
             .is_some_and(|t| now < t)
         {
-            return Err(ClusterError::Unreachable(format!(
+            return Err(ClusterError::unreachable(format!(
                 "cluster {}: {what}: not tried, the cluster did not answer moments ago",
                 self.name
             )));
@@ -175,7 +183,7 @@ impl Link {
             *self.down_until.lock().expect("down lock") = Some(now + HOLD_DOWN);
         }
         result.map_err(|_| {
-            ClusterError::Unreachable(format!(
+            ClusterError::unreachable(format!(
                 "cluster {}: {what}: no answer within {:?}",
                 self.name, self.timeout
             ))
@@ -409,19 +417,22 @@ impl Downstream {
             .cloned()
     }
 
-    fn failed(&self, what: &'static str, cluster: &str, e: &watcher::Error) {
+    fn failed(&self, what: &'static str, cluster: &str, e: watcher::Error) {
         let err = match e {
             watcher::Error::InitialListFailed(e)
             | watcher::Error::WatchStartFailed(e)
             | watcher::Error::WatchFailed(e) => {
-                ClusterError::of(cluster, &format!("watching {what}"), e)
+                ClusterError::downstream(cluster, &format!("watching {what}"), e)
             }
             // The apiserver's own words stay out of the status.
-            watcher::Error::WatchError(s) => ClusterError::Retry(format!(
-                "cluster {cluster}: watching {what}: the watch ended with an error ({})",
-                s.code
-            )),
-            watcher::Error::NoResourceVersion => ClusterError::Unreachable(format!(
+            watcher::Error::WatchError(s) => ClusterError::retry(
+                format!(
+                    "cluster {cluster}: watching {what}: the watch ended with an error ({})",
+                    s.code
+                ),
+                None,
+            ),
+            watcher::Error::NoResourceVersion => ClusterError::unreachable(format!(
                 "cluster {cluster}: watching {what}: an answer without a resourceVersion (is the kubeconfig's server an apiserver?)"
             )),
         };

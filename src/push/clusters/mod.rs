@@ -75,6 +75,15 @@ pub const AWAIT: Duration = Duration::from_secs(5);
 /// How soon a sync waiting for a namespace's first list looks again.
 pub const FIRST_LIST: Duration = Duration::from_secs(1);
 
+/// The apiserver error a [`ClusterError`] was made from: its `source()`, for
+/// a program (or a test) to inspect. Never printed: a log line, a status and
+/// an Event say the `ClusterError`'s own text (fixed words), never its
+/// source or its `{:?}`. A downstream server is the kubeconfig's to choose
+/// and may echo what it was sent (a copy's values) in a Status message or a
+/// body a parse error quotes, so unlike an upstream error it can hold a
+/// value.
+pub type Source = Arc<kube::Error>;
+
 /// Why one cluster is not in sync; `reason()` is the status reason.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ClusterError {
@@ -95,18 +104,36 @@ pub enum ClusterError {
     #[error("{0}")]
     UnprovenVersion(String),
     /// A downstream reply passed `capped::MAX_REPLY`.
-    #[error("{0}")]
-    ReplyTooLarge(String),
+    #[error("{message}")]
+    ReplyTooLarge {
+        message: String,
+        #[source]
+        source: Source,
+    },
     /// The kubeconfig is missing, unreadable or refused (exec, files).
     #[error("{0}")]
     InvalidConnection(String),
-    #[error("{0}")]
-    Unreachable(String),
+    /// No answer, or not the Kubernetes API's (`source`: the call's error,
+    /// when one made it).
+    #[error("{message}")]
+    Unreachable {
+        message: String,
+        #[source]
+        source: Option<Source>,
+    },
     /// The downstream cluster refused the call (401 or 403).
-    #[error("{0}")]
-    Forbidden(String),
-    #[error("{0}")]
-    NamespaceNotFound(String),
+    #[error("{message}")]
+    Forbidden {
+        message: String,
+        #[source]
+        source: Source,
+    },
+    #[error("{message}")]
+    NamespaceNotFound {
+        message: String,
+        #[source]
+        source: Source,
+    },
     #[error("{0}")]
     SecretNameConflict(String),
     #[error("{0}")]
@@ -117,12 +144,21 @@ pub enum ClusterError {
     /// The upstream version is not Ready yet.
     #[error("{0}")]
     Waiting(String),
-    /// An upstream call failed.
-    #[error("{0}")]
-    Retry(String),
+    /// A call failed (upstream, or an answer downstream that says nothing
+    /// more): again, with backoff.
+    #[error("{message}")]
+    Retry {
+        message: String,
+        #[source]
+        source: Option<Source>,
+    },
     /// A write lost a race (a resourceVersion moved on): again, quietly.
-    #[error("{0}")]
-    Conflict(String),
+    #[error("{message}")]
+    Conflict {
+        message: String,
+        #[source]
+        source: Source,
+    },
     #[error("no longer the leader")]
     LostLease,
 }
@@ -136,17 +172,17 @@ impl Outcome for ClusterError {
             ClusterError::NotAllowed(_) => "NotAllowed",
             ClusterError::NotMadeForTarget(_) => "AwaitingNextVersion",
             ClusterError::UnprovenVersion(_) => "VersionNotProven",
-            ClusterError::ReplyTooLarge(_) => "ReplyTooLarge",
+            ClusterError::ReplyTooLarge { .. } => "ReplyTooLarge",
             ClusterError::InvalidConnection(_) => "InvalidConnection",
-            ClusterError::Unreachable(_) => "Unreachable",
-            ClusterError::Forbidden(_) => "Forbidden",
-            ClusterError::NamespaceNotFound(_) => "NamespaceNotFound",
+            ClusterError::Unreachable { .. } => "Unreachable",
+            ClusterError::Forbidden { .. } => "Forbidden",
+            ClusterError::NamespaceNotFound { .. } => "NamespaceNotFound",
             ClusterError::SecretNameConflict(_) => "SecretNameConflict",
             ClusterError::ValueMismatch(_) => "ValueMismatch",
             ClusterError::Connecting(_) => "Connecting",
             ClusterError::Waiting(_) => "Waiting",
-            ClusterError::Retry(_) => "Retrying",
-            ClusterError::Conflict(_) => "Conflict",
+            ClusterError::Retry { .. } => "Retrying",
+            ClusterError::Conflict { .. } => "Conflict",
             ClusterError::LostLease => "LostLease",
         }
     }
@@ -175,8 +211,8 @@ impl Outcome for ClusterError {
             ClusterError::NamespaceNotAllowed(_)
                 | ClusterError::AllowedNamespacesUnset(_)
                 | ClusterError::InvalidConnection(_)
-                | ClusterError::Forbidden(_)
-                | ClusterError::NamespaceNotFound(_)
+                | ClusterError::Forbidden { .. }
+                | ClusterError::NamespaceNotFound { .. }
                 | ClusterError::SecretNameConflict(_)
         )
     }
@@ -185,50 +221,82 @@ impl Outcome for ClusterError {
     fn quiet(&self) -> bool {
         matches!(
             self,
-            ClusterError::Waiting(_) | ClusterError::Connecting(_) | ClusterError::Conflict(_)
+            ClusterError::Waiting(_) | ClusterError::Connecting(_) | ClusterError::Conflict { .. }
         )
     }
 }
 
 impl ClusterError {
     /// A downstream call's error, for cluster `cluster`, doing `what`.
-    pub fn downstream(cluster: &str, what: &str, e: kube::Error) -> Self {
-        Self::of(cluster, what, &e)
-    }
-
+    ///
     /// The text is fixed: the downstream server's words (a Status message,
     /// a body serde quotes, a certificate's names) never reach a status or
-    /// an Event, where a tenant reads them.
-    pub fn of(cluster: &str, what: &str, e: &kube::Error) -> Self {
+    /// an Event, where a tenant reads them. `e` is kept as the source.
+    pub fn downstream(cluster: &str, what: &str, e: kube::Error) -> Self {
         let at = format!("cluster {cluster}: {what}");
-        if capped::too_large(e) {
-            return ClusterError::ReplyTooLarge(format!(
-                "{at}: the answer is larger than {} MiB; it was not read (is the kubeconfig's server an apiserver?)",
-                capped::MAX_REPLY >> 20
-            ));
+        if capped::too_large(&e) {
+            return ClusterError::ReplyTooLarge {
+                message: format!(
+                    "{at}: the answer is larger than {} MiB; it was not read (is the kubeconfig's server an apiserver?)",
+                    capped::MAX_REPLY >> 20
+                ),
+                source: Arc::new(e),
+            };
         }
-        match e {
-            kube::Error::Api(s) if s.refused() => ClusterError::Forbidden(format!(
-                "{at}: refused ({}); the connection's credentials need create, get, list, watch, patch and delete on secrets, and list and watch on replicasets, controllerrevisions and pods, in the target namespace",
-                s.code
-            )),
+        let source = Arc::new(e);
+        match &*source {
+            kube::Error::Api(s) if s.refused() => ClusterError::Forbidden {
+                message: format!(
+                    "{at}: refused ({}); the connection's credentials need create, get, list, watch, patch and delete on secrets, and list and watch on replicasets, controllerrevisions and pods, in the target namespace",
+                    s.code
+                ),
+                source,
+            },
             kube::Error::Api(s) if s.not_found() && s.about_kind("namespaces") => {
-                ClusterError::NamespaceNotFound(format!(
-                    "{at}: the namespace does not exist there; create the namespace downstream or change spec.push.clusters[].namespace"
-                ))
+                ClusterError::NamespaceNotFound {
+                    message: format!(
+                        "{at}: the namespace does not exist there; create the namespace downstream or change spec.push.clusters[].namespace"
+                    ),
+                    source,
+                }
             }
-            kube::Error::Api(s) if s.conflict_or_exists() => {
-                ClusterError::Conflict(format!("{at}: a conflict (409)"))
-            }
-            kube::Error::Api(s) => {
-                ClusterError::Retry(format!("{at}: the apiserver answered {}", s.code))
-            }
+            kube::Error::Api(s) if s.conflict_or_exists() => ClusterError::Conflict {
+                message: format!("{at}: a conflict (409)"),
+                source,
+            },
+            kube::Error::Api(s) => ClusterError::Retry {
+                message: format!("{at}: the apiserver answered {}", s.code),
+                source: Some(source),
+            },
             kube::Error::SerdeError(_)
             | kube::Error::FromUtf8(_)
-            | kube::Error::LinesCodecMaxLineLengthExceeded => ClusterError::Unreachable(format!(
-                "{at}: an answer that is not the Kubernetes API's (is the kubeconfig's server an apiserver?)"
-            )),
-            e => ClusterError::Unreachable(format!("{at}: {}", transport(e))),
+            | kube::Error::LinesCodecMaxLineLengthExceeded => ClusterError::Unreachable {
+                message: format!(
+                    "{at}: an answer that is not the Kubernetes API's (is the kubeconfig's server an apiserver?)"
+                ),
+                source: Some(source),
+            },
+            e => ClusterError::Unreachable {
+                message: format!("{at}: {}", transport(e)),
+                source: Some(source),
+            },
+        }
+    }
+
+    /// A call that failed and is tried again, in these words (`source`:
+    /// an upstream call's error, when one made it).
+    pub fn retry(message: String, source: Option<kube::Error>) -> Self {
+        ClusterError::Retry {
+            message,
+            source: source.map(Arc::new),
+        }
+    }
+
+    /// No answer (or none of the Kubernetes API's), in these words.
+    pub fn unreachable(message: String) -> Self {
+        ClusterError::Unreachable {
+            message,
+            source: None,
         }
     }
 }
@@ -501,7 +569,7 @@ impl Links {
         }
         self.read(name, ctx).await?;
         self.fresh(s, name, namespace, target)
-            .unwrap_or_else(|| Err(ClusterError::Retry(format!("linking {name}"))))
+            .unwrap_or_else(|| Err(ClusterError::retry(format!("linking {name}"), None)))
     }
 
     fn fresh(
@@ -538,7 +606,8 @@ impl Links {
     async fn read(&self, name: &str, ctx: &Arc<Context>) -> Result<(), ClusterError> {
         let upstream = |what: String| {
             move |e: kube::Error| {
-                ClusterError::Retry(format!("reading {what}: {}", crate::push::vault::brief(e)))
+                let message = format!("reading {what}: {}", crate::push::vault::brief(&e));
+                ClusterError::retry(message, Some(e))
             }
         };
         let Some(conn) = Api::<ClusterConnection>::all(ctx.client.clone())
@@ -608,7 +677,7 @@ impl Links {
                 .timeout_seconds
                 .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.max(1) as u64));
             let client = client_for(kc, timeout).await.map_err(refused)?;
-            let link = Link::start(name, client, timeout, ctx.clone());
+            let link = start_link(name, client, timeout, ctx);
             info!(connection = name, "linked a downstream cluster");
             let old = self.map.lock().expect("links lock").insert(
                 name.to_string(),
@@ -711,13 +780,33 @@ impl Links {
                 )
                 .await
             }
-            Err(e @ (ClusterError::Unreachable(_) | ClusterError::InvalidConnection(_))) => {
+            Err(e @ (ClusterError::Unreachable { .. } | ClusterError::InvalidConnection(_))) => {
                 self.connection_ready(ctx, name, false, e.reason(), &e.to_string())
                     .await
             }
             Err(_) => {}
         }
     }
+}
+
+/// Links cluster `name`: its runner syncs each RandomSecret sent there. The
+/// composition of the cluster push is here, so that `link` (the cluster)
+/// and `sync` (what is done there) do not import each other: sync uses a
+/// link, a link runs what it is given.
+pub(crate) fn start_link(
+    name: &str,
+    client: kube::Client,
+    timeout: Duration,
+    ctx: &Arc<Context>,
+) -> Arc<Link> {
+    let ctx = ctx.clone();
+    Link::start(
+        name,
+        client,
+        timeout,
+        ctx.shutdown.clone(),
+        move |key, link| sync::boxed(key, link, ctx.clone()),
+    )
 }
 
 /// The client for a checked kubeconfig (`kubeconfig::check`): every reply
@@ -1006,6 +1095,30 @@ mod tests {
         kube::Error::Api(Box::new(serde_json::from_str(json).unwrap()))
     }
 
+    /// The downstream's error is the source, and none of its words is in
+    /// the text (a hostile server's message could echo what it was sent).
+    #[test]
+    fn a_downstream_error_is_the_source_and_its_words_stay_out_of_the_text() {
+        use std::error::Error as _;
+        let echo = kube::Error::Api(Box::new(
+            kube::core::Status::failure("echo: c2VjcmV0", "BadRequest").with_code(400),
+        ));
+        let e = ClusterError::downstream("east", "creating Secret db-x", echo);
+        assert_eq!(
+            e.to_string(),
+            "cluster east: creating Secret db-x: the apiserver answered 400"
+        );
+        let source = e.source().and_then(|s| s.downcast_ref::<Source>());
+        assert!(
+            matches!(source.map(|s| &**s), Some(kube::Error::Api(s)) if s.message == "echo: c2VjcmV0")
+        );
+        assert!(
+            ClusterError::unreachable("no answer".into())
+                .source()
+                .is_none()
+        );
+    }
+
     /// The attack: a missing Secret (or any object) whose name or message
     /// says "namespaces" was taken for a missing namespace (matched by the
     /// message's text), a state that needs a person and lets a deletion give
@@ -1032,6 +1145,7 @@ mod tests {
     fn each_cluster_error_knows_its_reason_next_and_whether_it_is_news() {
         use ClusterError as E;
         let s = String::new;
+        let src = || Arc::new(recorded(NO_SECRET));
         let table: Vec<(ClusterError, &str, Next, bool, bool)> = vec![
             (
                 E::ConnectionNotFound(s()),
@@ -1076,7 +1190,10 @@ mod tests {
                 false,
             ),
             (
-                E::ReplyTooLarge(s()),
+                E::ReplyTooLarge {
+                    message: s(),
+                    source: src(),
+                },
                 "ReplyTooLarge",
                 Next::Retry,
                 false,
@@ -1090,15 +1207,27 @@ mod tests {
                 false,
             ),
             (
-                E::Unreachable(s()),
+                E::unreachable(s()),
                 "Unreachable",
                 Next::Retry,
                 false,
                 false,
             ),
-            (E::Forbidden(s()), "Forbidden", Next::Retry, true, false),
             (
-                E::NamespaceNotFound(s()),
+                E::Forbidden {
+                    message: s(),
+                    source: src(),
+                },
+                "Forbidden",
+                Next::Retry,
+                true,
+                false,
+            ),
+            (
+                E::NamespaceNotFound {
+                    message: s(),
+                    source: src(),
+                },
                 "NamespaceNotFound",
                 Next::Retry,
                 true,
@@ -1132,8 +1261,17 @@ mod tests {
                 false,
                 true,
             ),
-            (E::Retry(s()), "Retrying", Next::Retry, false, false),
-            (E::Conflict(s()), "Conflict", Next::Retry, false, true),
+            (E::retry(s(), None), "Retrying", Next::Retry, false, false),
+            (
+                E::Conflict {
+                    message: s(),
+                    source: src(),
+                },
+                "Conflict",
+                Next::Retry,
+                false,
+                true,
+            ),
             (E::LostLease, "LostLease", Next::Retry, false, false),
         ];
         for (e, reason, next, permanent, quiet) in table {

@@ -226,7 +226,7 @@ mod tests {
                 "west",
                 &targets[1],
                 &key,
-                &ClusterError::Unreachable("cluster west: no answer".into()),
+                &ClusterError::unreachable("cluster west: no answer".into()),
             ),
         );
         let last = vec![synced("west", &targets[1], &key, vec!["db-0".into()])];

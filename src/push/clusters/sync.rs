@@ -30,6 +30,7 @@ use crate::runtime::events::EventType;
 use crate::runtime::outcome::{Failure, Outcome};
 use crate::runtime::runner::Next;
 use crate::runtime::status::Answer as _;
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
@@ -38,6 +39,14 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 use tracing::{info, warn};
+
+/// [`sync`], boxed: the work a link's runner is started with
+/// ([`super::start_link`]). Named and boxed, so that the future of the read
+/// that starts a link does not contain (and need the `Send` proof of) the
+/// future of the syncs it starts.
+pub fn boxed(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> BoxFuture<'static, Next> {
+    Box::pin(sync(key, link, ctx))
+}
 
 /// Syncs RandomSecret `key` with the cluster of `link`; never fails:
 /// the outcome goes to the status, an Event and the metrics.
@@ -107,7 +116,7 @@ pub async fn sync(key: Key, link: Arc<Link>, ctx: Arc<Context>) -> Next {
             // The dispatcher's resync brings it back.
             Next::AwaitChange
         }
-        Err(ClusterError::Conflict(m)) => {
+        Err(ClusterError::Conflict { message: m, .. }) => {
             // A lost race is no news: read again, and say nothing.
             tracing::debug!(randomsecret = %key, connection = %link.name, "cluster push: {m}; again");
             Next::Retry
@@ -202,10 +211,13 @@ async fn cleanup(
     let done = match super::deletes_copies(&ctx.client, rs, target).await {
         Ok(false) => Ok(false),
         Ok(true) => release(key, rs, target, link, ctx).await,
-        Err(e) => Err(ClusterError::Retry(format!(
-            "reading the current version upstream: {}",
-            crate::push::vault::brief(e)
-        ))),
+        Err(e) => Err(ClusterError::retry(
+            format!(
+                "reading the current version upstream: {}",
+                crate::push::vault::brief(&e)
+            ),
+            Some(e),
+        )),
     };
     if let Some(next) = ctx.standby() {
         return next;
@@ -391,10 +403,13 @@ impl SyncScope<'_> {
             .get(current)
             .await
             .map_err(|e| {
-                ClusterError::Retry(format!(
-                    "reading Secret {current} upstream: {}",
-                    crate::push::vault::brief(e)
-                ))
+                ClusterError::retry(
+                    format!(
+                        "reading Secret {current} upstream: {}",
+                        crate::push::vault::brief(&e)
+                    ),
+                    Some(e),
+                )
             })?;
         if upstream.metadata.uid.is_none() || upstream.metadata.uid != cached_uid {
             return Err(ClusterError::Waiting(format!(

@@ -6,7 +6,6 @@
 //! are answered apart, with the objects a test puts there; every other
 //! request there is strict, as upstream.
 
-use super::link::Link;
 use super::{Context, FINALIZER, Linked, MANAGER, Metrics, admit, copy};
 use crate::cache::Key;
 use crate::cache::slim::RandomSecretObject;
@@ -328,7 +327,7 @@ where
             let mut upstream = context(w, h, &rs);
             async move {
                 let ctx = upstream.ctx.clone();
-                let link = Link::start("east", client, Duration::from_secs(5), ctx.clone());
+                let link = super::start_link("east", client, Duration::from_secs(5), &ctx);
                 ctx.links.map.lock().unwrap().insert(
                     "east".into(),
                     Linked {

@@ -115,7 +115,7 @@ pub async fn resolve(
                 String::new()
             }
         )),
-        e => PushError::Kube(format!("reading {kind:?} {}: {}", r.name, super::brief(e))),
+        e => PushError::kube(format!("reading {kind:?} {}", r.name), e),
     };
     match kind {
         ConnectionKind::ClusterVaultConnection => {
@@ -210,7 +210,7 @@ async fn read_key(
             conn.id(),
             s.reason
         )),
-        e => PushError::Kube(format!("reading {what}: {}", super::brief(e))),
+        e => PushError::kube(format!("reading {what}"), e),
     };
     let value = if secret {
         let s = Api::<Secret>::namespaced(client.clone(), ns)
@@ -508,16 +508,13 @@ async fn service_account_token(
                     status: s.code,
                 })
             }
-            e => PushError::Kube(format!(
-                "requesting a ServiceAccount token: {}",
-                super::brief(e)
-            )),
+            e => PushError::kube("requesting a ServiceAccount token", e),
         })?;
     answer
         .status
         .map(|s| s.token)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| PushError::Kube("the TokenRequest answer has no token".into()))
+        .ok_or_else(|| PushError::Answer("the TokenRequest answer has no token".into()))
 }
 
 /// What a push found out about a connection, for its Ready condition: a
@@ -546,7 +543,7 @@ pub fn readiness(result: &Result<(), &PushError>) -> Option<(bool, &'static str,
             | PushError::InvalidConnection(_)
             | PushError::ReferenceGone(_)),
         ) => Some((false, e.reason(), e.to_string())),
-        Err(PushError::Kube(_)) => None,
+        Err(PushError::Kube { .. } | PushError::Answer(_)) => None,
         Err(_) => Some((
             true,
             "Authenticated",

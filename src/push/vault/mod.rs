@@ -369,7 +369,7 @@ fn check_version(
         .flatten()
         .any(|o| o.uid == src.uid && o.controller == Some(true));
     if !owned {
-        return Err(PushError::Kube(format!(
+        return Err(PushError::Answer(format!(
             "Secret {name} is not controlled by this RandomSecret (yet); waiting for the version"
         )));
     }
@@ -398,7 +398,7 @@ async fn version_values(
     let secret = Api::<Secret>::namespaced(ctx.client.clone(), src.namespace)
         .get(secret_name)
         .await
-        .map_err(|e| PushError::Kube(format!("reading Secret {secret_name}: {}", brief(e))))?;
+        .map_err(|e| PushError::kube(format!("reading Secret {secret_name}"), e))?;
     check_version(&ctx.proof_key, &secret, &src)?;
     Ok(secret
         .data
