@@ -121,6 +121,22 @@ async fn remove_config(client: &Client) {
     let _ = api.delete(CONFIG, &DeleteParams::default()).await;
 }
 
+/// Sets the webhook configuration's caBundle to `pem`, as a CA injector (or
+/// a previous release) would.
+async fn publish_ca(client: &Client, pem: &str) -> Result<()> {
+    let configs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let bundle = k8s_openapi::ByteString(pem.as_bytes().to_vec());
+    configs
+        .patch(
+            CONFIG,
+            &PatchParams::default(),
+            &Patch::<()>::Json(serde_json::from_value(json!([
+            {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": bundle}]))?),
+        )
+        .await?;
+    Ok(())
+}
+
 async fn ca_bundle(client: &Client) -> Result<Option<Vec<u8>>> {
     let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let c = api.get(CONFIG).await?;
@@ -783,16 +799,7 @@ async fn an_external_certificate_is_read_and_swapped_in_place() -> Result<()> {
     let ns = TestNamespace::new(&client, "webhook-external").await?;
     configure(&client, 18179, "Ignore", &ns.name, 3).await?;
     // The CA injector's part, done by hand.
-    let configs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let bundle = k8s_openapi::ByteString(ca.cert.clone().into_bytes());
-    configs
-        .patch(
-            CONFIG,
-            &PatchParams::default(),
-            &Patch::<()>::Json(serde_json::from_value(json!([
-            {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": bundle}]))?),
-        )
-        .await?;
+    publish_ca(&client, &ca.cert).await?;
     let c = start(
         "webhook-external",
         18177,
@@ -1337,16 +1344,7 @@ async fn an_upgrade_moves_the_ca_keys_and_rolls_over_to_a_constrained_ca() -> Re
     let secrets: Api<Secret> = ns.api();
     // The previous release had published its CA.
     configure(&client, 18183, "Fail", &ns.name, 5).await?;
-    let configs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let bundle = k8s_openapi::ByteString(old_ca.cert.clone().into_bytes());
-    configs
-        .patch(
-            CONFIG,
-            &PatchParams::default(),
-            &Patch::<()>::Json(serde_json::from_value(json!([
-            {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": bundle}]))?),
-        )
-        .await?;
+    publish_ca(&client, &old_ca.cert).await?;
     let c = start("webhook-upgrade", 18181, 18183, &[])?;
     creates_every_200ms(&secrets, "u", Duration::from_secs(15)).await?;
 
