@@ -20,6 +20,16 @@ const SYSTEM: &str = "randomsecret-system";
 const CONFIG: &str = "e2e-randomsecret";
 const CERTS: &str = "e2e-randomsecret-webhook-tls";
 const CA: &str = "e2e-randomsecret-webhook-ca";
+/// Leader election on the chart's Lease for release "e2e" (e2e/run.sh: its
+/// Role names it), with periods short enough for a takeover within a test.
+const LEASE: [&str; 6] = [
+    "--leader-elect",
+    "--leader-election-namespace=randomsecret-system",
+    "--leader-election-id=e2e-randomsecret",
+    "--lease-duration-seconds=6",
+    "--renew-deadline-seconds=4",
+    "--retry-period-seconds=1",
+];
 
 fn webhook_args(port: u16, extra: &[&str]) -> Vec<String> {
     let mut a = vec![
@@ -37,6 +47,34 @@ fn start(log: &str, port: u16, webhook_port: u16, extra: &[&str]) -> Result<Cont
     let args = webhook_args(webhook_port, extra);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     ControllerProcess::start(log, port, &args)
+}
+
+/// One test's webhook, served: the namespace `name` (and its Secrets), the
+/// webhook configuration for it calling `webhook_port` (`failure` policy,
+/// `timeout` seconds), and a controller (metrics on `port`, log `name`)
+/// serving it. The four differ in type: they cannot be taken in the wrong order.
+async fn serve(
+    name: &str,
+    port: u16,
+    webhook_port: u16,
+    failure: &str,
+    timeout: i32,
+) -> Result<(Client, TestNamespace, Api<Secret>, ControllerProcess)> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, name).await?;
+    let secrets: Api<Secret> = ns.api();
+    configure(&client, webhook_port, failure, &ns.name, timeout).await?;
+    let c = start(name, port, webhook_port, &[])?;
+    wait_served(&secrets).await?;
+    Ok((client, ns, secrets, c))
+}
+
+/// The end of a test: the webhook configuration removed, the controller
+/// stopped, the namespace deleted.
+async fn end(client: &Client, c: ControllerProcess, ns: TestNamespace) -> Result<()> {
+    remove_config(client).await;
+    c.terminate()?;
+    ns.delete().await
 }
 
 /// The test's webhook configuration: the chart's scope, but only the test's
@@ -81,6 +119,22 @@ async fn configure(
 async fn remove_config(client: &Client) {
     let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let _ = api.delete(CONFIG, &DeleteParams::default()).await;
+}
+
+/// Sets the webhook configuration's caBundle to `pem`, as a CA injector (or
+/// a previous release) would.
+async fn publish_ca(client: &Client, pem: &str) -> Result<()> {
+    let configs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let bundle = k8s_openapi::ByteString(pem.as_bytes().to_vec());
+    configs
+        .patch(
+            CONFIG,
+            &PatchParams::default(),
+            &Patch::<()>::Json(serde_json::from_value(json!([
+            {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": bundle}]))?),
+        )
+        .await?;
+    Ok(())
 }
 
 async fn ca_bundle(client: &Client) -> Result<Option<Vec<u8>>> {
@@ -284,12 +338,7 @@ fn sum_metric(c: &ControllerProcess, prefix: &str) -> f64 {
 #[tokio::test]
 #[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
 async fn the_webhook_fills_keys_in_the_create_response() -> Result<()> {
-    let client = client().await?;
-    let ns = TestNamespace::new(&client, "webhook").await?;
-    let secrets: Api<Secret> = ns.api();
-    configure(&client, 18162, "Ignore", &ns.name, 3).await?;
-    let c = start("webhook", 18160, 18162, &[])?;
-    wait_served(&secrets).await?;
+    let (client, ns, secrets, c) = serve("webhook", 18160, 18162, "Ignore", 3).await?;
 
     // Keys in the create response (the first stored version); a preset key
     // and a stringData value untouched.
@@ -472,9 +521,7 @@ async fn the_webhook_fills_keys_in_the_create_response() -> Result<()> {
         .as_secs_f64();
     ensure!(expiry > now, "expiry gauge {expiry}");
 
-    remove_config(&client).await;
-    c.terminate()?;
-    ns.delete().await
+    end(&client, c, ns).await
 }
 
 #[tokio::test]
@@ -615,9 +662,7 @@ async fn certificates_renew_and_roll_over_without_a_failed_request() -> Result<(
         ensure!(Instant::now() < deadline, "the caBundle was not restored");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    remove_config(&client).await;
-    c.terminate()?;
-    ns.delete().await
+    end(&client, c, ns).await
 }
 
 #[tokio::test]
@@ -670,9 +715,7 @@ async fn an_expired_certificate_is_replaced_before_it_is_served() -> Result<()> 
         bytes(&now_stored, "ca.crt") != ca.cert.as_bytes(),
         "the expired CA is still the bundle"
     );
-    remove_config(&client).await;
-    c.terminate()?;
-    ns.delete().await
+    end(&client, c, ns).await
 }
 
 #[tokio::test]
@@ -756,16 +799,7 @@ async fn an_external_certificate_is_read_and_swapped_in_place() -> Result<()> {
     let ns = TestNamespace::new(&client, "webhook-external").await?;
     configure(&client, 18179, "Ignore", &ns.name, 3).await?;
     // The CA injector's part, done by hand.
-    let configs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let bundle = k8s_openapi::ByteString(ca.cert.clone().into_bytes());
-    configs
-        .patch(
-            CONFIG,
-            &PatchParams::default(),
-            &Patch::<()>::Json(serde_json::from_value(json!([
-            {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": bundle}]))?),
-        )
-        .await?;
+    publish_ca(&client, &ca.cert).await?;
     let c = start(
         "webhook-external",
         18177,
@@ -813,16 +847,13 @@ async fn with_leader_election_the_standby_serves_and_takes_over() -> Result<()> 
     // Validity well above the lease: a takeover comes before the served
     // certificate runs out (as with the defaults: 720h against 15 s).
     let extra = [
-        "--leader-elect",
-        "--leader-election-namespace=randomsecret-system",
-        // The chart's Lease for release "e2e" (e2e/run.sh): its Role names it.
-        "--leader-election-id=e2e-randomsecret",
-        "--lease-duration-seconds=6",
-        "--renew-deadline-seconds=4",
-        "--retry-period-seconds=1",
-        "--webhook-cert-validity=30s",
-        "--webhook-cert-renew-before=15s",
-    ];
+        &LEASE[..],
+        &[
+            "--webhook-cert-validity=30s",
+            "--webhook-cert-renew-before=15s",
+        ],
+    ]
+    .concat();
     let mut replicas = vec![
         (start("webhook-leader-a", 18150, 18152, &extra)?, 18152),
         (start("webhook-leader-b", 18153, 18155, &extra)?, 18155),
@@ -876,12 +907,7 @@ const CHART_MEMORY_LIMIT: u64 = 256 << 20;
 #[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
 async fn a_flood_of_maximal_reviews_keeps_memory_bounded_and_answers_on() -> Result<()> {
     use randomsecret_e2e::admission::*;
-    let client = client().await?;
-    let ns = TestNamespace::new(&client, "webhook-flood").await?;
-    let secrets: Api<Secret> = ns.api();
-    configure(&client, 18182, "Ignore", &ns.name, 5).await?;
-    let c = start("webhook-flood", 18180, 18182, &[])?;
-    wait_served(&secrets).await?;
+    let (client, ns, secrets, c) = serve("webhook-flood", 18180, 18182, "Ignore", 5).await?;
     let pid = c.child.id();
     let dir = log_dir().join("flood");
     let huge = body_file(&dir, "8mib.json", &big_review("huge", (8 << 20) - 8192))?;
@@ -961,9 +987,7 @@ async fn a_flood_of_maximal_reviews_keeps_memory_bounded_and_answers_on() -> Res
         .await?;
     ensure!(keys_of(&made) == ["k"], "not filled after the flood");
     record(&made, &["k"])?;
-    remove_config(&client).await;
-    c.terminate()?;
-    ns.delete().await
+    end(&client, c, ns).await
 }
 
 /// Finding #2, the slow client: a request whose headers, or whose body, never
@@ -974,12 +998,7 @@ async fn a_flood_of_maximal_reviews_keeps_memory_bounded_and_answers_on() -> Res
 #[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
 async fn a_slow_client_is_cut_by_the_timeouts() -> Result<()> {
     use randomsecret_e2e::admission::slow_client;
-    let client = client().await?;
-    let ns = TestNamespace::new(&client, "webhook-slow").await?;
-    let secrets: Api<Secret> = ns.api();
-    configure(&client, 18185, "Ignore", &ns.name, 5).await?;
-    let c = start("webhook-slow", 18183, 18185, &[])?;
-    wait_served(&secrets).await?;
+    let (client, ns, secrets, c) = serve("webhook-slow", 18183, 18185, "Ignore", 5).await?;
     let wait = Duration::from_secs(40);
     let body = slow_client(
         18185,
@@ -996,9 +1015,7 @@ async fn a_slow_client_is_cut_by_the_timeouts() -> Result<()> {
     }
     // Still serving.
     wait_served(&secrets).await?;
-    remove_config(&client).await;
-    c.terminate()?;
-    ns.delete().await
+    end(&client, c, ns).await
 }
 
 /// Finding #8 of issue 26, as the attack: a user who may update Secrets but
@@ -1011,12 +1028,7 @@ async fn a_slow_client_is_cut_by_the_timeouts() -> Result<()> {
 #[tokio::test]
 #[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
 async fn an_update_only_user_never_reads_an_unmanaged_secret_through_the_webhook() -> Result<()> {
-    let client = client().await?;
-    let ns = TestNamespace::new(&client, "webhook-update-only").await?;
-    let secrets: Api<Secret> = ns.api();
-    configure(&client, 18188, "Ignore", &ns.name, 5).await?;
-    let c = start("webhook-update-only", 18186, 18188, &[])?;
-    wait_served(&secrets).await?;
+    let (client, ns, secrets, c) = serve("webhook-update-only", 18186, 18188, "Ignore", 5).await?;
 
     // The victim: an ordinary Secret, not annotation mode's.
     let stored = b"stored-value-the-user-may-not-read".to_vec();
@@ -1109,9 +1121,7 @@ async fn an_update_only_user_never_reads_an_unmanaged_secret_through_the_webhook
         bytes(&after, "password") == bytes(&managed, "password"),
         "a replace of a managed Secret rotated it"
     );
-    remove_config(&client).await;
-    c.terminate()?;
-    ns.delete().await
+    end(&client, c, ns).await
 }
 
 /// Annotation mode's opt-outs hold on the controller's path too (issue 26,
@@ -1198,12 +1208,7 @@ async fn excluded_namespaces_and_annotation_mode_off_fill_nothing() -> Result<()
 #[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
 async fn the_hostile_admission_corpus_is_answered_by_the_real_webhook() -> Result<()> {
     use randomsecret_e2e::admission::{answer_of, body_file, post};
-    let client = client().await?;
-    let ns = TestNamespace::new(&client, "webhook-hostile").await?;
-    let secrets: Api<Secret> = ns.api();
-    configure(&client, 18182, "Ignore", &ns.name, 5).await?;
-    let mut c = start("webhook-hostile", 18180, 18182, &[])?;
-    wait_served(&secrets).await?;
+    let (client, ns, secrets, mut c) = serve("webhook-hostile", 18180, 18182, "Ignore", 5).await?;
     let dir = repo_root().join("testdata/hostile/admission");
     let out = log_dir().join("hostile-admission");
     let mut checked = 0;
@@ -1268,9 +1273,7 @@ async fn the_hostile_admission_corpus_is_answered_by_the_real_webhook() -> Resul
     ensure!(checked >= 30, "only {checked} cases");
     ensure!(c.child.try_wait()?.is_none(), "the controller died");
     wait_served(&secrets).await?;
-    remove_config(&client).await;
-    c.terminate()?;
-    ns.delete().await
+    end(&client, c, ns).await
 }
 
 fn unix_now() -> Result<i64> {
@@ -1341,16 +1344,7 @@ async fn an_upgrade_moves_the_ca_keys_and_rolls_over_to_a_constrained_ca() -> Re
     let secrets: Api<Secret> = ns.api();
     // The previous release had published its CA.
     configure(&client, 18183, "Fail", &ns.name, 5).await?;
-    let configs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let bundle = k8s_openapi::ByteString(old_ca.cert.clone().into_bytes());
-    configs
-        .patch(
-            CONFIG,
-            &PatchParams::default(),
-            &Patch::<()>::Json(serde_json::from_value(json!([
-            {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": bundle}]))?),
-        )
-        .await?;
+    publish_ca(&client, &old_ca.cert).await?;
     let c = start("webhook-upgrade", 18181, 18183, &[])?;
     creates_every_200ms(&secrets, "u", Duration::from_secs(15)).await?;
 
@@ -1407,9 +1401,7 @@ async fn an_upgrade_moves_the_ca_keys_and_rolls_over_to_a_constrained_ca() -> Re
             "the new CA's key signs for {name}"
         );
     }
-    remove_config(&client).await;
-    c.terminate()?;
-    ns.delete().await
+    end(&client, c, ns).await
 }
 
 /// The JWT's `jti` (the audit log's credential id of a token).
@@ -1452,18 +1444,16 @@ async fn only_the_leader_reads_the_ca_secret() -> Result<()> {
     let ns = TestNamespace::new(&client, "webhook-ca-leader").await?;
     let secrets: Api<Secret> = ns.api();
     let extra = [
-        "--leader-elect",
-        "--leader-election-namespace=randomsecret-system",
-        "--leader-election-id=e2e-randomsecret",
-        "--lease-duration-seconds=6",
-        "--renew-deadline-seconds=4",
-        "--retry-period-seconds=1",
-        // A CA rollover while the standby stands by: the CA Secret changes.
-        "--webhook-ca-validity=60s",
-        "--webhook-ca-renew-before=50s",
-        "--webhook-cert-validity=30s",
-        "--webhook-cert-renew-before=15s",
-    ];
+        &LEASE[..],
+        &[
+            // A CA rollover while the standby stands by: the CA Secret changes.
+            "--webhook-ca-validity=60s",
+            "--webhook-ca-renew-before=50s",
+            "--webhook-cert-validity=30s",
+            "--webhook-cert-renew-before=15s",
+        ],
+    ]
+    .concat();
     let leader = start("webhook-ca-leader-a", 18185, 18187, &extra)?;
     single_leader(&[&leader], Duration::from_secs(30)).await?;
 

@@ -1,8 +1,9 @@
 //! The composition root: the controller process, top to bottom. Imported by
 //! `main.rs` only; it may import every module, and no module imports it.
 //!
-//! It reads the flags, makes what every wing shares ([`Shared`]), starts the
-//! watches ([`watches`]) and the wings, each as a runner of its own keys:
+//! It reads the flags (each wing's settings from [`config`]), makes what
+//! every wing shares ([`Shared`]), starts the watches ([`watches`]) and the
+//! wings, each as a runner of its own keys:
 //!
 //! | runner | keys | work |
 //! |---|---|---|
@@ -15,6 +16,7 @@
 //! and the webhook (every replica serves; the leader manages certificates),
 //! until SIGTERM and the grace period after it.
 
+pub mod config;
 pub mod watches;
 
 use crate::annotated::fill::Filler;
@@ -47,7 +49,8 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let webhook_metrics = crate::webhook::metrics::WebhookMetrics::register(&mut registry);
     let cluster_metrics = clusters::Metrics::register(&mut registry);
     let readiness = Readiness::default();
-    let servers = admin::spawn(&args, registry, readiness.clone(), shutdown.clone()).await?;
+    let at = config::admin(&args);
+    let servers = admin::spawn(at, registry, readiness.clone(), shutdown.clone()).await?;
     // Only once the admin ports are bound: a replica that fails to start
     // never holds the lease.
     let elector = elector.map(tokio::spawn);
@@ -55,9 +58,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     // The keys of each runner; the watches and a take-over send to them.
     let (queues, keys) = Queues::new();
     let push_index = Arc::new(push::index::Index::default());
-    let tracked = Arc::new(Tracked::excluding(
-        args.annotation.annotation_exclude_namespaces.clone(),
-    ));
+    let tracked = Arc::new(Tracked::excluding(config::excluded(&args)));
     start_watches(&args, &shared, &queues, &push_index, &tracked);
     tokio::spawn(leader::follow(
         shared.leader.flag(),
@@ -65,7 +66,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         queues.on_takeover(&shared.caches, &push_index, &tracked),
     ));
     if let Some(certs) = crate::webhook::spawn(
-        &args,
+        config::webhook(&args),
         shared.client.clone(),
         shared.leader.clone(),
         webhook_metrics,
@@ -80,13 +81,13 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
 
     // The wings.
-    let reconciler = Arc::new(reconciler::Context::new(&shared, policy(&args)));
+    let reconciler = Arc::new(reconciler::Context::new(&shared, config::policy(&args)));
     let filler = Arc::new(Filler::new(&shared, tracked.clone()));
-    let vault = Arc::new(push::Context::new(&shared, vault_config(&args)));
+    let vault = Arc::new(push::Context::new(&shared, config::vault(&args)));
     let clusters = Arc::new(clusters::Context::new(
         &shared,
         cluster_metrics,
-        cluster_settings(&args),
+        config::clusters(&args),
         push_index.clone(),
         queues.clusters.clone(),
         queues.reports.clone(),
@@ -175,13 +176,10 @@ async fn connect(
     args: &ControllerArgs,
     registry: &mut Registry,
 ) -> anyhow::Result<(Shared, Option<BoxFuture<'static, ()>>)> {
-    let lease = args
-        .leader_elect
-        .then(|| leader::config(args))
-        .transpose()?;
-    let client = client::client(args).await?;
+    let lease = config::lease(args).map(leader::config).transpose()?;
+    let client = client::client(args.kubeconfig.as_deref()).await?;
     client::check_crd(&client).await?;
-    let (key_ns, key_name) = proofkey::location(args);
+    let (key_ns, key_name) = config::proof_key(args);
     let proof_key = proofkey::load(&client, &key_ns, &key_name).await?;
     let shutdown = shutdown::signal();
     let metrics = Metrics::register(registry);
@@ -337,53 +335,4 @@ async fn ready(caches: &Caches, readiness: &Readiness) {
     );
     crate::runtime::allocator::release_free_memory();
     readiness.set(true);
-}
-
-/// What RandomSecrets may produce, and copies downstream may carry (`--allow-*`).
-fn policy(args: &ControllerArgs) -> reconciler::policy::Policy {
-    reconciler::policy::Policy {
-        types: args.allow_secret_types.clone(),
-        label_prefixes: args.allow_label_prefixes.clone(),
-        annotation_prefixes: args.allow_annotation_prefixes.clone(),
-    }
-}
-
-/// The Vault push's settings: the controller's ServiceAccount (for
-/// Kubernetes auth, from the flags and the pod's downward API) and where
-/// connections may send requests.
-fn vault_config(args: &ControllerArgs) -> push::Config {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    push::Config {
-        identity: args
-            .service_account_name
-            .clone()
-            .map(|name| push::vault::connection::Identity {
-                namespace: args
-                    .service_account_namespace
-                    .clone()
-                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
-                    .unwrap_or_else(|| "default".into()),
-                name,
-                pod: env("POD_NAME").map(|n| (n, env("POD_UID"))),
-                api_audiences: push::vault::audience::own(args.kubeconfig.as_deref()),
-            }),
-        vault_policy: push::vault::address::Policy {
-            allow_http: args.allow_http_vault,
-            allowed_networks: args.vault_allowed_networks.clone(),
-        },
-    }
-}
-
-/// The cluster push's settings for every connection: the copy policy, the
-/// namespaces no copy may go to downstream (the controller's own and its
-/// proof key's besides the built-in ones), insecure TLS.
-fn cluster_settings(args: &ControllerArgs) -> clusters::admit::Settings {
-    clusters::admit::Settings::new(
-        policy(args),
-        &[
-            std::env::var("POD_NAMESPACE").unwrap_or_default(),
-            proofkey::location(args).0,
-        ],
-        args.clusters.allow_insecure_downstream_tls,
-    )
 }

@@ -97,16 +97,24 @@ pub async fn serve(
     Ok(())
 }
 
+/// Where the admin servers listen (`--metrics-bind-address`,
+/// `--health-probe-bind-address`): named, as two bare addresses swap unseen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Addresses {
+    pub metrics: SocketAddr,
+    pub health: SocketAddr,
+}
+
 /// Binds the metrics and health listeners (failing clearly when a port is
 /// taken) and serves them until `shutdown`.
 pub async fn spawn(
-    args: &crate::cli::ControllerArgs,
+    at: Addresses,
     registry: Registry,
     readiness: Readiness,
     shutdown: super::shutdown::Signal,
 ) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
-    let metrics_listener = bind(args.metrics_bind_address, "metrics").await?;
-    let health_listener = bind(args.health_probe_bind_address, "health probes").await?;
+    let metrics_listener = bind(at.metrics, "metrics").await?;
+    let health_listener = bind(at.health, "health probes").await?;
     let metrics = serve(
         metrics_listener,
         metrics_router(Arc::new(registry)),

@@ -1,6 +1,5 @@
 //! The Kubernetes client, and the check that the CRD is installed.
 
-use crate::cli::ControllerArgs;
 use crate::runtime::status::Answer as _;
 use anyhow::{Context as _, bail};
 use hyper_util::client::legacy::Client as HttpClient;
@@ -8,6 +7,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use kube::client::ConfigExt;
 use kube::client::retry::RetryPolicy;
 use kube::{Client, Config};
+use std::path::Path;
 use std::time::Duration;
 use tower::retry::RetryLayer;
 use tower::{BoxError, ServiceBuilder};
@@ -19,9 +19,10 @@ use tower::{BoxError, ServiceBuilder};
 /// is not bounded: closing connections during a burst costs handshakes.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Builds the client from `--kubeconfig`, else `KUBECONFIG`/~/.kube/config, else in-cluster.
-pub async fn client(args: &ControllerArgs) -> anyhow::Result<Client> {
-    let config = match &args.kubeconfig {
+/// Builds the client from `kubeconfig` (`--kubeconfig`), else
+/// `KUBECONFIG`/~/.kube/config, else in-cluster.
+pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
+    let config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;

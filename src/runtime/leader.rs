@@ -10,7 +10,6 @@
 //! before every write, and is false once the renew deadline has passed since
 //! the last renewal began, even while a renewal request hangs.
 
-use crate::cli::ControllerArgs;
 use crate::runtime::runner::Next;
 use crate::runtime::status::Answer as _;
 use anyhow::bail;
@@ -39,22 +38,34 @@ pub struct LeaseConfig {
     pub retry_period: Duration,
 }
 
-/// The lease settings from the flags, checked.
-pub fn config(args: &ControllerArgs) -> anyhow::Result<LeaseConfig> {
+/// The lease as given (`--leader-election-namespace`, `--leader-election-id`,
+/// `--lease-duration-seconds`, `--renew-deadline-seconds`,
+/// `--retry-period-seconds`), before [`config`] checks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Unset: $POD_NAMESPACE, else "default".
+    pub namespace: Option<String>,
+    pub name: String,
+    pub lease_duration_seconds: u64,
+    pub renew_deadline_seconds: u64,
+    pub retry_period_seconds: u64,
+}
+
+/// The lease settings, checked, with this replica's identity.
+pub fn config(s: Settings) -> anyhow::Result<LeaseConfig> {
     // As client-go requires: the leader gives up (renew deadline) before a standby may take over.
-    if !(args.lease_duration_seconds > args.renew_deadline_seconds
-        && args.renew_deadline_seconds > args.retry_period_seconds)
+    if !(s.lease_duration_seconds > s.renew_deadline_seconds
+        && s.renew_deadline_seconds > s.retry_period_seconds)
     {
         bail!(
             "leader election needs --lease-duration-seconds > --renew-deadline-seconds > --retry-period-seconds (got {} > {} > {})",
-            args.lease_duration_seconds,
-            args.renew_deadline_seconds,
-            args.retry_period_seconds
+            s.lease_duration_seconds,
+            s.renew_deadline_seconds,
+            s.retry_period_seconds
         );
     }
-    let namespace = args
-        .leader_election_namespace
-        .clone()
+    let namespace = s
+        .namespace
         .or_else(|| std::env::var("POD_NAMESPACE").ok())
         .unwrap_or_else(|| "default".into());
     // The pod name where there is one; a random suffix keeps two processes on one host apart.
@@ -70,11 +81,11 @@ pub fn config(args: &ControllerArgs) -> anyhow::Result<LeaseConfig> {
     .unwrap_or_default();
     Ok(LeaseConfig {
         namespace,
-        name: args.leader_election_id.clone(),
+        name: s.name,
         identity: format!("{host}-{suffix}"),
-        lease_duration: Duration::from_secs(args.lease_duration_seconds),
-        renew_deadline: Duration::from_secs(args.renew_deadline_seconds),
-        retry_period: Duration::from_secs(args.retry_period_seconds),
+        lease_duration: Duration::from_secs(s.lease_duration_seconds),
+        renew_deadline: Duration::from_secs(s.renew_deadline_seconds),
+        retry_period: Duration::from_secs(s.retry_period_seconds),
     })
 }
 

@@ -4,7 +4,6 @@
 //! The Secret is immutable: changing the key would turn every version into a
 //! foreign Secret, so it can only be replaced by deleting it (see SECURITY.md).
 
-use crate::cli::ControllerArgs;
 use crate::proof::{KEY_LEN, ProofKey};
 use crate::runtime::status::Answer as _;
 use anyhow::{Context as _, bail};
@@ -18,19 +17,8 @@ use tracing::info;
 /// The data key that holds the key.
 const DATA_KEY: &str = "key";
 
-/// Where the key lives: `--proof-key-namespace` (default: $POD_NAMESPACE,
-/// else `--namespace`, else "default") and `--proof-key-secret`.
-pub fn location(args: &ControllerArgs) -> (String, String) {
-    let namespace = args
-        .proof_key_namespace
-        .clone()
-        .or_else(|| std::env::var("POD_NAMESPACE").ok())
-        .or_else(|| args.namespace.clone())
-        .unwrap_or_else(|| "default".into());
-    (namespace, args.proof_key_secret.clone())
-}
-
-/// Reads the key, creating its Secret when there is none.
+/// Reads the key from `namespace`/`name` (where: `controller::config`),
+/// creating its Secret when there is none.
 pub async fn load(client: &Client, namespace: &str, name: &str) -> anyhow::Result<ProofKey> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let what = format!("the proof key Secret {namespace}/{name}");

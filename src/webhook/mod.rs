@@ -36,7 +36,7 @@ pub mod review;
 pub mod store;
 pub mod tls;
 
-use crate::cli::{CertMode, ControllerArgs};
+use crate::cli::CertMode;
 use crate::runtime::leader::Leadership;
 use crate::runtime::metrics::PathLabel;
 use axum::extract::State;
@@ -49,6 +49,7 @@ use lifecycle::Policy;
 use metrics::WebhookMetrics;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tls::CertStore;
@@ -105,17 +106,45 @@ impl Slots {
     }
 }
 
-/// The certificate periods and names from the flags, checked.
-pub fn policy(args: &ControllerArgs) -> anyhow::Result<Policy> {
-    let w = &args.webhook;
+/// The webhook's settings (`--webhook-*`), when it is served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `--webhook-bind-address`, on every replica.
+    pub addr: SocketAddr,
+    pub mode: CertMode,
+    /// Where the serving certificate Secret lives (namespace, name); the CA
+    /// Secret (`ca_secret`) is beside it.
+    pub secret: (String, String),
+    pub ca_secret: String,
+    /// The MutatingWebhookConfiguration whose caBundle the leader keeps (self mode).
+    pub configuration: String,
+    pub certificates: Certificates,
+    /// Namespaces annotation mode leaves alone.
+    pub excluded: Vec<String>,
+}
+
+/// The self-managed certificates' names and periods, as given: [`policy`]
+/// checks them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Certificates {
+    pub dns_names: Vec<String>,
+    pub ip_addresses: Vec<IpAddr>,
+    pub ca_validity: Duration,
+    pub ca_renew_before: Duration,
+    pub cert_validity: Duration,
+    pub cert_renew_before: Duration,
+}
+
+/// The certificate periods and names, checked.
+pub fn policy(w: &Certificates) -> anyhow::Result<Policy> {
     let secs = |d: Duration| d.as_secs() as i64;
     let mut sans: Vec<String> = w
-        .webhook_dns_names
+        .dns_names
         .iter()
         .filter(|n| !n.is_empty())
         .cloned()
         .collect();
-    sans.extend(w.webhook_ip_addresses.iter().map(|i| i.to_string()));
+    sans.extend(w.ip_addresses.iter().map(|i| i.to_string()));
     sans.sort();
     sans.dedup();
     if sans.is_empty() {
@@ -124,28 +153,15 @@ pub fn policy(args: &ControllerArgs) -> anyhow::Result<Policy> {
         );
     }
     let p = Policy {
-        ca_validity: secs(w.webhook_ca_validity),
-        ca_renew_before: secs(w.webhook_ca_renew_before),
-        cert_validity: secs(w.webhook_cert_validity),
-        cert_renew_before: secs(w.webhook_cert_renew_before),
+        ca_validity: secs(w.ca_validity),
+        ca_renew_before: secs(w.ca_renew_before),
+        cert_validity: secs(w.cert_validity),
+        cert_renew_before: secs(w.cert_renew_before),
         settle: SETTLE_SECONDS,
         sans,
     };
     p.check().map_err(anyhow::Error::msg)?;
     Ok(p)
-}
-
-/// Where the serving certificate Secret lives (namespace as for the proof
-/// key); the CA Secret (`--webhook-ca-secret`) is beside it.
-pub fn location(args: &ControllerArgs) -> (String, String) {
-    let namespace = args
-        .webhook
-        .webhook_cert_namespace
-        .clone()
-        .or_else(|| std::env::var("POD_NAMESPACE").ok())
-        .or_else(|| args.namespace.clone())
-        .unwrap_or_else(|| "default".into());
-    (namespace, args.webhook.webhook_cert_secret.clone())
 }
 
 #[derive(Clone)]
@@ -252,22 +268,29 @@ pub fn router(
 /// the leader's manager (self mode), and the HTTPS server. Returns the
 /// certificate store, which readiness waits on.
 pub async fn spawn(
-    args: &ControllerArgs,
+    config: Option<Config>,
     client: kube::Client,
     leadership: Leadership,
     metrics: WebhookMetrics,
     fills: Family<PathLabel, Counter>,
     shutdown: crate::runtime::shutdown::Signal,
 ) -> anyhow::Result<Option<CertStore>> {
-    let Some(addr) = args.webhook.webhook_bind_address else {
+    let Some(Config {
+        addr,
+        mode,
+        secret: (namespace, name),
+        ca_secret,
+        configuration,
+        certificates,
+        excluded,
+    }) = config
+    else {
         return Ok(None);
     };
-    let mode = args.webhook.webhook_cert_mode;
     let policy = (mode == CertMode::SelfManaged)
-        .then(|| policy(args))
+        .then(|| policy(&certificates))
         .transpose()?;
     let listener = crate::runtime::admin::bind(addr, "the webhook").await?;
-    let (namespace, name) = location(args);
     let secrets = kube::Api::namespaced(client.clone(), &namespace);
 
     let (secret_tx, secret_rx) = watch::channel(Seen::Unknown);
@@ -286,7 +309,7 @@ pub async fn spawn(
 
     if let Some(policy) = policy {
         let configs = kube::Api::all(client);
-        let config_name = args.webhook.webhook_configuration.clone();
+        let config_name = configuration;
         let (config_tx, config_rx) = watch::channel(Seen::Unknown);
         tokio::spawn(latest::follow(
             configs.clone(),
@@ -297,7 +320,7 @@ pub async fn spawn(
         let manager = manager::Manager {
             secrets,
             secret_name: name,
-            ca_secret_name: args.webhook.webhook_ca_secret.clone(),
+            ca_secret_name: ca_secret,
             configs,
             config_name,
             policy,
@@ -314,11 +337,7 @@ pub async fn spawn(
     tokio::spawn(tls::serve(
         listener,
         config,
-        router(
-            metrics,
-            fills,
-            args.annotation.annotation_exclude_namespaces.clone(),
-        ),
+        router(metrics, fills, excluded),
         shutdown,
     ));
     Ok(Some(store))

@@ -288,7 +288,7 @@ pub async fn client(
 
 /// Why Kubernetes auth cannot log in: the controller was not told its
 /// ServiceAccount (the flag and variable of `randomsecret controller`).
-const NO_IDENTITY: &str = "Kubernetes auth needs the controller's ServiceAccount: run the controller with --service-account-name (or $RANDOMSECRET_SERVICE_ACCOUNT_NAME); the chart sets it";
+pub(crate) const NO_IDENTITY: &str = "Kubernetes auth needs the controller's ServiceAccount: run the controller with --service-account-name (or $RANDOMSECRET_SERVICE_ACCOUNT_NAME); the chart sets it";
 
 /// The controller's own ServiceAccount, for Kubernetes auth.
 #[derive(Debug, Clone, Default)]
@@ -624,21 +624,6 @@ mod tests {
         assert_eq!(of(tenant, Some(5)), Duration::from_secs(5));
         assert_eq!(of(tenant, None), DEFAULT_TIMEOUT);
         assert_eq!(of(admin, Some(300)), Duration::from_secs(300));
-    }
-
-    /// The message names the controller's real flag and variable.
-    #[test]
-    fn the_missing_identity_names_the_real_flag_and_variable() {
-        let cmd = <crate::cli::ControllerArgs as clap::Args>::augment_args(clap::Command::new("c"));
-        let arg = cmd
-            .get_arguments()
-            .find(|a| a.get_id() == "service_account_name")
-            .expect("the --service-account-name argument");
-        let flag = format!("--{}", arg.get_long().expect("a long flag"));
-        let env = format!("${}", arg.get_env().expect("an env var").to_str().unwrap());
-        assert_eq!(flag, "--service-account-name");
-        assert!(NO_IDENTITY.contains(&format!("{flag} ")), "{NO_IDENTITY}");
-        assert!(NO_IDENTITY.contains(&format!("{env})")), "{NO_IDENTITY}");
     }
 
     fn conn(kind: ConnectionKind, address: &str, kubernetes: bool) -> Connection {
