@@ -67,8 +67,10 @@ cold-test:
 fmt-check:
 	$(CARGO) fmt --all --check
 
+## clippy: the lints, and no import circle between the modules of src/ (ARCHITECTURE.md)
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	python3 scripts/lib/circles.py src
 
 unit:
 	$(CARGO) test -p randomsecret

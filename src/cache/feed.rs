@@ -14,7 +14,6 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 use std::fmt::Debug;
 use tokio::sync::mpsc::UnboundedSender;
-use tracing::warn;
 
 pub const PAGE_SIZE: u32 = 100;
 
@@ -40,7 +39,7 @@ impl<K> Watched for K where
 
 /// Runs a watch of `api` (paginated, with backoff), handing each event to
 /// `apply` and sending the keys it returns to `triggers`. Failures go to
-/// `failed` and, with relists, to `interruptions`; when every watch recorded
+/// `failed` (which logs them) and, with relists, to `interruptions`; when every watch recorded
 /// there flows again, `recovered` runs. Also used for downstream clusters
 /// (`push::clusters`), each with interruptions of its own.
 #[allow(clippy::too_many_arguments)]
@@ -69,8 +68,10 @@ pub async fn feed<K>(
                     }
                     interruptions.event(what, &ev)
                 }
+                // `failed` logs it: a downstream cluster's error may
+                // quote what that cluster chose to send (even the copy we
+                // sent it), so only the caller knows what may be written.
                 Some(Err(e)) => {
-                    warn!(watch = what, error = %e, "watch failed; retrying with backoff (no version is released until every watch flows again)");
                     failed(e);
                     interruptions.failed(what, std::time::Instant::now());
                     false

@@ -98,7 +98,7 @@ impl Watch {
                 self.caches.note_listed();
                 keys
             },
-            |_| {},
+            |e| warn!(watch = what, error = %e, "watch failed; retrying with backoff (no version is released until every watch flows again)"),
             || {
                 // Decisions deferred meanwhile are taken now, on current caches.
                 info!(

@@ -436,6 +436,8 @@ impl Downstream {
                 "cluster {cluster}: watching {what}: an answer without a resourceVersion (is the kubeconfig's server an apiserver?)"
             )),
         };
+        // The fixed text only: the kube::Error may quote the downstream.
+        tracing::warn!(cluster, watch = what, error = %err, "downstream watch failed; retrying with backoff");
         self.failures
             .lock()
             .expect("failures lock")
@@ -627,5 +629,61 @@ fn resync(d: &Downstream, triggers: &Triggers) {
         .collect();
     for k in origins {
         let _ = triggers.send(k);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    impl Write for Buffer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A hostile downstream answers a watch with a Status that echoes the
+    /// copy it was sent: the log says which watch failed, in our words only.
+    #[test]
+    fn a_failed_downstream_watch_is_logged_in_fixed_words() {
+        let echoed = "echoed-copy-c2VjcmV0";
+        let out = Buffer::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .finish();
+        let d = Downstream::default();
+        tracing::subscriber::with_default(subscriber, || {
+            for code in [403, 500] {
+                let status = kube::core::Status::failure(echoed, "Forbidden").with_code(code);
+                let e = kube::Error::Api(Box::new(status));
+                d.failed("secrets", "east", watcher::Error::WatchFailed(e));
+            }
+            let status = kube::core::Status::failure(echoed, "InternalError").with_code(500);
+            d.failed(
+                "secrets",
+                "east",
+                watcher::Error::WatchError(Box::new(status)),
+            );
+        });
+        let written = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            written.matches("downstream watch failed").count(),
+            3,
+            "{written}"
+        );
+        assert!(
+            written.contains("cluster east: watching secrets"),
+            "{written}"
+        );
+        assert!(!written.contains(echoed), "{written}");
+        assert!(d.failure().is_some());
     }
 }
