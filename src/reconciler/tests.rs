@@ -29,6 +29,13 @@ impl ApiServer {
         call.expect(Method::POST, SECRETS, &[("fieldManager", MANAGER)])
     }
 
+    /// POST of the new version after a rotation, answered: created.
+    async fn create_secret_answered(&mut self) {
+        let post = self.create_secret().await;
+        let body = post.body.clone();
+        post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+    }
+
     /// GET of a whole Secret (to check its proof of creation).
     async fn get_secret(&mut self, name: &str) -> Call {
         let call = self.next("GET of the Secret").await;
@@ -46,6 +53,18 @@ impl ApiServer {
         assert_eq!(call.header("content-type"), "application/merge-patch+json");
         assert!(call.header("accept").contains("as=PartialObjectMetadata"));
         call
+    }
+
+    /// After a lost race: the GET of `secret`'s metadata, answered with it
+    /// at `resource_version` (someone else's write came first).
+    async fn read_again(&mut self, secret: &VersionSecret, resource_version: &str) {
+        let name = secret.name();
+        let get = self.next("GET of the Secret's metadata").await;
+        let get = get.expect(Method::GET, &format!("{SECRETS}/{name}"), &[]);
+        assert!(get.header("accept").contains("as=PartialObjectMetadata"));
+        let mut fresh = secret.clone();
+        fresh.meta["resourceVersion"] = json!(resource_version);
+        get.respond(200, &fresh.metadata_response());
     }
 
     async fn delete_secret(&mut self, name: &str) -> Call {
@@ -72,6 +91,22 @@ impl ApiServer {
         assert_eq!(call.body["kind"], "RandomSecret");
         call
     }
+}
+
+/// The version made before the rotation to "2", in the caches.
+fn old_version(h: &Harness) -> VersionSecret {
+    VersionSecret::of(&Rs::test())
+        .with_uid(OLD_SECRET_UID)
+        .created_at("2026-01-01T00:00:00")
+        .cached_in(h)
+}
+
+/// The RandomSecret rotated to "2", its status still Ready on `old`.
+fn rotated_past(old: &VersionSecret, h: &Harness) -> Rs {
+    Rs::test()
+        .with_rotation("2")
+        .with_status(ready_status(old, &[]))
+        .cached_in(h)
 }
 
 /// One reconcile of `shop/db` against the harness.
@@ -537,14 +572,8 @@ async fn an_identical_status_is_not_written_again() {
 #[tokio::test]
 async fn a_rotation_releases_the_unreferenced_old_version() {
     let h = Harness::new();
-    let old = VersionSecret::of(&Rs::test())
-        .with_uid(OLD_SECRET_UID)
-        .created_at("2026-01-01T00:00:00")
-        .cached_in(&h);
-    let rs = Rs::test()
-        .with_rotation("2")
-        .with_status(ready_status(&old, &[]))
-        .cached_in(&h);
+    let old = old_version(&h);
+    let rs = rotated_past(&old, &h);
     let v = rs.version();
     assert_ne!(v.secret_name, old.name());
     let (old_name, rs2) = (old.name(), rs.clone());
@@ -596,21 +625,13 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
 #[tokio::test]
 async fn a_released_version_deleted_first_elsewhere_is_no_error() {
     let h = Harness::new();
-    let old = VersionSecret::of(&Rs::test())
-        .with_uid(OLD_SECRET_UID)
-        .created_at("2026-01-01T00:00:00")
-        .cached_in(&h);
-    let rs = Rs::test()
-        .with_rotation("2")
-        .with_status(ready_status(&old, &[]))
-        .cached_in(&h);
+    let old = old_version(&h);
+    let rs = rotated_past(&old, &h);
     let v = rs.version();
     let (old_name, rs2) = (old.name(), rs.clone());
     let run = h
         .reconcile(|mut api| async move {
-            let post = api.create_secret().await;
-            let body = post.body.clone();
-            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            api.create_secret_answered().await;
             let delete = api.delete_secret(&old_name).await;
             let msg = format!("secrets \"{old_name}\" not found");
             delete.respond(404, &failure(404, "NotFound", &msg, json!([])));
@@ -634,29 +655,16 @@ async fn a_released_version_deleted_first_elsewhere_is_no_error() {
 #[tokio::test]
 async fn a_release_whose_preconditions_fail_reads_again_and_retries_quietly() {
     let h = Harness::new();
-    let old = VersionSecret::of(&Rs::test())
-        .with_uid(OLD_SECRET_UID)
-        .created_at("2026-01-01T00:00:00")
-        .cached_in(&h);
-    let rs = Rs::test()
-        .with_rotation("2")
-        .with_status(ready_status(&old, &[]))
-        .cached_in(&h);
+    let old = old_version(&h);
+    let rs = rotated_past(&old, &h);
     let (old_name, old2) = (old.name(), old.clone());
     let run = h
         .reconcile(|mut api| async move {
-            let post = api.create_secret().await;
-            let body = post.body.clone();
-            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            api.create_secret_answered().await;
             let delete = api.delete_secret(&old_name).await;
             let msg = format!("Operation cannot be fulfilled on secrets \"{old_name}\": Precondition failed: ResourceVersion in precondition: 50, ResourceVersion in object meta: 52");
             delete.respond(409, &failure(409, "Conflict", &msg, json!([])));
-            let get = api.next("GET of the Secret's metadata").await;
-            let get = get.expect(Method::GET, &format!("{SECRETS}/{old_name}"), &[]);
-            assert!(get.header("accept").contains("as=PartialObjectMetadata"));
-            let mut fresh = old2.clone();
-            fresh.meta["resourceVersion"] = json!("52");
-            get.respond(200, &fresh.metadata_response());
+            api.read_again(&old2, "52").await;
             api
         })
         .await;
@@ -749,25 +757,17 @@ async fn a_rotation_with_overlap_keys_carries_the_recorded_previous_value() {
 #[tokio::test]
 async fn a_rotation_while_a_watch_is_interrupted_releases_nothing() {
     let h = Harness::new();
-    let old = VersionSecret::of(&Rs::test())
-        .with_uid(OLD_SECRET_UID)
-        .created_at("2026-01-01T00:00:00")
-        .cached_in(&h);
+    let old = old_version(&h);
     h.caches
         .interruptions
         .failed("replicasets", std::time::Instant::now());
     assert!(!h.caches.references_current());
-    let rs = Rs::test()
-        .with_rotation("2")
-        .with_status(ready_status(&old, &[]))
-        .cached_in(&h);
+    let rs = rotated_past(&old, &h);
     let v = rs.version();
     let (old_name, old2, rs2) = (old.name(), old.clone(), rs.clone());
     let run = h
         .reconcile(|mut api| async move {
-            let post = api.create_secret().await;
-            let body = post.body.clone();
-            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            api.create_secret_answered().await;
 
             // No delete, no owners patch: the status write comes next.
             let patch = api.apply_status().await;
@@ -811,22 +811,14 @@ async fn a_deleted_or_deleting_randomsecret_makes_no_request() {
 #[tokio::test]
 async fn a_rotation_hands_a_referenced_old_version_to_its_replicaset() {
     let h = Harness::new();
-    let old = VersionSecret::of(&Rs::test())
-        .with_uid(OLD_SECRET_UID)
-        .created_at("2026-01-01T00:00:00")
-        .cached_in(&h);
+    let old = old_version(&h);
     h.referenced_by_replicaset(&old.name(), "web-7d4b9c");
-    let rs = Rs::test()
-        .with_rotation("2")
-        .with_status(ready_status(&old, &[]))
-        .cached_in(&h);
+    let rs = rotated_past(&old, &h);
     let v = rs.version();
     let (old_name, old2, rs2) = (old.name(), old.clone(), rs.clone());
     let run = h
         .reconcile(|mut api| async move {
-            let post = api.create_secret().await;
-            let body = post.body.clone();
-            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            api.create_secret_answered().await;
 
             let patch = api.patch_secret_metadata(&old_name).await;
             let replicaset = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d4b9c", "uid": REPLICASET_UID});
@@ -871,30 +863,17 @@ async fn a_rotation_hands_a_referenced_old_version_to_its_replicaset() {
 #[tokio::test]
 async fn an_owners_patch_that_loses_a_race_reads_again_and_retries_quietly() {
     let h = Harness::new();
-    let old = VersionSecret::of(&Rs::test())
-        .with_uid(OLD_SECRET_UID)
-        .created_at("2026-01-01T00:00:00")
-        .cached_in(&h);
+    let old = old_version(&h);
     h.referenced_by_replicaset(&old.name(), "web-7d4b9c");
-    let rs = Rs::test()
-        .with_rotation("2")
-        .with_status(ready_status(&old, &[]))
-        .cached_in(&h);
+    let rs = rotated_past(&old, &h);
     let (old_name, old2) = (old.name(), old.clone());
     let run = h
         .reconcile(|mut api| async move {
-            let post = api.create_secret().await;
-            let body = post.body.clone();
-            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            api.create_secret_answered().await;
             let patch = api.patch_secret_metadata(&old_name).await;
             let msg = format!("Operation cannot be fulfilled on secrets \"{old_name}\": the object has been modified");
             patch.respond(409, &failure(409, "Conflict", &msg, json!([])));
-            let get = api.next("GET of the Secret's metadata").await;
-            let get = get.expect(Method::GET, &format!("{SECRETS}/{old_name}"), &[]);
-            assert!(get.header("accept").contains("as=PartialObjectMetadata"));
-            let mut fresh = old2.clone();
-            fresh.meta["resourceVersion"] = json!("52");
-            get.respond(200, &fresh.metadata_response());
+            api.read_again(&old2, "52").await;
             api
         })
         .await;

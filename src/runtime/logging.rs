@@ -32,39 +32,17 @@ pub fn filter(level: &str) -> Result<EnvFilter, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Buffer {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// What a subscriber with `filter(level)` writes for kube's two lines
     /// and one of ours.
     fn written(level: &str) -> String {
-        let out = Buffer::default();
-        let writer = out.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(filter(level).unwrap())
-            .with_writer(move || writer.clone())
-            .finish();
-        tracing::subscriber::with_default(subscriber, || {
+        crate::testing::logs::written(Some(filter(level).unwrap()), || {
             tracing::warn!(target: "kube_client::client", "{{\"data\":{{\"password\":\"c2VjcmV0\"}}, EOF");
             tracing::debug!(target: "kube_client::client", "Unsuccessful data error parse: echoed-body");
             tracing::warn!(target: "kube_runtime::watcher", "watch list error with 403: Api(Status {{ message: \"echoed-copy\" }})");
             tracing::warn!(target: "kube_runtime::controller", "runtime-line");
             tracing::warn!(target: "randomsecret::reconciler", "our-line");
-        });
-        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+        })
     }
 
     #[test]

@@ -10,10 +10,12 @@
 //! - [`fixtures`]: `Rs` (a RandomSecret), `VersionSecret`, stored answers.
 //! - [`harness`]: the listed caches, one run and what it left behind.
 //! - [`vault`]: a mocked Vault on 127.0.0.1, as strict.
+//! - [`logs`]: what the code under test writes to the log.
 
 pub(crate) mod apiserver;
 pub(crate) mod fixtures;
 pub(crate) mod harness;
+pub(crate) mod logs;
 pub(crate) mod vault;
 
 pub(crate) use apiserver::{ApiServer, Call};

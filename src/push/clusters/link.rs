@@ -635,32 +635,14 @@ fn resync(d: &Downstream, triggers: &Triggers) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-    impl Write for Buffer {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// A hostile downstream answers a watch with a Status that echoes the
     /// copy it was sent: the log says which watch failed, in our words only.
     #[test]
     fn a_failed_downstream_watch_is_logged_in_fixed_words() {
         let echoed = "echoed-copy-c2VjcmV0";
-        let out = Buffer::default();
-        let writer = out.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .finish();
         let d = Downstream::default();
-        tracing::subscriber::with_default(subscriber, || {
+        let written = crate::testing::logs::written(None, || {
             for code in [403, 500] {
                 let status = kube::core::Status::failure(echoed, "Forbidden").with_code(code);
                 let e = kube::Error::Api(Box::new(status));
@@ -673,7 +655,6 @@ mod tests {
                 watcher::Error::WatchError(Box::new(status)),
             );
         });
-        let written = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
         assert_eq!(
             written.matches("downstream watch failed").count(),
             3,
