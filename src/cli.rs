@@ -47,7 +47,8 @@ pub enum Command {
         /// The manifests after ("-": standard input).
         new: PathBuf,
     },
-    /// Rotate a RandomSecret: set spec.rotation to a new token (a merge
+    /// Rotate a RandomSecret: set spec.rotation (every generated key) or, with
+    /// --key, spec.keys.KEY.rotation (that key alone) to a new token (a merge
     /// patch), or print the change to commit with --print.
     Rotate(RotateArgs),
     /// Rewrite workload references to RandomSecret base names into versioned names
@@ -95,6 +96,10 @@ pub struct RotateArgs {
     /// The new token (default: the current time, e.g. 20261201T070821Z).
     #[arg(long)]
     pub to: Option<String>,
+    /// Rotate this generated key alone: write spec.keys.KEY.rotation (every
+    /// other value is kept) instead of spec.rotation (every generated key).
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
     /// Print the change (YAML, also a merge patch) instead of sending it:
     /// commit it to the RandomSecret's manifest. Needs no cluster.
     #[arg(long)]

@@ -63,6 +63,7 @@ mod tests {
             charset,
             symbols: symbols.to_string(),
             previous: false,
+            rotation: String::new(),
         }
     }
 

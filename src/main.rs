@@ -151,8 +151,9 @@ fn rotate(args: RotateArgs) -> Result<(), String> {
         .to
         .clone()
         .unwrap_or_else(|| rotate::token(k8s_openapi::jiff::Timestamp::now()));
+    let key = args.key.as_deref();
     if args.print {
-        print!("{}", rotate::print(&token));
+        print!("{}", rotate::print(key, &token));
         eprintln!(
             "randomsecret rotate: commit this to RandomSecret {}'s manifest (or: kubectl patch randomsecret {} --type merge --patch-file FILE)",
             args.name, args.name
@@ -165,15 +166,19 @@ fn rotate(args: RotateArgs) -> Result<(), String> {
             .namespace
             .clone()
             .unwrap_or_else(|| client.default_namespace().to_string());
-        let (old, name) = rotate::rotate(&client, &ns, &args.name, &token).await?;
+        let (old, name) = rotate::rotate(&client, &ns, &args.name, key, &token).await?;
         let old = old.map_or("unset".to_string(), |o| format!("{o:?}"));
+        let what = match key {
+            None => "rotation".to_string(),
+            Some(k) => format!("keys.{k}.rotation"),
+        };
         match name {
             Some(n) => println!(
-                "randomsecret/{} rotated: rotation {old} -> {token:?}; new version {n}",
+                "randomsecret/{} rotated: {what} {old} -> {token:?}; new version {n}",
                 args.name
             ),
             None => println!(
-                "randomsecret/{} rotated: rotation {old} -> {token:?}",
+                "randomsecret/{} rotated: {what} {old} -> {token:?}",
                 args.name
             ),
         }

@@ -1,8 +1,9 @@
-//! `randomsecret rotate NAME`: a new `spec.rotation` token, sent to the
-//! cluster as a merge patch, or printed (`--print`) as the change to commit
-//! for GitOps users (a YAML fragment that is also a merge patch).
+//! `randomsecret rotate NAME`: a new `spec.rotation` token (every generated
+//! key), or with `--key K` a new `keys.K.rotation` (that key alone), sent to
+//! the cluster as a merge patch, or printed (`--print`) as the change to
+//! commit for GitOps users (a YAML fragment that is also a merge patch).
 
-use crate::api::RandomSecret;
+use crate::api::{RandomSecret, RandomSecretSpec};
 use crate::version::Version;
 use anyhow::{Context as _, bail};
 use k8s_openapi::jiff::Timestamp;
@@ -20,23 +21,72 @@ pub fn token(now: Timestamp) -> String {
     now.strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
-/// The merge patch that rotates.
-pub fn patch(token: &str) -> Value {
-    json!({ "spec": { "rotation": token } })
+/// The merge patch that rotates: every key, or the generated key `key` alone.
+pub fn patch(key: Option<&str>, token: &str) -> Value {
+    match key {
+        None => json!({ "spec": { "rotation": token } }),
+        Some(k) => json!({ "spec": { "keys": { k: { "rotation": token } } } }),
+    }
+}
+
+/// The field a rotation writes, as a user reads it.
+pub fn field(key: Option<&str>) -> String {
+    key.map_or("spec.rotation".into(), |k| {
+        format!("spec.keys.{k}.rotation")
+    })
 }
 
 /// `--print`: the patch as YAML, to commit in the manifest or give to
 /// `kubectl patch --type merge --patch-file`.
-pub fn print(token: &str) -> String {
-    crate::gitops::yaml::write(&patch(token)).expect("a patch serializes")
+pub fn print(key: Option<&str>, token: &str) -> String {
+    crate::gitops::yaml::write(&patch(key, token)).expect("a patch serializes")
 }
 
-/// Rotates `name` in `namespace` to `token`. Returns the old token and the
-/// new version's name (None with rotateEvery: the controller names it).
+/// The token a rotation replaces: `spec.rotation`, or the generated key
+/// `key`'s own; an error saying what to do when `key` cannot be rotated alone.
+pub fn current(spec: &RandomSecretSpec, key: Option<&str>) -> Result<Option<String>, String> {
+    let Some(k) = key else {
+        return Ok(spec.rotation.clone());
+    };
+    if spec.r#static.as_ref().is_some_and(|s| s.contains_key(k)) {
+        return Err(format!(
+            "{k} is a static value: it changes when you edit spec.static.{k}, and has no rotation of its own (--key rotates a generated key)"
+        ));
+    }
+    if spec.key.is_some() || spec.length.is_some() || spec.special_char.is_some() {
+        return Err(
+            "this RandomSecret uses the short form (spec.key, spec.length): rotate its one value without --key, or move it to spec.keys to rotate keys one by one".into(),
+        );
+    }
+    match spec.keys.as_ref().and_then(|keys| keys.get(k)) {
+        Some(g) => Ok(g.rotation.clone()),
+        None => {
+            let known: Vec<&str> = spec
+                .keys
+                .iter()
+                .flatten()
+                .map(|(k, _)| k.as_str())
+                .collect();
+            Err(format!(
+                "there is no generated key {k:?} in spec.keys{}",
+                if known.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it has {})", known.join(", "))
+                }
+            ))
+        }
+    }
+}
+
+/// Rotates `name` in `namespace` to `token` (the key `key` alone, or every
+/// key). Returns the old token and the new version's name (None with
+/// rotateEvery: the controller names it).
 pub async fn rotate(
     client: &Client,
     namespace: &str,
     name: &str,
+    key: Option<&str>,
     token: &str,
 ) -> anyhow::Result<(Option<String>, Option<String>)> {
     let api: Api<RandomSecret> = Api::namespaced(client.clone(), namespace);
@@ -45,18 +95,22 @@ pub async fn rotate(
         .await
         .context("reading the RandomSecret")?
         .with_context(|| format!("RandomSecret {name} not found in namespace {namespace}"))?;
-    let old = before.spec.rotation.clone();
+    let old =
+        current(&before.spec, key).map_err(|why| anyhow::anyhow!("RandomSecret {name}: {why}"))?;
     if old.as_deref() == Some(token) {
-        bail!("spec.rotation of {name} is already {token:?}: give another token with --to");
+        bail!(
+            "{} of {name} is already {token:?}: give another token with --to",
+            field(key)
+        );
     }
     let after = api
         .patch(
             name,
             &PatchParams::apply(MANAGER).validation_strict(),
-            &Patch::Merge(patch(token)),
+            &Patch::Merge(patch(key, token)),
         )
         .await
-        .with_context(|| format!("patching spec.rotation of {name}"))?;
+        .with_context(|| format!("patching {} of {name}", field(key)))?;
     Ok((
         old,
         Version::of(&after.spec, name).ok().map(|v| v.secret_name),
@@ -71,16 +125,49 @@ mod tests {
     fn the_token_is_the_time_and_the_patch_sets_only_rotation() {
         let t = token("2026-12-01T07:08:21.5Z".parse().unwrap());
         assert_eq!(t, "20261201T070821Z");
-        assert_eq!(print(&t), "spec:\n  rotation: 20261201T070821Z\n");
+        assert_eq!(print(None, &t), "spec:\n  rotation: 20261201T070821Z\n");
         // The printed YAML reads back as the patch: the token stays a string.
-        let back: Value = crate::gitops::yaml::read(&print(&t)).unwrap();
-        assert_eq!(back, patch(&t));
+        let back: Value = crate::gitops::yaml::read(&print(None, &t)).unwrap();
+        assert_eq!(back, patch(None, &t));
         assert_eq!(back["spec"]["rotation"], "20261201T070821Z");
     }
 
     #[test]
     fn a_numeric_token_stays_a_string_in_the_printed_yaml() {
-        let back: Value = crate::gitops::yaml::read(&print("2")).unwrap();
+        let back: Value = crate::gitops::yaml::read(&print(None, "2")).unwrap();
         assert_eq!(back["spec"]["rotation"], "2");
+        let one: Value = crate::gitops::yaml::read(&print(Some("password"), "2")).unwrap();
+        assert_eq!(
+            one,
+            json!({"spec": {"keys": {"password": {"rotation": "2"}}}})
+        );
+    }
+
+    /// `--key` names a generated key of spec.keys: a static key, the short
+    /// form or an unknown key is refused with what to do instead.
+    #[test]
+    fn only_a_generated_key_rotates_alone() {
+        let spec = |yaml: &str| crate::gitops::yaml::read::<RandomSecretSpec>(yaml).unwrap();
+        let s = spec(
+            "keys: {password: {length: 8, rotation: '3'}, pin: {length: 4}}
+static: {username: app}
+rotation: '1'",
+        );
+        assert_eq!(current(&s, None), Ok(Some("1".into())));
+        assert_eq!(current(&s, Some("password")), Ok(Some("3".into())));
+        assert_eq!(current(&s, Some("pin")), Ok(None));
+        let static_key = current(&s, Some("username")).unwrap_err();
+        assert!(
+            static_key.contains("username is a static value"),
+            "{static_key}"
+        );
+        let unknown = current(&s, Some("passwd")).unwrap_err();
+        assert!(
+            unknown.contains("no generated key \"passwd\"") && unknown.contains("password, pin"),
+            "{unknown}"
+        );
+        let short = current(&spec("key: pw\nlength: 8"), Some("pw")).unwrap_err();
+        assert!(short.contains("short form"), "{short}");
+        assert_eq!(field(Some("pin")), "spec.keys.pin.rotation");
     }
 }

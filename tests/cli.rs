@@ -60,7 +60,7 @@ fn diff_names_the_changed_rotation_and_both_names() {
     assert_ne!(old[0], new[0], "a rotation renames db");
     assert_eq!(old[1], new[1], "api did not change");
     let expected = format!(
-        "RandomSecret db: {} -> {}\n  rotation: \"1\" -> \"2\"\nRandomSecret prod/api: {} (unchanged)\n",
+        "RandomSecret db: {} -> {}\n  rotation: \"1\" -> \"2\"\n  values of the new version:\n    password: rotated: rotation 1 -> 2\nRandomSecret prod/api: {} (unchanged)\n",
         old[0], new[0], old[1]
     );
     let out = randomsecret(&["diff", OLD, NEW], "");

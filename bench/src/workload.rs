@@ -200,6 +200,8 @@ async fn floor_version(
         uid: created.metadata.uid.clone(),
         state: VersionState::Current,
         referenced_by: vec![],
+        // As the controller lists it: every key of a new or rotated version.
+        rotated_keys: v.spec.generated.keys().cloned().collect(),
     }];
     if let Some(mut old) = previous {
         // A real change of the owners (not the controller any more), as
@@ -219,6 +221,7 @@ async fn floor_version(
         rs.metadata.generation,
         &Outcome::Ready {
             secret_name: v.secret_name,
+            uncarried: false,
         },
         Versions {
             live,

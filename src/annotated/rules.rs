@@ -94,6 +94,7 @@ pub const KNOWN: &[&str] = &[
     crate::api::LABEL_HASH,
     crate::api::ANNOTATION_CREATED,
     crate::proof::ANNOTATION_PROOF,
+    crate::version::record::ANNOTATION_LINEAGE,
     crate::tracking::ANNOTATION_TRACK,
     crate::api::push::VAULT_FINALIZER,
     crate::push::SKIP_CLEANUP,
@@ -569,6 +570,7 @@ pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
                 String::new()
             },
             previous: false,
+            rotation: String::new(),
         },
         rotate: rotate.to_string(),
     }))
@@ -857,6 +859,7 @@ mod tests {
                 charset: Charset::Alphanumeric,
                 symbols: String::new(),
                 previous: false,
+                rotation: String::new(),
             }
         );
         let f = fill(plan(
@@ -1110,6 +1113,7 @@ mod tests {
                 charset: Charset::Alphanumeric,
                 symbols: DEFAULT_SYMBOLS.into(),
                 previous: false,
+                rotation: String::new(),
             }
         );
         // No key annotation: "password"; empty values mean the default.

@@ -68,8 +68,12 @@ pub const MANAGED_BY: &str = NAME;
 pub const READY: &str = "Ready";
 pub const RECONCILING: &str = "Reconciling";
 pub const STALLED: &str = "Stalled";
+/// False (reason `PreviousUnavailable`) while the current version holds new
+/// values for every generated key because the version it superseded could
+/// not be read and proven when it was made; absent otherwise.
+pub const CARRIED_OVER: &str = "CarriedOver";
 /// The conditions this controller writes, in the order it writes them.
-pub const CONDITIONS: [&str; 3] = [READY, RECONCILING, STALLED];
+pub const CONDITIONS: [&str; 4] = [READY, RECONCILING, STALLED, CARRIED_OVER];
 /// Tracking mode's condition, True while a tracking workload stays on an
 /// older version after a rollback (absent otherwise). Written with
 /// `status.pinnedWorkloads` by its own field manager, apart from the three
@@ -162,7 +166,10 @@ pub struct RandomSecretSpec {
     pub r#static: Option<BTreeMap<String, String>>,
 
     /// Opaque rotation token: changing it produces a new version with new
-    /// values. At most 253 characters, no control characters.
+    /// values for every generated key. At most 253 characters, no control
+    /// characters. Any other edit of the spec keeps the generated values of
+    /// the keys whose generator it leaves unchanged (carried over from the
+    /// version it supersedes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     #[x_kube(validation = Rule::new(rules::rotation_rule().as_str()).message("rotation must not contain control characters (C0, DEL or C1)"))]
@@ -247,6 +254,15 @@ pub struct Generator {
     /// name only through this flag (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous: Option<bool>,
+    /// This key's own rotation token: changing it gives this key a new value
+    /// in the next version, and keeps every other generated value (which
+    /// change with `spec.rotation`, `rotateEvery`, or a change of their own
+    /// generator). At most 253 characters, no control characters. Part of
+    /// the version name only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new(rules::rotation_rule().as_str()).message("rotation must not contain control characters (C0, DEL or C1)"))]
+    pub rotation: Option<String>,
 }
 
 /// The base alphabet of a generated value.
@@ -411,6 +427,11 @@ pub struct VersionStatus {
     /// What references this version (kind/name).
     #[serde(default)]
     pub referenced_by: Vec<String>,
+    /// The generated keys that got new values in this version (every key in
+    /// the first one); the others kept the values of the version it
+    /// superseded. Key names only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rotated_keys: Vec<String>,
 }
 
 #[derive(

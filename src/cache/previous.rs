@@ -14,7 +14,7 @@ use std::hash::{Hash, Hasher};
 pub struct Previous {
     pub secret_name: Option<crate::cache::Name>,
     /// Per entry of [`CONDITIONS`]: its status and lastTransitionTime (seconds).
-    pub conditions: [Option<(bool, i64)>; 3],
+    pub conditions: [Option<(bool, i64)>; CONDITIONS.len()],
     pub ready_reason: Option<crate::cache::Name>,
     pub released: Box<[crate::cache::Name]>,
     /// What `status.versions` lists, hashed: every name (what was live), and

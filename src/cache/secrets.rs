@@ -119,7 +119,52 @@ pub struct Version {
     /// Checked whole by this process (type, data, immutable), or created
     /// by it: a proof copied onto another Secret fails that check.
     pub verified: bool,
+    /// From its record (`crate::version::record`), when it verifies:
+    pub record: Recorded,
     epoch: u32,
+}
+
+/// The few facts of a version's record the reconciler needs without reading
+/// the Secret: compact (no key is ever longer than the inline 24 bytes in
+/// the common case of one or two keys).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// [`Lineage::seed`](crate::version::carry::Lineage::seed); 0 without a record.
+    pub seed: u64,
+    /// The keys this version rotated, joined by ',' (no data key has one).
+    pub rotated: Name,
+    /// Its values could not be carried over from the version it superseded.
+    pub uncarried: bool,
+}
+
+impl Recorded {
+    fn of(meta: &ObjectMeta, key: &ProofKey) -> Self {
+        use crate::version::record::{ANNOTATION_LINEAGE, Record};
+        let text = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ANNOTATION_LINEAGE));
+        let (Some(ns), Some(name)) = (meta.namespace.as_deref(), meta.name.as_deref()) else {
+            return Recorded::default();
+        };
+        match Record::read(key, ns, name, text.map(String::as_str)) {
+            Ok(r) => Recorded {
+                seed: r.lineage.seed(),
+                rotated: r.rotated.join(",").into(),
+                uncarried: r.uncarried,
+            },
+            Err(_) => Recorded::default(),
+        }
+    }
+
+    /// The keys this version rotated.
+    pub fn rotated_keys(&self) -> Vec<String> {
+        self.rotated
+            .split(',')
+            .filter(|k| !k.is_empty())
+            .map(String::from)
+            .collect()
+    }
 }
 
 impl Version {
@@ -149,6 +194,7 @@ impl Version {
                 .collect(),
             proof: key.check_metadata(meta),
             verified: false,
+            record: Recorded::of(meta, key),
             epoch: 0,
         })
     }

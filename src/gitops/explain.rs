@@ -1,11 +1,14 @@
 //! `randomsecret name --explain` and `randomsecret diff`: the canonical form
 //! behind a versioned name, line by line with the field each line comes
-//! from, and which fields changed the name between two manifests.
+//! from, which fields changed the name between two manifests, and, key by
+//! key, whether the new version keeps each generated value or rotates it
+//! and why (`crate::version::carry`).
 //!
 //! Static values are part of the name but are never printed (they may be
 //! credentials): a static line shows its key and length only.
 
 use super::manifests::{self, Found, ManifestError};
+use crate::version::carry::{self, Lineage};
 use crate::version::{Version, VersionSpec};
 use std::fmt::Write;
 
@@ -44,8 +47,13 @@ pub fn lines(v: &VersionSpec) -> Vec<Line> {
         },
     ];
     for (k, g) in &v.generated {
+        let rotation = if g.rotation.is_empty() {
+            String::new()
+        } else {
+            format!(":rotation:{}", s(&g.rotation))
+        };
         let line = format!(
-            "generate:{}:{}:{}:{}{}",
+            "generate:{}:{}:{}:{}{}{rotation}",
             s(k),
             g.length,
             g.charset.as_str(),
@@ -62,10 +70,15 @@ pub fn lines(v: &VersionSpec) -> Vec<Line> {
             canonical: line.clone(),
             shown: line,
             value: format!(
-                "length {}, charset {}, {symbols}{}",
+                "length {}, charset {}, {symbols}{}{}",
                 g.length,
                 g.charset.as_str(),
-                if g.previous { ", previous" } else { "" }
+                if g.previous { ", previous" } else { "" },
+                if g.rotation.is_empty() {
+                    String::new()
+                } else {
+                    format!(", rotation {:?}", g.rotation)
+                }
             ),
         });
     }
@@ -110,7 +123,44 @@ pub fn explain(object: &str, v: &Version) -> String {
         out,
         "  not in the hash: secretLabels, secretAnnotations, history, and anything outside the spec"
     );
+    if !v.spec.generated.is_empty() {
+        let _ = writeln!(
+            out,
+            "  values: a new version keeps each generated value of the version it supersedes, unless rotated:"
+        );
+        let rotation = token(&v.spec.rotation);
+        for (k, g) in &v.spec.generated {
+            let _ = writeln!(
+                out,
+                "    {k}: rotated by spec.rotation ({rotation}), keys.{k}.rotation ({}), {}or a change of its length, charset or symbols",
+                token(&g.rotation),
+                if v.spec.epoch.is_some() {
+                    "each rotateEvery period, "
+                } else {
+                    ""
+                }
+            );
+        }
+    }
     out
+}
+
+fn token(t: &str) -> String {
+    if t.is_empty() {
+        "unset".into()
+    } else {
+        format!("{t:?}")
+    }
+}
+
+/// Per generated key of `new`, whether it keeps the value it has in `old`
+/// or rotates, and why: `key: kept: generator unchanged`.
+pub fn values(old: &Version, new: &Version) -> Vec<String> {
+    let old = Lineage::of(&old.spec);
+    carry::plan(Some(&old), &Lineage::of(&new.spec))
+        .iter()
+        .map(|(k, c)| format!("{k}: {}", c.why(k)))
+        .collect()
 }
 
 /// The RandomSecrets of a stream, checked as `name` checks them.
@@ -190,6 +240,13 @@ pub fn diff_of(old: &[Found], new: &[Found]) -> String {
                 );
                 for c in changes(&o.version, &n.version) {
                     let _ = writeln!(out, "  {c}");
+                }
+                let values = values(&o.version, &n.version);
+                if !values.is_empty() {
+                    let _ = writeln!(out, "  values of the new version:");
+                }
+                for v in values {
+                    let _ = writeln!(out, "    {v}");
                 }
             }
         }
@@ -310,7 +367,7 @@ spec:
         );
         let text = diff(OLD, &new).unwrap();
         let expected = format!(
-            "RandomSecret db: {} -> {}\n  rotation: \"1\" -> \"2\"\n  keys.pin: length 4, charset numeric, no symbols -> length 6, charset numeric, no symbols\n  static.user: value changed (values not shown)\n  static.host: added (2 bytes (value not shown))\nRandomSecret prod/api: {} (unchanged)\n",
+            "RandomSecret db: {} -> {}\n  rotation: \"1\" -> \"2\"\n  keys.pin: length 4, charset numeric, no symbols -> length 6, charset numeric, no symbols\n  static.user: value changed (values not shown)\n  static.host: added (2 bytes (value not shown))\n  values of the new version:\n    password: rotated: rotation 1 -> 2\n    pin: rotated: rotation 1 -> 2\nRandomSecret prod/api: {} (unchanged)\n",
             o[0], n[0], o[1]
         );
         assert_eq!(text, expected, "\n{text}");

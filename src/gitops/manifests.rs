@@ -291,6 +291,7 @@ fn field_of(e: &SpecError, rs: &RandomSecret) -> String {
         SpecError::InvalidBaseName { .. } => "metadata.name".into(),
         SpecError::InvalidType(_) | SpecError::TypeRequiresKeys { .. } => "spec.type".into(),
         SpecError::InvalidRotation(_) => "spec.rotation".into(),
+        SpecError::InvalidKeyRotation { key: k, .. } => key(k, "rotation"),
         SpecError::InvalidRotateEvery(_) | SpecError::TimeBased => "spec.rotateEvery".into(),
     }
 }

@@ -1,6 +1,9 @@
-//! Makes sure the current version's Secret exists: created with fresh values
-//! (and signed, `crate::proof`) when missing, and otherwise proven ours.
+//! Makes sure the current version's Secret exists: created when missing
+//! (with the values `super::carry` takes over and fresh ones for the rest,
+//! signed, `crate::proof`, with its record, `crate::version::record`), and
+//! otherwise proven ours.
 
+use super::carry::Carried;
 use super::{Context, MANAGER, ReconcileError, Subject, proven};
 use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use crate::cache::Uid;
@@ -9,6 +12,7 @@ use crate::generate;
 use crate::proof::ANNOTATION_PROOF;
 use crate::runtime::status::Answer as _;
 use crate::version::Version;
+use crate::version::record::{ANNOTATION_LINEAGE, Record};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -67,23 +71,29 @@ pub fn classify(
 /// What ensuring the current version found or did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ensured {
-    Created,
+    /// Created now, and how it came to hold its values.
+    Created(Carried),
     Existed,
     /// Ours, left by an earlier RandomSecret of the same name: retention adopts it.
     Adopted,
 }
 
-/// The Secret for a new version (values freshly generated), owned by the
-/// RandomSecret and by whatever already references the name.
-/// `previous`: overlap keys' entries (`reconciler::overlap`).
+/// The Secret for a new version, owned by the RandomSecret and by whatever
+/// already references the name. `carried`: the values taken over from the
+/// previous version (kept keys, overlap's `<k>.previous`); every other
+/// generated key gets a fresh value. `record`: what it records about that.
 pub fn build_secret(
     rs: &Subject,
     v: &Version,
-    previous: BTreeMap<String, ByteString>,
+    carried: BTreeMap<String, ByteString>,
+    record: &Record,
     ctx: &Context,
 ) -> Result<Secret, ReconcileError> {
-    let mut data = previous;
+    let mut data = carried;
     for (key, g) in &v.spec.generated {
+        if data.contains_key(key) {
+            continue;
+        }
         let value = generate::value(g).map_err(|e| ReconcileError::Random(e.to_string()))?;
         data.insert(key.clone(), ByteString(value.into_bytes()));
     }
@@ -101,6 +111,11 @@ pub fn build_secret(
     annotations.insert(
         ANNOTATION_CREATED.into(),
         k8s_openapi::jiff::Timestamp::now().to_string(),
+    );
+    let key = ctx.caches.secrets.key();
+    annotations.insert(
+        ANNOTATION_LINEAGE.into(),
+        record.sign(key, rs.key.ns(), &v.secret_name),
     );
     // The push targets it is made for: one added later starts with the next.
     if let Some(targets) = crate::push::targets::of_spec(rs.spec.push.as_ref()) {
@@ -131,7 +146,7 @@ pub fn build_secret(
         data: Some(data),
         ..Default::default()
     };
-    let proof = ctx.caches.secrets.key().sign(&secret);
+    let proof = key.sign(&secret);
     if let Some(a) = secret.metadata.annotations.as_mut() {
         a.insert(ANNOTATION_PROOF.into(), proof);
     }
@@ -203,9 +218,10 @@ pub async fn version(
             };
             let doing = || format!("creating Secret {}", v.secret_name);
             ctx.may_write()?;
-            let previous = super::overlap::previous_data(rs, v, &api).await?;
-            let previous = super::overlap::entries(&v.spec, previous.as_ref());
-            match api.create(&pp, &build_secret(rs, v, previous, ctx)?).await {
+            let previous = super::carry::previous(rs, v, &api, ctx).await?;
+            let (carried, how) = super::carry::values(&v.spec, &previous);
+            let secret = build_secret(rs, v, carried, &how.record(&v.spec), ctx)?;
+            match api.create(&pp, &secret).await {
                 Ok(created) => {
                     // Only the metadata is kept; the values are never cached.
                     ctx.caches.secrets.write_through(&created.metadata, true);
@@ -215,7 +231,7 @@ pub async fn version(
                             v.secret_name
                         ))
                     })?;
-                    return Ok((Ensured::Created, cached));
+                    return Ok((Ensured::Created(how), cached));
                 }
                 // Cache lag, a retry, a second leader, or someone else's
                 // Secret: AlreadyExists (or a 409 of a reason this client does

@@ -3,7 +3,8 @@
 //! A reconcile is a short chain of steps, each in its own module:
 //! [`subject`] reads the RandomSecret from the cache, the version is computed
 //! (pure, `crate::version`), [`ensure`] creates it if missing (AlreadyExists of
-//! our own Secret is success), [`proven`] tells our Secrets from look-alikes
+//! our own Secret is success) from the values [`carry`] takes over from the
+//! version it supersedes, [`proven`] tells our Secrets from look-alikes
 //! before anything is adopted, patched or deleted, [`retain`] sets every version's owners from the
 //! retention plan (pure, [`retention`]) and deletes released ones,
 //! [`tracking`] points tracking workloads at it, and [`report`] turns the
@@ -11,9 +12,9 @@
 //! the metric, in one place. Secret data is written once; it is read back
 //! only to check a proof, and never kept.
 
+pub mod carry;
 pub mod ensure;
 pub mod error;
-pub mod overlap;
 pub mod policy;
 pub mod proven;
 pub mod report;
@@ -148,6 +149,7 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
         .map_err(at)?;
     let ready = status::Outcome::Ready {
         secret_name: v.secret_name.clone(),
+        uncarried: current.record.uncarried,
     };
     if report::write_status(&rs, &ready, Some(versions), ctx)
         .await
@@ -171,18 +173,38 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
 fn announce(rs: &Subject, v: &Version, ensured: &Ensured, ctx: &Context) {
     let (reason, action, note) = match ensured {
         Ensured::Existed => return,
-        Ensured::Created => {
+        Ensured::Created(how) => {
             ctx.metrics.versions_created.inc();
             info!(randomsecret = %rs.key, secret = %v.secret_name, "created version");
+            if let Some(why) = &how.unavailable {
+                let note = format!(
+                    "Created Secret {} with new values for every generated key: {why}, so no value could be carried over",
+                    v.secret_name
+                );
+                ctx.events.publish(
+                    rs.object_reference(),
+                    EventType::Warning,
+                    "PreviousUnavailable",
+                    "CarryOver",
+                    note,
+                );
+            }
+            let summary = match how.summary() {
+                s if s.is_empty() => s,
+                s => format!(": {s}"),
+            };
             // A revert to a rotation whose version was already released.
             if rs.status.released(&v.secret_name) {
                 let note = format!(
-                    "Created Secret {} again, with new values: this version was released earlier, after no pod referenced it",
+                    "Created Secret {} again, as this version was released earlier, after no pod referenced it{summary}",
                     v.secret_name
                 );
                 ("VersionRecreated", "CreateVersion", note)
             } else {
-                let note = format!("Created Secret {} (version {})", v.secret_name, v.hash);
+                let note = format!(
+                    "Created Secret {} (version {}){summary}",
+                    v.secret_name, v.hash
+                );
                 ("VersionCreated", "CreateVersion", note)
             }
         }

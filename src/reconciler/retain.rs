@@ -163,6 +163,7 @@ pub async fn apply(
             uid: Some(cached.uid.to_string()),
             state: p.state,
             referenced_by: p.referenced_by,
+            rotated_keys: cached.record.rotated_keys(),
         });
     }
     Ok(Versions {

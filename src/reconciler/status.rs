@@ -3,7 +3,7 @@
 //! say why it is not Ready), from the few facts about the stored status that
 //! the cache keeps ([`Previous`]).
 
-use crate::api::{READY, RECONCILING, STALLED, WORKLOADS_PINNED};
+use crate::api::{CARRIED_OVER, READY, RECONCILING, STALLED, WORKLOADS_PINNED};
 use crate::api::{RandomSecretStatus, VersionStatus};
 use crate::cache::previous::Previous;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -15,8 +15,12 @@ pub const PINNED_LISTED: usize = 20;
 /// The result of one reconcile, as far as the status is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The current version exists and is ours.
-    Ready { secret_name: String },
+    /// The current version exists and is ours. `uncarried`: its record says
+    /// it could not carry values over from the version it superseded.
+    Ready {
+        secret_name: String,
+        uncarried: bool,
+    },
     /// A permanent problem the user has to fix (bad spec, name taken).
     Stalled { reason: String, message: String },
     /// A transient problem; the controller retries.
@@ -73,8 +77,11 @@ pub fn desired(
     let g = generation;
     let last_good = || previous.secret_name.as_deref().map(String::from);
     let (conditions, secret_name) = match outcome {
-        Outcome::Ready { secret_name } => (
-            vec![
+        Outcome::Ready {
+            secret_name,
+            uncarried,
+        } => {
+            let mut c = vec![
                 condition(
                     READY,
                     true,
@@ -84,9 +91,20 @@ pub fn desired(
                 ),
                 condition(RECONCILING, false, "VersionReady", "", g),
                 condition(STALLED, false, "VersionReady", "", g),
-            ],
-            Some(secret_name.clone()),
-        ),
+            ];
+            if *uncarried {
+                c.push(condition(
+                    CARRIED_OVER,
+                    false,
+                    "PreviousUnavailable",
+                    &format!(
+                        "Secret {secret_name} holds new values for every generated key: the version it superseded could not be read and proven when it was made (see the PreviousUnavailable Event); the next version carries its values over"
+                    ),
+                    g,
+                ));
+            }
+            (c, Some(secret_name.clone()))
+        }
         Outcome::Stalled { reason, message } => (
             vec![
                 condition(READY, false, reason, message, g),
@@ -159,7 +177,58 @@ mod tests {
     fn ready(name: &str) -> Outcome {
         Outcome::Ready {
             secret_name: name.into(),
+            uncarried: false,
         }
+    }
+
+    /// CarriedOver=False only while the current version could not carry
+    /// values over; its transition time stays while it stays False.
+    #[test]
+    fn carried_over_is_false_only_for_a_version_without_carried_values() {
+        let plain = desired(
+            &Previous::of(None),
+            Some(1),
+            &ready("a-1"),
+            Versions::default(),
+            &t(10),
+        );
+        assert!(!plain.conditions.iter().any(|c| c.type_ == CARRIED_OVER));
+        let fresh = Outcome::Ready {
+            secret_name: "a-2".into(),
+            uncarried: true,
+        };
+        let s = desired(
+            &Previous::of(Some(&plain)),
+            Some(2),
+            &fresh,
+            Versions::default(),
+            &t(20),
+        );
+        let c = get(&s, CARRIED_OVER);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "PreviousUnavailable")
+        );
+        assert!(c.message.contains("a-2"), "{}", c.message);
+        assert_eq!(c.last_transition_time, t(20));
+        let again = desired(
+            &Previous::of(Some(&s)),
+            Some(2),
+            &fresh,
+            Versions::default(),
+            &t(30),
+        );
+        assert_eq!(get(&again, CARRIED_OVER).last_transition_time, t(20));
+        assert_eq!(fingerprint(Some(&again)), fingerprint(Some(&s)));
+        let next = desired(
+            &Previous::of(Some(&again)),
+            Some(3),
+            &ready("a-3"),
+            Versions::default(),
+            &t(40),
+        );
+        assert!(!next.conditions.iter().any(|c| c.type_ == CARRIED_OVER));
+        assert_ne!(fingerprint(Some(&next)), fingerprint(Some(&again)));
     }
 
     #[test]

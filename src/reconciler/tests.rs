@@ -600,7 +600,8 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
             assert_eq!(
                 status["versions"],
                 json!([{"name": v.secret_name, "hash": v.hash, "created": "2026-02-01T00:00:00Z",
-                    "uid": SECRET_UID, "state": "current", "referencedBy": []}])
+                    "uid": SECRET_UID, "state": "current", "referencedBy": [],
+                    "rotatedKeys": ["password", "token"]}])
             );
             assert_eq!(status["released"], json!([old_name]));
             assert_eq!(status["liveVersions"], 1);
@@ -776,7 +777,8 @@ async fn a_rotation_while_a_watch_is_interrupted_releases_nothing() {
                 status["versions"],
                 json!([
                     {"name": v.secret_name, "hash": v.hash, "created": "2026-02-01T00:00:00Z",
-                        "uid": SECRET_UID, "state": "current", "referencedBy": []},
+                        "uid": SECRET_UID, "state": "current", "referencedBy": [],
+                        "rotatedKeys": ["password", "token"]},
                     {"name": old_name, "hash": old2.hash(), "created": "2026-01-01T00:00:00Z",
                         "uid": OLD_SECRET_UID, "state": "retained", "referencedBy": []},
                 ])
@@ -837,7 +839,8 @@ async fn a_rotation_hands_a_referenced_old_version_to_its_replicaset() {
                 status["versions"],
                 json!([
                     {"name": v.secret_name, "hash": v.hash, "created": "2026-02-01T00:00:00Z",
-                        "uid": SECRET_UID, "state": "current", "referencedBy": []},
+                        "uid": SECRET_UID, "state": "current", "referencedBy": [],
+                        "rotatedKeys": ["password", "token"]},
                     {"name": old_name, "hash": old2.hash(), "created": "2026-01-01T00:00:00Z",
                         "uid": OLD_SECRET_UID, "state": "retained", "referencedBy": ["ReplicaSet/web-7d4b9c"]},
                 ])

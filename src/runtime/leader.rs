@@ -77,6 +77,7 @@ pub fn config(s: Settings) -> anyhow::Result<LeaseConfig> {
         charset: crate::api::Charset::Lower,
         symbols: String::new(),
         previous: false,
+        rotation: String::new(),
     })
     .unwrap_or_default();
     Ok(LeaseConfig {

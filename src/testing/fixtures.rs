@@ -193,6 +193,14 @@ impl VersionSecret {
                 "ownerReferences": [owner_ref(RS_UID)],
             }),
         };
+        // How its values were generated, as every version made since carry-over records.
+        let record = crate::version::record::Record {
+            lineage: crate::version::carry::Lineage::of(&v.spec),
+            rotated: Vec::new(),
+            uncarried: false,
+        };
+        s.meta["annotations"][crate::version::record::ANNOTATION_LINEAGE] =
+            json!(record.sign(&proof_key(), NS, &v.secret_name));
         let whole = serde_json::from_value(s.whole()).unwrap();
         s.meta["annotations"][ANNOTATION_PROOF] = json!(proof_key().sign(&whole));
         s

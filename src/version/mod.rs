@@ -6,14 +6,19 @@
 //! - `name`: the canonical form, the hash, and [`Version`] (the name offline,
 //!   or at a point in time with `rotateEvery`);
 //! - `period`: `rotateEvery` parsing and epoch arithmetic (its range, and the
-//!   CRD's CEL rule for it, are in `crate::api::rules`).
+//!   CRD's CEL rule for it, are in `crate::api::rules`);
+//! - `carry`: which generated values a new version keeps from the one it
+//!   supersedes ([`carry::plan`]), and `record`: what each version records
+//!   about that, signed, on its Secret.
 //!
 //! The canonical form is the contract shared with the Helm helper and the
 //! kustomize function (docs/src/rotation.md#how-names-are-computed); the fixture
 //! `testdata/name-vectors.yaml` pins it. Changing it renames every version.
 
+pub mod carry;
 mod name;
 mod period;
+pub mod record;
 mod spec;
 
 pub use name::{Version, base_name, hash_alphabet_contains, hash_canonical};

@@ -37,6 +37,11 @@ impl VersionSpec {
             if g.previous {
                 out.push_str(":previous");
             }
+            // Likewise only when set: a key's own rotation token.
+            if !g.rotation.is_empty() {
+                out.push_str(":rotation:");
+                s(&mut out, &g.rotation);
+            }
             out.push('\n');
         }
         for (k, v) in &self.statics {
@@ -221,6 +226,8 @@ mod tests {
             "keys: {k: {length: 8}}\nstatic: {s2: v}\n",
             "keys: {k: {length: 8}}\nstatic: {s: v}\nrotation: '2'\n",
             "keys: {k: {length: 8}}\nstatic: {s: v}\ntype: example.com/x\n",
+            "keys: {k: {length: 8, rotation: '2'}}\nstatic: {s: v}\n",
+            "keys: {k: {length: 8, rotation: '3'}}\nstatic: {s: v}\n",
         ];
         let h0 = Version::of(&spec(base), "x").unwrap().hash;
         let mut seen = std::collections::BTreeSet::from([h0]);

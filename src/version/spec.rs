@@ -22,6 +22,8 @@ pub struct Generated {
     /// Overlap: the new version also holds the previous version's value
     /// under [`previous_key`].
     pub previous: bool,
+    /// The key's own rotation token (`keys.<k>.rotation`; empty when unset).
+    pub rotation: String,
 }
 
 /// Suffix of the data key that holds a key's previous value (overlap).
@@ -72,6 +74,8 @@ pub enum SpecError {
     InvalidType(String),
     #[error("rotation {0}")]
     InvalidRotation(&'static str),
+    #[error("keys.{key}.rotation {why}")]
+    InvalidKeyRotation { key: String, why: &'static str },
     #[error("type {secret_type} requires {needs}: add it to keys or static, or use another type")]
     TypeRequiresKeys {
         secret_type: String,
@@ -111,7 +115,9 @@ impl SpecError {
             SpecError::InvalidBaseName { .. } => "InvalidSecretName",
             SpecError::NameTooLong(_) => "NameTooLong",
             SpecError::InvalidType(_) => "InvalidType",
-            SpecError::InvalidRotation(_) => "InvalidRotation",
+            SpecError::InvalidRotation(_) | SpecError::InvalidKeyRotation { .. } => {
+                "InvalidRotation"
+            }
             SpecError::TypeRequiresKeys { .. } => "TypeRequiresKeys",
             SpecError::TooLarge(_) => "SecretTooLarge",
             SpecError::InvalidRotateEvery(_) => "InvalidRotateEvery",
@@ -178,7 +184,23 @@ fn generated(
         charset,
         symbols,
         previous: false,
+        rotation: String::new(),
     })
+}
+
+/// A rotation token (`spec.rotation`, `keys.<k>.rotation`): what the CRD allows.
+fn check_rotation(rotation: &str) -> Result<(), SpecError> {
+    if rotation.chars().any(char::is_control) {
+        return Err(SpecError::InvalidRotation(
+            "must not contain control characters (C0, DEL or C1)",
+        ));
+    }
+    if rotation.chars().count() > MAX_ROTATION {
+        return Err(SpecError::InvalidRotation(
+            "is longer than 253 characters: use a shorter token",
+        ));
+    }
+    Ok(())
 }
 
 impl VersionSpec {
@@ -212,6 +234,14 @@ impl VersionSpec {
                 g.symbol_characters.as_deref(),
             )?;
             generated.previous = g.previous.unwrap_or(false);
+            generated.rotation = g.rotation.clone().unwrap_or_default();
+            check_rotation(&generated.rotation).map_err(|e| match e {
+                SpecError::InvalidRotation(why) => SpecError::InvalidKeyRotation {
+                    key: key.clone(),
+                    why,
+                },
+                e => e,
+            })?;
             generated_map.insert(key.clone(), generated);
         }
         let statics = spec.r#static.clone().unwrap_or_default();
@@ -255,16 +285,7 @@ impl VersionSpec {
             return Err(SpecError::TypeRequiresKeys { secret_type, needs });
         }
         let rotation = spec.rotation.clone().unwrap_or_default();
-        if rotation.chars().any(char::is_control) {
-            return Err(SpecError::InvalidRotation(
-                "must not contain control characters (C0, DEL or C1)",
-            ));
-        }
-        if rotation.chars().count() > MAX_ROTATION {
-            return Err(SpecError::InvalidRotation(
-                "is longer than 253 characters: use a shorter token",
-            ));
-        }
+        check_rotation(&rotation)?;
         let v = VersionSpec {
             secret_type,
             rotation,
@@ -353,6 +374,7 @@ mod tests {
                 charset: Charset::Alphanumeric,
                 symbols: String::new(),
                 previous: false,
+                rotation: String::new(),
             }
         );
     }
@@ -474,6 +496,7 @@ mod tests {
             symbols: None,
             symbol_characters: None,
             previous: Some(true),
+            rotation: Some("2".into()),
         };
         let back: Generator = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
         assert_eq!(g, back);
@@ -503,6 +526,15 @@ mod tests {
             ),
             (
                 "keys: {k: {length: 4}}\nrotation: \"\\u007f\"",
+                "InvalidRotation",
+            ),
+            // The same for a key's own token.
+            (
+                "keys: {k: {length: 4, rotation: \"\\u009b31m\"}}",
+                "InvalidRotation",
+            ),
+            (
+                "keys: {k: {length: 4, rotation: \"a\\u0007\"}}",
                 "InvalidRotation",
             ),
             // Invisible and bidi-control characters in symbolCharacters.

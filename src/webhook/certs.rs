@@ -231,6 +231,7 @@ pub fn issue_ca(
         charset: crate::api::Charset::Lower,
         symbols: String::new(),
         previous: false,
+        rotation: String::new(),
     })
     .map_err(|e| CertError::Parse(e.to_string()))?;
     p.distinguished_name = rcgen::DistinguishedName::new();

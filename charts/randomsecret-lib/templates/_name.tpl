@@ -31,6 +31,7 @@ fields:
         charset: {}
         length: {}
         previous: {}
+        rotation: {}
         symbolCharacters: {}
         symbols: {}
   length: {}
@@ -167,7 +168,8 @@ bytes: strsim::osa_distance of the Rust CLI, for ASCII field names.
 {{-   $symbols := "" -}}
 {{-   if $on }}{{ $symbols = default $defaultSymbols $g.symbolCharacters }}{{ end -}}
 {{-   $previous := and (hasKey $g "previous") $g.previous -}}
-{{-   $_ := set $gen $key (dict "length" $g.length "charset" (default "alphanumeric" $g.charset) "symbols" $symbols "previous" $previous) -}}
+{{-   $rotation := toString (default "" $g.rotation) -}}
+{{-   $_ := set $gen $key (dict "length" $g.length "charset" (default "alphanumeric" $g.charset) "symbols" $symbols "previous" $previous "rotation" $rotation) -}}
 {{- end -}}
 randomsecret.io/v1
 type:{{ include "randomsecret.canonicalString" (default "Opaque" $spec.type) }}
@@ -176,7 +178,7 @@ rotation:{{ include "randomsecret.canonicalString" (toString (default "" $spec.r
 {{-   $g := get $gen $key -}}
 {{-   $length := $g.length -}}
 {{-   if ne (float64 $length) (float64 (int64 $length)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.length must be a whole number, got %v" $.name $key $length) }}{{ end -}}
-generate:{{ include "randomsecret.canonicalString" $key }}:{{ int64 $length }}:{{ $g.charset }}:{{ include "randomsecret.canonicalString" $g.symbols }}{{ if $g.previous }}:previous{{ end }}
+generate:{{ include "randomsecret.canonicalString" $key }}:{{ int64 $length }}:{{ $g.charset }}:{{ include "randomsecret.canonicalString" $g.symbols }}{{ if $g.previous }}:previous{{ end }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
 {{ end -}}
 {{- $static := $spec.static | default dict -}}
 {{- range $key := keys $static | sortAlpha -}}

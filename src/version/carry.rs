@@ -1,0 +1,376 @@
+//! Carry-over: a generated value changes when, and only when, it is rotated.
+//!
+//! A new version starts from the values of the version it supersedes: each
+//! generated key whose generator is unchanged and that nothing rotated keeps
+//! its value. What rotates a key: `spec.rotation`, a new `rotateEvery`
+//! period, the key's own `keys.<k>.rotation`, or a change of its generator
+//! (length, charset, symbols). A key new to the spec starts fresh.
+//!
+//! [`Lineage`] is what that decision needs to know about a version: every
+//! version records its own (signed, `crate::version::record`), and the next
+//! one is planned from it with [`plan`], a pure function that `name
+//! --explain` and `diff` use too.
+
+use super::spec::{Generated, VersionSpec};
+use crate::api::Charset;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What decides whether a version's generated values carry over.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lineage {
+    /// `spec.rotation`.
+    #[serde(default)]
+    pub rotation: String,
+    /// The `rotateEvery` period's number, with rotateEvery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+    /// Each generated key's generator.
+    #[serde(default)]
+    pub keys: BTreeMap<String, KeyLineage>,
+}
+
+/// One generated key's generator and its own rotation token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyLineage {
+    pub length: usize,
+    pub charset: Charset,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub symbols: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rotation: String,
+}
+
+impl KeyLineage {
+    fn of(g: &Generated) -> Self {
+        KeyLineage {
+            length: g.length,
+            charset: g.charset,
+            symbols: g.symbols.clone(),
+            rotation: g.rotation.clone(),
+        }
+    }
+}
+
+impl Lineage {
+    pub fn of(spec: &VersionSpec) -> Self {
+        Lineage {
+            rotation: spec.rotation.clone(),
+            epoch: spec.epoch,
+            keys: spec
+                .generated
+                .iter()
+                .map(|(k, g)| (k.clone(), KeyLineage::of(g)))
+                .collect(),
+        }
+    }
+
+    /// A digest of what rotates every key at once (`spec.rotation` and the
+    /// epoch): when two versions' differ, nothing carries over, and the
+    /// previous version need not be read. Never 0 (0 is "unknown").
+    pub fn seed(&self) -> u64 {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update((self.rotation.len() as u64).to_be_bytes());
+        h.update(self.rotation.as_bytes());
+        match self.epoch {
+            Some(e) => h.update([1u8].into_iter().chain(e.to_be_bytes()).collect::<Vec<_>>()),
+            None => h.update([0u8]),
+        }
+        let d = h.finalize();
+        u64::from_be_bytes(d[..8].try_into().expect("8 bytes")).max(1)
+    }
+}
+
+/// Why a key rotates in a new version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rotated {
+    /// Not in the previous version (or there is none).
+    New,
+    /// `spec.rotation` changed.
+    Rotation { from: String, to: String },
+    /// A new `rotateEvery` period (or rotateEvery turned on or off).
+    Period,
+    /// `spec.rotation` or the period changed, as the cached record of the
+    /// previous version showed (its exact tokens were not read).
+    Every,
+    /// `keys.<k>.rotation` changed.
+    KeyRotation { from: String, to: String },
+    /// The generator changed: which parameter, from, to.
+    Generator {
+        what: &'static str,
+        from: String,
+        to: String,
+    },
+}
+
+/// What a new version does with one generated key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Kept,
+    Rotated(Rotated),
+}
+
+/// A token as a user reads it in a sentence.
+fn token(t: &str) -> String {
+    if t.is_empty() {
+        "(unset)".into()
+    } else {
+        t.into()
+    }
+}
+
+fn symbols(s: &str) -> String {
+    if s.is_empty() {
+        "none".into()
+    } else {
+        format!("{s:?}")
+    }
+}
+
+impl Change {
+    /// The reason as `name --explain`, `diff` and the Event say it, for key `key`.
+    pub fn why(&self, key: &str) -> String {
+        match self {
+            Change::Kept => "kept: generator unchanged".into(),
+            Change::Rotated(r) => match r {
+                Rotated::New => "new key".into(),
+                Rotated::Rotation { from, to } => {
+                    format!("rotated: rotation {} -> {}", token(from), token(to))
+                }
+                Rotated::Period => "rotated: a new rotateEvery period".into(),
+                Rotated::Every => "rotated: spec.rotation or the rotateEvery period changed".into(),
+                Rotated::KeyRotation { from, to } => format!(
+                    "rotated: keys.{key}.rotation {} -> {}",
+                    token(from),
+                    token(to)
+                ),
+                Rotated::Generator { what, from, to } => format!("rotated: {what} {from} -> {to}"),
+            },
+        }
+    }
+}
+
+/// What the new version `new` does with each of its generated keys, given
+/// the lineage of the version it supersedes (`None`: the first version).
+pub fn plan(previous: Option<&Lineage>, new: &Lineage) -> BTreeMap<String, Change> {
+    new.keys
+        .iter()
+        .map(|(k, n)| (k.clone(), change(previous, new, k, n)))
+        .collect()
+}
+
+fn change(previous: Option<&Lineage>, new: &Lineage, key: &str, n: &KeyLineage) -> Change {
+    let Some(p) = previous else {
+        return Change::Rotated(Rotated::New);
+    };
+    if p.rotation != new.rotation {
+        return Change::Rotated(Rotated::Rotation {
+            from: p.rotation.clone(),
+            to: new.rotation.clone(),
+        });
+    }
+    if p.epoch != new.epoch {
+        return Change::Rotated(Rotated::Period);
+    }
+    let Some(o) = p.keys.get(key) else {
+        return Change::Rotated(Rotated::New);
+    };
+    if o.rotation != n.rotation {
+        return Change::Rotated(Rotated::KeyRotation {
+            from: o.rotation.clone(),
+            to: n.rotation.clone(),
+        });
+    }
+    let generator =
+        |what, from: String, to: String| Change::Rotated(Rotated::Generator { what, from, to });
+    if o.length != n.length {
+        return generator("length", o.length.to_string(), n.length.to_string());
+    }
+    if o.charset != n.charset {
+        return generator(
+            "charset",
+            o.charset.as_str().into(),
+            n.charset.as_str().into(),
+        );
+    }
+    if o.symbols != n.symbols {
+        return generator("symbols", symbols(&o.symbols), symbols(&n.symbols));
+    }
+    Change::Kept
+}
+
+/// The keys a plan rotates, in key order.
+pub fn rotated(plan: &BTreeMap<String, Change>) -> Vec<String> {
+    plan.iter()
+        .filter(|(_, c)| **c != Change::Kept)
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::RandomSecretSpec;
+
+    fn lineage(yaml: &str) -> Lineage {
+        let spec: RandomSecretSpec = crate::gitops::yaml::read(yaml).unwrap();
+        Lineage::of(&VersionSpec::from_spec(&spec).unwrap())
+    }
+
+    fn whys(old: &str, new: &str) -> Vec<String> {
+        let (o, n) = (lineage(old), lineage(new));
+        plan(Some(&o), &n)
+            .iter()
+            .map(|(k, c)| format!("{k}: {}", c.why(k)))
+            .collect()
+    }
+
+    const BASE: &str = "keys: {password: {length: 32}, pin: {length: 4, charset: numeric}}\nstatic: {username: app}\nrotation: '1'";
+
+    /// Every kind of edit, and what it does to each generated value.
+    #[test]
+    fn each_edit_keeps_or_rotates_the_values_it_should() {
+        let kept = [
+            "password: kept: generator unchanged",
+            "pin: kept: generator unchanged",
+        ];
+        for edit in [
+            // Anything that is not a rotation or a generator keeps every value.
+            BASE.replace("username: app", "username: app2"),
+            BASE.replace(
+                "static: {username: app}",
+                "static: {username: app, host: db}",
+            ),
+            format!("{BASE}\ntype: example.com/x"),
+            format!("{BASE}\nsecretLabels: {{a: b}}\nsecretAnnotations: {{c: d}}\nhistory: 3"),
+            BASE.replace("{length: 32}", "{length: 32, previous: true}"),
+            // A key's own token written empty is the same as none.
+            BASE.replace("{length: 32}", "{length: 32, rotation: ''}"),
+            BASE.replace(
+                "{length: 32}",
+                "{length: 32, charset: alphanumeric, symbols: false}",
+            ),
+        ] {
+            assert_eq!(whys(BASE, &edit), kept, "{edit}");
+        }
+        let cases: &[(&str, &str, [&str; 2])] = &[
+            (
+                "rotation: '1'",
+                "rotation: '2'",
+                [
+                    "password: rotated: rotation 1 -> 2",
+                    "pin: rotated: rotation 1 -> 2",
+                ],
+            ),
+            (
+                "rotation: '1'",
+                "rotation: ''",
+                [
+                    "password: rotated: rotation 1 -> (unset)",
+                    "pin: rotated: rotation 1 -> (unset)",
+                ],
+            ),
+            (
+                "{length: 32}",
+                "{length: 32, rotation: '2'}",
+                [
+                    "password: rotated: keys.password.rotation (unset) -> 2",
+                    "pin: kept: generator unchanged",
+                ],
+            ),
+            (
+                "{length: 32}",
+                "{length: 48}",
+                [
+                    "password: rotated: length 32 -> 48",
+                    "pin: kept: generator unchanged",
+                ],
+            ),
+            (
+                "{length: 32}",
+                "{length: 32, charset: hex}",
+                [
+                    "password: rotated: charset alphanumeric -> hex",
+                    "pin: kept: generator unchanged",
+                ],
+            ),
+            (
+                "{length: 32}",
+                "{length: 32, symbolCharacters: '!'}",
+                [
+                    "password: rotated: symbols none -> \"!\"",
+                    "pin: kept: generator unchanged",
+                ],
+            ),
+            (
+                "pin: {length: 4, charset: numeric}",
+                "pin2: {length: 4, charset: numeric}",
+                ["password: kept: generator unchanged", "pin2: new key"],
+            ),
+        ];
+        for (from, to, want) in cases {
+            assert!(BASE.contains(from), "{from}");
+            assert_eq!(whys(BASE, &BASE.replace(from, to)), want, "{to}");
+        }
+        // A key's token changed again rotates it again; back to a token it
+        // had is also a change (from the previous version's point of view).
+        let two = BASE.replace("{length: 32}", "{length: 32, rotation: '2'}");
+        let three = BASE.replace("{length: 32}", "{length: 32, rotation: '3'}");
+        assert_eq!(
+            whys(&two, &three)[0],
+            "password: rotated: keys.password.rotation 2 -> 3"
+        );
+        assert_eq!(
+            whys(&three, BASE)[0],
+            "password: rotated: keys.password.rotation 3 -> (unset)"
+        );
+    }
+
+    #[test]
+    fn the_first_version_and_a_new_period_rotate_everything() {
+        let n = lineage(BASE);
+        assert!(
+            plan(None, &n)
+                .values()
+                .all(|c| *c == Change::Rotated(Rotated::New))
+        );
+        let mut later = n.clone();
+        later.epoch = Some(4);
+        let mut earlier = n.clone();
+        earlier.epoch = Some(3);
+        let p = plan(Some(&earlier), &later);
+        assert!(p.values().all(|c| *c == Change::Rotated(Rotated::Period)));
+        assert_eq!(rotated(&p), ["password", "pin"]);
+        assert!(rotated(&plan(Some(&n), &n)).is_empty());
+    }
+
+    #[test]
+    fn the_seed_changes_with_rotation_and_epoch_only() {
+        let a = lineage(BASE);
+        let b = lineage(&BASE.replace("{length: 32}", "{length: 48, rotation: x}"));
+        assert_eq!(a.seed(), b.seed());
+        let c = lineage(&BASE.replace("rotation: '1'", "rotation: '2'"));
+        assert_ne!(a.seed(), c.seed());
+        let mut d = a.clone();
+        d.epoch = Some(0);
+        let mut e = a.clone();
+        e.epoch = Some(1);
+        assert!(a.seed() != d.seed() && d.seed() != e.seed() && a.seed() != e.seed());
+        // Length-prefixed: "" then epoch is not a rotation that spells the epoch.
+        assert_ne!(a.seed(), 0);
+    }
+
+    #[test]
+    fn lineage_round_trips_as_json() {
+        let l = lineage(
+            "keys: {a: {length: 3, symbolCharacters: '<>', rotation: r}, b: {length: 1}}\nrotation: x",
+        );
+        let text = serde_json::to_string(&l).unwrap();
+        assert_eq!(
+            text,
+            r#"{"rotation":"x","keys":{"a":{"length":3,"charset":"alphanumeric","symbols":"<>","rotation":"r"},"b":{"length":1,"charset":"alphanumeric"}}}"#
+        );
+        assert_eq!(serde_json::from_str::<Lineage>(&text).unwrap(), l);
+    }
+}
