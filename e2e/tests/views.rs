@@ -595,7 +595,65 @@ async fn rotate_sets_a_new_token_or_prints_the_change() -> Result<()> {
         rs.spec.rotation.as_deref() == Some("7"),
         "the printed patch sets rotation to the string \"7\""
     );
-    current_secret(&secrets, &rs).await?;
+    let v3 = current_secret(&secrets, &rs).await?;
+
+    // One key: its own token is written, and only its value changes.
+    kubectl(&[
+        "patch",
+        "-n",
+        n,
+        "randomsecret",
+        "db",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec": {"keys": {"other": {"length": 12}}}}"#,
+    ])?;
+    let rs = wait_for(&api, "db", "Ready with a second key", is_ready).await?;
+    let v4 = current_secret(&secrets, &rs).await?;
+    ensure!(value(&v4, "k")? == value(&v3, "k")?, "adding a key keeps k");
+    let out = run(
+        bin,
+        &["rotate", "-n", n, "db", "--key", "other", "--to", "b"],
+        None,
+    )?;
+    ensure!(
+        out.contains("rotated: keys.other.rotation unset -> \"b\"; new version db-"),
+        "{out}"
+    );
+    let rs = wait_for(&api, "db", "Ready after rotate --key", is_ready).await?;
+    let v5 = current_secret(&secrets, &rs).await?;
+    ensure!(v5.name_any() != v4.name_any(), "a new version");
+    ensure!(value(&v5, "k")? == value(&v4, "k")?, "k is kept");
+    ensure!(
+        value(&v5, "other")? != value(&v4, "other")?,
+        "other rotated"
+    );
+    ensure!(
+        rs.spec
+            .keys
+            .as_ref()
+            .and_then(|k| k.get("other"))
+            .and_then(|g| g.rotation.as_deref())
+            == Some("b"),
+        "keys.other.rotation is the token"
+    );
+    // A static key has no token of its own: refused, saying what to use.
+    kubectl(&[
+        "patch",
+        "-n",
+        n,
+        "randomsecret",
+        "db",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec": {"static": {"user": "app"}}}"#,
+    ])?;
+    let err = run(bin, &["rotate", "-n", n, "db", "--key", "user"], None)
+        .unwrap_err()
+        .to_string();
+    ensure!(err.contains("user") && err.contains("static"), "{err}");
     ns.delete().await
 }
 
