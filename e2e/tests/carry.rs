@@ -252,18 +252,12 @@ async fn generated_values_change_only_when_rotated() -> Result<()> {
     ns.delete().await
 }
 
-/// The previous version deleted by hand before an edit: the new version has
-/// fresh values, and an Event and `CarriedOver=False` say so; the next
-/// version carries over again.
-#[tokio::test]
-async fn a_previous_version_deleted_by_hand_gives_fresh_values_and_says_so() -> Result<()> {
-    let client = client().await?;
-    let ns = TestNamespace::new(&client, "carry-lost").await?;
-    let api: Api<RandomSecret> = ns.api();
-    let secrets: Api<Secret> = ns.api();
+/// A RandomSecret "db" whose first version is then deleted by hand: that
+/// version as it was.
+async fn deleted_by_hand(api: &Api<RandomSecret>, secrets: &Api<Secret>) -> Result<Secret> {
     let v1 = first_version(
-        &api,
-        &secrets,
+        api,
+        secrets,
         "db",
         json!({"keys": {"password": {"length": 24}}, "static": {"username": "app"}}),
     )
@@ -271,7 +265,19 @@ async fn a_previous_version_deleted_by_hand_gives_fresh_values_and_says_so() -> 
     secrets
         .delete(&v1.name_any(), &DeleteParams::background())
         .await?;
-    wait_deleted(&secrets, &v1.name_any()).await?;
+    wait_deleted(secrets, &v1.name_any()).await?;
+    Ok(v1)
+}
+
+/// The previous version deleted by hand before an edit: the new version has
+/// fresh values, and an Event and `CarriedOver=False` say so; the next
+/// version carries over again.
+#[tokio::test]
+async fn a_previous_version_deleted_by_hand_gives_fresh_values_and_says_so() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "carry-lost").await?;
+    let (api, secrets) = (ns.api(), ns.api());
+    let v1 = deleted_by_hand(&api, &secrets).await?;
     wait_for(&api, "db", "VersionLost", not_ready_because("VersionLost")).await?;
 
     patch_spec(&api, "db", json!({"static": {"username": "app2"}})).await?;
@@ -323,18 +329,9 @@ async fn a_previous_version_deleted_by_hand_gives_fresh_values_and_says_so() -> 
 async fn a_planted_look_alike_previous_version_is_never_read() -> Result<()> {
     let client = client().await?;
     let ns = TestNamespace::new(&client, "carry-plant").await?;
-    let api: Api<RandomSecret> = ns.api();
-    let secrets: Api<Secret> = ns.api();
-    let v1 = first_version(
-        &api,
-        &secrets,
-        "db",
-        json!({"keys": {"password": {"length": 24}}, "static": {"username": "app"}}),
-    )
-    .await?;
+    let (api, secrets) = (ns.api(), ns.api());
+    let v1 = deleted_by_hand(&api, &secrets).await?;
     let name = v1.name_any();
-    secrets.delete(&name, &DeleteParams::background()).await?;
-    wait_deleted(&secrets, &name).await?;
     let mut planted = v1.clone();
     planted.metadata = kube::api::ObjectMeta {
         name: Some(name.clone()),

@@ -598,17 +598,7 @@ async fn rotate_sets_a_new_token_or_prints_the_change() -> Result<()> {
     let v3 = current_secret(&secrets, &rs).await?;
 
     // One key: its own token is written, and only its value changes.
-    kubectl(&[
-        "patch",
-        "-n",
-        n,
-        "randomsecret",
-        "db",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec": {"keys": {"other": {"length": 12}}}}"#,
-    ])?;
+    patch_spec(&api, "db", json!({"keys": {"other": {"length": 12}}})).await?;
     let rs = wait_for(&api, "db", "Ready with a second key", is_ready).await?;
     let v4 = current_secret(&secrets, &rs).await?;
     ensure!(value(&v4, "k")? == value(&v3, "k")?, "adding a key keeps k");
@@ -639,17 +629,7 @@ async fn rotate_sets_a_new_token_or_prints_the_change() -> Result<()> {
         "keys.other.rotation is the token"
     );
     // A static key has no token of its own: refused, saying what to use.
-    kubectl(&[
-        "patch",
-        "-n",
-        n,
-        "randomsecret",
-        "db",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec": {"static": {"user": "app"}}}"#,
-    ])?;
+    patch_spec(&api, "db", json!({"static": {"user": "app"}})).await?;
     let err = run(bin, &["rotate", "-n", n, "db", "--key", "user"], None)
         .unwrap_err()
         .to_string();
