@@ -68,7 +68,8 @@ impl Lineage {
     /// A digest of what rotates every key at once (`spec.rotation` and the
     /// epoch): when two versions' differ, nothing carries over, and the
     /// previous version need not be read. Never 0 (0 is "unknown").
-    pub fn seed(&self) -> u64 {
+    /// 32 bits: two different tokens with one seed only cost a GET.
+    pub fn seed(&self) -> u32 {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
         h.update((self.rotation.len() as u64).to_be_bytes());
@@ -78,7 +79,7 @@ impl Lineage {
             None => h.update([0u8]),
         }
         let d = h.finalize();
-        u64::from_be_bytes(d[..8].try_into().expect("8 bytes")).max(1)
+        u32::from_be_bytes(d[..4].try_into().expect("4 bytes")).max(1)
     }
 }
 
