@@ -620,6 +620,79 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
     assert!(h.caches.secrets.get(&key().sibling(&old.name())).is_none());
 }
 
+/// An edit that rotates nothing (a static value): the previous version is
+/// read whole with one GET, and the new version holds its generated values
+/// byte for byte; it is then released like after a rotation. One request
+/// more than a rotation, and no other.
+#[tokio::test]
+async fn a_static_edit_reads_the_previous_version_once_and_keeps_its_values() {
+    let h = Harness::new();
+    let old = old_version(&h);
+    let mut edited = Rs::test();
+    edited.spec["static"]["user"] = json!("app2");
+    let rs = edited.with_status(ready_status(&old, &[])).cached_in(&h);
+    let v = rs.version();
+    let (old_secret, rs2) = (old.clone(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let get = api.get_secret(&old_secret.name()).await;
+            // Both generated keys, signed as the controller signs a version.
+            let mut whole = old_secret.whole();
+            whole["data"] = json!({"password": "cGFzc3dvcmQ=", "token": "MDAxMTIyMzM="});
+            let unsigned: k8s_openapi::api::core::v1::Secret =
+                serde_json::from_value(whole.clone()).unwrap();
+            whole["metadata"]["annotations"][ANNOTATION_PROOF] = json!(proof_key().sign(&unsigned));
+            get.respond(200, &whole);
+
+            let post = api.create_secret().await;
+            let data = &post.body["data"];
+            assert_eq!(data["password"], "cGFzc3dvcmQ=");
+            assert_eq!(data["token"], "MDAxMTIyMzM=");
+            assert_eq!(data["user"], "YXBwMg==");
+            let record = post.body["metadata"]["annotations"]
+                [crate::version::record::ANNOTATION_LINEAGE]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(!record.contains("cGFzc3dvcmQ=") && !record.contains("password\":\"p"));
+            let body = post.body.clone();
+            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            api.delete_secret(&old_secret.name()).await.respond(
+                200,
+                &json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
+            );
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(status["secretName"], v.secret_name.as_str());
+            // Nothing rotated: no rotatedKeys, no CarriedOver condition.
+            assert!(
+                status["versions"][0].get("rotatedKeys").is_none(),
+                "{status}"
+            );
+            assert!(
+                !status["conditions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c["type"] == "CarriedOver"),
+                "{status}"
+            );
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    let note = run
+        .events
+        .iter()
+        .find(|e| e["reason"] == "VersionCreated")
+        .unwrap()["note"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(note.ends_with(": kept password, token"), "{note}");
+}
+
 /// A released version someone deleted first (another replica, a person):
 /// the DELETE answers NotFound, which is no error: nothing more is asked,
 /// nothing is told, and the status lists only the current version.
