@@ -64,6 +64,11 @@ pub enum Command {
     /// holds each one (ReplicaSets, ControllerRevisions, Pods) and why a
     /// superseded one is still kept. Reads Secrets' metadata only, never a value.
     Status(StatusArgs),
+    /// Remove deletion protection's finalizer (randomsecret.io/in-use) from
+    /// every version Secret: for an uninstall, or a controller that will not
+    /// come back. Only that finalizer is removed; owner references, and so
+    /// retention by the garbage collector, stay.
+    ReleaseFinalizers(ReleaseArgs),
     /// Write the generated pages of the book (the CLI and CRD references)
     /// into this folder (`make docs`). Hidden: a tool of the repository.
     #[command(hide = true)]
@@ -148,6 +153,25 @@ pub struct StatusArgs {
     pub context: Option<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// Namespace (default: the kubeconfig context's).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+    /// List the Secrets that hold the finalizer, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum LogFormat {
     Text,
@@ -206,6 +230,13 @@ pub struct ControllerArgs {
     /// patch on them; off by default).
     #[arg(long, env = "RANDOMSECRET_TRACKING", default_value_t = false)]
     pub tracking: bool,
+    /// Deletion protection: every version holds the finalizer
+    /// randomsecret.io/in-use while it is current or held, so deleting a held
+    /// version (by hand, or by the garbage collector) leaves it readable until
+    /// nothing holds it. false: new versions get no finalizer and existing
+    /// ones lose it as they are reconciled.
+    #[arg(long, env = "RANDOMSECRET_DELETION_PROTECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub deletion_protection: bool,
     /// Secret types RandomSecrets may produce, comma-separated (default: any).
     #[arg(long, env = "RANDOMSECRET_ALLOW_SECRET_TYPES", value_delimiter = ',')]
     pub allow_secret_types: Vec<String>,

@@ -39,6 +39,7 @@ pub mod proof;
 pub mod push;
 pub mod reconciler;
 pub mod references;
+pub mod release;
 pub mod rotate;
 pub mod runtime;
 #[cfg(test)]

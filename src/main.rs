@@ -1,7 +1,8 @@
 use clap::{CommandFactory, FromArgMatches};
 use randomsecret::cli::terminal::clean;
 use randomsecret::cli::{
-    Cli, Command, ControllerArgs, InputArgs, LogFormat, RotateArgs, StatusArgs, StatusOutput, input,
+    Cli, Command, ControllerArgs, InputArgs, LogFormat, ReleaseArgs, RotateArgs, StatusArgs,
+    StatusOutput, input,
 };
 use randomsecret::views::{fetch, render};
 use randomsecret::{api, controller, gitops, manifests, runtime};
@@ -145,6 +146,38 @@ async fn status(args: StatusArgs) -> anyhow::Result<()> {
 }
 
 /// `randomsecret rotate`: print the change, or send it.
+fn release_finalizers(args: ReleaseArgs) -> Result<(), String> {
+    let run = async {
+        let client = fetch::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+        let ns = (!args.all_namespaces).then(|| {
+            args.namespace
+                .clone()
+                .unwrap_or_else(|| client.default_namespace().to_string())
+        });
+        let released = randomsecret::release::release(&client, ns.as_deref(), args.dry_run).await?;
+        let verb = if args.dry_run { "holds" } else { "released" };
+        for s in &released {
+            println!("secret/{s} {verb} {}", randomsecret::api::FINALIZER_IN_USE);
+        }
+        eprintln!(
+            "randomsecret release-finalizers: {} Secret(s){}",
+            released.len(),
+            if args.dry_run {
+                " would be released (dry run)"
+            } else {
+                " released"
+            }
+        );
+        anyhow::Ok(())
+    };
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(run)
+        .map_err(|e| format!("{e:#}"))
+}
+
 fn rotate(args: RotateArgs) -> Result<(), String> {
     use randomsecret::rotate;
     let token = args
@@ -235,6 +268,7 @@ fn main() -> ExitCode {
             Ok(())
         }),
         Command::Rotate(args) => rotate(args),
+        Command::ReleaseFinalizers(args) => release_finalizers(args),
         Command::Resolve { input } => resolve(input),
         Command::Kustomize => input::read(None).and_then(|input| {
             let out = gitops::krm_function(&input).map_err(|e| e.to_string())?;

@@ -99,6 +99,7 @@ pub const KNOWN: &[&str] = &[
     crate::api::push::VAULT_FINALIZER,
     crate::push::SKIP_CLEANUP,
     crate::api::push::CLUSTERS_FINALIZER,
+    crate::api::FINALIZER_IN_USE,
     crate::push::clusters::copy::LABEL_COPY_OF,
     crate::push::clusters::copy::ANNOTATION_COPY_OF,
     crate::push::clusters::copy::LABEL_ANCHOR,

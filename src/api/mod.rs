@@ -52,6 +52,10 @@ pub const LABEL_HASH: &str = key!("hash");
 /// Annotation on produced Secrets: when the version was created, to the
 /// nanosecond (creationTimestamp has whole seconds; versions are ordered by it).
 pub const ANNOTATION_CREATED: &str = key!("created");
+/// Finalizer on every version Secret while it is current or held: a delete
+/// (by hand, or by the garbage collector) leaves it readable, Terminating,
+/// until retention releases it (`reconciler::protection`).
+pub const FINALIZER_IN_USE: &str = key!("in-use");
 /// On the Secrets randomsecret keeps for itself (the proof key, the
 /// webhook's certificate): what the Secret is for.
 pub const PURPOSE: &str = key!("purpose");
@@ -432,6 +436,11 @@ pub struct VersionStatus {
     /// superseded. Key names only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rotated_keys: Vec<String>,
+    /// Someone deleted this Secret (a person, the garbage collector) while
+    /// it was held: deletion protection keeps it readable (Terminating)
+    /// until nothing holds it, then it goes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleting: bool,
 }
 
 #[derive(

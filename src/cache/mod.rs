@@ -95,6 +95,19 @@ impl Caches {
         }
     }
 
+    /// What a full pass reconciles: every RandomSecret, and every deleted
+    /// one whose versions deletion protection still holds (they are let go
+    /// once nothing references them, `reconciler::protection`).
+    pub fn to_reconcile(&self) -> Vec<Key> {
+        let mut keys = self.randomsecrets.keys();
+        for k in self.secrets.held_back() {
+            if self.randomsecrets.get(&k).is_none() {
+                keys.push(k);
+            }
+        }
+        keys
+    }
+
     /// Whether the reference index and the Secrets cache are current: no
     /// watch is failing or relisting. While one is, a version may look
     /// unreferenced only because its ReplicaSet was created during the gap,

@@ -51,7 +51,7 @@ impl Previous {
                     name: name_hash(&v.name),
                     object: match &v.uid {
                         _ if v.state == crate::api::VersionState::Released => Object::Released,
-                        Some(uid) => Object::Uid(name_hash(uid)),
+                        Some(uid) => Object::Uid(name_hash(uid), v.deleting),
                         None => Object::Created(seconds(v.created.as_ref())),
                     },
                 })
@@ -81,10 +81,19 @@ impl Previous {
     /// Whether the status records this very object (`uid`) as a live
     /// version `name`: the controller created or verified it before.
     pub fn recorded(&self, name: &str, uid: &str) -> bool {
-        self.listed.contains(&Listed {
-            name: name_hash(name),
-            object: Object::Uid(name_hash(uid)),
-        })
+        let (name, uid) = (name_hash(name), name_hash(uid));
+        self.listed
+            .iter()
+            .any(|l| l.name == name && matches!(l.object, Object::Uid(u, _) if u == uid))
+    }
+
+    /// Whether the status already shows the live version `name` as being
+    /// deleted (so its Warning Event was posted).
+    pub fn deleting(&self, name: &str) -> bool {
+        let name = name_hash(name);
+        self.listed
+            .iter()
+            .any(|l| l.name == name && matches!(l.object, Object::Uid(_, true)))
     }
 
     /// Whether a status written before uids were recorded lists `name`,
@@ -132,7 +141,8 @@ pub struct Listed {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Object {
     Released,
-    Uid(u64),
+    /// Its uid, hashed, and whether it was shown as being deleted.
+    Uid(u64, bool),
     Created(i64),
 }
 

@@ -11,7 +11,9 @@
 
 use super::holders::HolderKind;
 use super::{Key, Name, Uid};
-use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use crate::api::{
+    ANNOTATION_CREATED, FINALIZER_IN_USE, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY,
+};
 use crate::proof::{Proof, ProofKey};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -121,7 +123,50 @@ pub struct Version {
     pub verified: bool,
     /// From its record (`crate::version::record`), when it verifies:
     pub record: Recorded,
+    /// Its finalizers and whether it is being deleted.
+    pub deletion: Deletion,
     epoch: u32,
+}
+
+/// What deletion protection needs of a Secret's finalizers and deletion,
+/// in one byte (it fits in a version's padding).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Deletion(u8);
+
+impl Deletion {
+    const PROTECTED: u8 = 1;
+    const OTHERS: u8 = 2;
+    const DELETING: u8 = 4;
+
+    pub fn of(meta: &ObjectMeta) -> Self {
+        let mut bits = 0;
+        for f in meta.finalizers.iter().flatten() {
+            bits |= if f == FINALIZER_IN_USE {
+                Self::PROTECTED
+            } else {
+                Self::OTHERS
+            };
+        }
+        if meta.deletion_timestamp.is_some() {
+            bits |= Self::DELETING;
+        }
+        Deletion(bits)
+    }
+
+    /// It holds our finalizer (`randomsecret.io/in-use`).
+    pub fn protected(self) -> bool {
+        self.0 & Self::PROTECTED != 0
+    }
+
+    /// It holds finalizers of others too (a patch of ours must keep them).
+    pub fn others(self) -> bool {
+        self.0 & Self::OTHERS != 0
+    }
+
+    /// Someone deleted it (a person, the garbage collector): it is Terminating.
+    pub fn deleting(self) -> bool {
+        self.0 & Self::DELETING != 0
+    }
 }
 
 /// The few facts of a version's record the reconciler needs without reading
@@ -194,6 +239,7 @@ impl Version {
             proof: key.check_metadata(meta),
             verified: false,
             record: Recorded::of(meta, key),
+            deletion: Deletion::of(meta),
             epoch: 0,
         })
     }
@@ -405,6 +451,20 @@ impl Secrets {
             .collect()
     }
 
+    /// The RandomSecrets with a version being deleted that our finalizer holds.
+    pub fn held_back(&self) -> Vec<Key> {
+        let inner = self.inner.read().expect("secrets lock");
+        let mut keys: Vec<Key> = inner
+            .versions
+            .iter()
+            .filter(|(_, v)| v.deletion.deleting() && v.deletion.protected())
+            .filter_map(|(k, v)| Some(k.sibling(v.randomsecret.as_deref()?)))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
     /// The RandomSecret a cached Secret is labelled as a version of.
     pub fn randomsecret_of(&self, secret: &Key) -> Option<Key> {
         let inner = self.inner.read().expect("secrets lock");
@@ -449,6 +509,16 @@ mod tests {
     #[test]
     fn a_record_costs_a_version_16_bytes() {
         assert_eq!(std::mem::size_of::<Recorded>(), 16);
+    }
+
+    /// Deletion protection's facts fit in the padding a version had (144
+    /// bytes: a 16-byte-aligned uid, three compact strings, and 7 bytes of
+    /// flags and epoch before it).
+    const SIZE_BEFORE_DELETION: usize = 144;
+
+    #[test]
+    fn deletion_facts_cost_a_version_nothing() {
+        assert_eq!(std::mem::size_of::<Version>(), SIZE_BEFORE_DELETION);
     }
 
     fn meta(name: &str, rv: &str) -> ObjectMeta {

@@ -81,7 +81,11 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
 
     // The wings.
-    let reconciler = Arc::new(reconciler::Context::new(&shared, config::policy(&args)));
+    let reconciler = Arc::new(reconciler::Context::new(
+        &shared,
+        config::policy(&args),
+        args.deletion_protection,
+    ));
     let filler = Arc::new(Filler::new(&shared, tracked.clone()));
     let vault = Arc::new(push::Context::new(&shared, config::vault(&args)));
     let clusters = Arc::new(clusters::Context::new(
@@ -105,7 +109,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let reconciling = Runner::new(usize::from(args.concurrency.max(1))).run(
         reconcile,
         ready(caches, &readiness),
-        || caches.randomsecrets.keys(),
+        || caches.to_reconcile(),
         |key| reconciler::reconcile(key, reconciler.clone()),
         shutdown.clone(),
     );
@@ -257,7 +261,7 @@ impl Queues {
         let (vault, clusters) = (self.vault.clone(), self.clusters.clone());
         let (caches, push_index, tracked) = (caches.clone(), push_index.clone(), tracked.clone());
         move || {
-            for k in caches.randomsecrets.keys() {
+            for k in caches.to_reconcile() {
                 let _ = reconcile.send(k);
             }
             for k in push_index.keys() {

@@ -105,7 +105,7 @@ impl Watch {
                     watch = what,
                     "every watch flows again: reconciling every RandomSecret"
                 );
-                for key in self.caches.randomsecrets.keys() {
+                for key in self.caches.to_reconcile() {
                     let _ = self.triggers.send(key);
                 }
             },

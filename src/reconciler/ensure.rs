@@ -139,6 +139,11 @@ pub fn build_secret(
                     )
                     .collect(),
             ),
+            // Deletion protection (`super::protection`): in the create
+            // body, so it costs no request.
+            finalizers: ctx
+                .protect
+                .then(|| vec![crate::api::FINALIZER_IN_USE.to_string()]),
             ..Default::default()
         },
         immutable: Some(true),

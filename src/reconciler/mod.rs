@@ -16,6 +16,7 @@ pub mod carry;
 pub mod ensure;
 pub mod error;
 pub mod policy;
+pub mod protection;
 pub mod proven;
 pub mod report;
 pub mod retain;
@@ -53,12 +54,14 @@ pub struct Context {
     pub leader: crate::runtime::leader::Leadership,
     /// What RandomSecrets may produce (`--allow-*`).
     pub policy: policy::Policy,
+    /// Deletion protection (`--deletion-protection`, [`protection`]).
+    pub protect: bool,
 }
 
 impl Context {
     /// The reconciler's context: the shared handles and what RandomSecrets
     /// may produce.
-    pub fn new(shared: &crate::runtime::Shared, policy: policy::Policy) -> Self {
+    pub fn new(shared: &crate::runtime::Shared, policy: policy::Policy, protect: bool) -> Self {
         Context {
             client: shared.client.clone(),
             caches: shared.caches.clone(),
@@ -66,6 +69,7 @@ impl Context {
             metrics: shared.metrics.clone(),
             leader: shared.leader.clone(),
             policy,
+            protect,
         }
     }
 
@@ -87,6 +91,8 @@ pub enum Done {
     Ready { next_epoch_in: Option<Duration> },
     /// Nothing to do here: standby, gone, or being deleted.
     Skipped(&'static str),
+    /// Gone or being deleted, and releasing its versions failed: again later.
+    Retry(&'static str),
     /// The status write showed a newer spec than the one reconciled.
     Again,
     /// Not leading: what [`Leadership::standby`](crate::runtime::leader::Leadership::standby) said.
@@ -97,6 +103,9 @@ pub enum Done {
 pub const ROLLING_RETRY: Duration = Duration::from_secs(3);
 
 pub use crate::runtime::leader::LAPSED_RETRY;
+
+/// How soon a failed release of a deleted RandomSecret's versions is tried again.
+pub const ORPHANS_RETRY: Duration = Duration::from_secs(5);
 
 /// Reconciles the RandomSecret `key`; never fails (problems are reported
 /// through the status, an Event and the metrics, then retried or awaited).
@@ -120,11 +129,12 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
         return Ok(Done::Standby(next));
     }
     let Some(entry) = ctx.caches.randomsecrets.get(key) else {
-        return Ok(Done::Skipped("gone"));
+        return Ok(orphans(key, "gone", ctx).await);
     };
     if entry.deleting {
-        // The garbage collector removes what is owned; nothing to do.
-        return Ok(Done::Skipped("deleting"));
+        // The garbage collector removes what is owned; protection lets go
+        // of what nothing references.
+        return Ok(orphans(key, "deleting", ctx).await);
     }
     let (rs, unreadable) = Subject::read(key.clone(), entry);
     if let Some(e) = unreadable {
@@ -167,6 +177,38 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
             next_epoch_in
         },
     })
+}
+
+/// A RandomSecret that is gone or being deleted: its versions that are
+/// being deleted and that nothing references lose our finalizer
+/// ([`protection::orphans`]). Nothing to report on (there is no status);
+/// a failure is retried.
+async fn orphans(key: &Key, label: &'static str, ctx: &Context) -> Done {
+    match protection::orphans(key, ctx).await {
+        Ok(_) => Done::Skipped(label),
+        Err(e) => {
+            tracing::warn!(randomsecret = %key, error = %e, "releasing the versions of a deleted RandomSecret; retrying");
+            Done::Retry(label)
+        }
+    }
+}
+
+/// After a conditional write on the version Secret `secret` lost a race
+/// (409): reads it again into the cache (over the same object only, if
+/// newer), so the reconcile that follows plans on what is there now (the
+/// garbage collector removing a deleted holder from the owners, say).
+pub async fn stale(
+    api: &kube::Api<k8s_openapi::api::core::v1::Secret>,
+    secret: &Key,
+    ctx: &Context,
+) -> ReconcileError {
+    let name = &secret.name;
+    match api.get_metadata_opt(name).await {
+        Ok(Some(fresh)) => ctx.caches.secrets.refresh(&fresh.metadata),
+        Ok(None) => ctx.caches.secrets.forget(secret),
+        Err(e) => return ReconcileError::api(format!("reading Secret {name} again"))(e),
+    }
+    ReconcileError::Stale(format!("Secret {name}"))
 }
 
 /// Logs, counts and posts an Event for a version created or adopted.

@@ -2,7 +2,7 @@
 //! the metric and the log line, and decides what happens next.
 
 use super::status::{self, Outcome, Versions};
-use super::{Context, Done, Failed, MANAGER, ReconcileError, Subject};
+use super::{Context, Done, Failed, MANAGER, ORPHANS_RETRY, ReconcileError, Subject};
 use crate::api::RandomSecretStatus;
 use crate::cache::Key;
 use crate::cache::previous::{self, Previous};
@@ -31,6 +31,7 @@ pub async fn finish(
         }
         Ok(Done::Again) => return (Next::RequeueAfter(Duration::ZERO), "ok"),
         Ok(Done::Skipped(label)) => return (Next::AwaitChange, label),
+        Ok(Done::Retry(label)) => return (Next::RequeueAfter(ORPHANS_RETRY), label),
         Ok(Done::Standby(next)) => return (next, "standby"),
         Err(e) => e,
     };

@@ -3,7 +3,7 @@
 
 use super::retention::{self, Change, Observed};
 use super::status::{RELEASED_KEPT, Versions};
-use super::{Context, MANAGER, ReconcileError, Subject, proven};
+use super::{Context, MANAGER, ReconcileError, Subject, protection, proven};
 use crate::api::VersionStatus;
 use crate::cache::secrets::Version as Cached;
 use crate::runtime::events::EventType;
@@ -93,67 +93,30 @@ pub async fn apply(
             .find(|(n, _)| *n == p.name)
             .expect("planned from observed")
             .1;
-        match p.change {
-            Change::None => {}
-            Change::SetOwners => {
-                // resourceVersion: an optimistic, conflict-checked update of the owners only.
-                let patch = json!({"metadata": {"resourceVersion": &*cached.resource_version, "ownerReferences": p.owners}});
-                let pp = PatchParams {
-                    field_manager: Some(MANAGER.into()),
-                    ..Default::default()
-                };
-                ctx.may_write()?;
-                let patched = match api.patch_metadata(&p.name, &pp, &Patch::Merge(patch)).await {
-                    Ok(patched) => patched,
-                    Err(kube::Error::Api(s)) if s.conflict() => {
-                        return Err(stale(&api, rs, &p.name, ctx).await);
-                    }
-                    Err(e) => {
-                        return Err(ReconcileError::api(format!(
-                            "setting the owners of Secret {}",
-                            p.name
-                        ))(e));
-                    }
-                };
-                ctx.caches.secrets.write_through(&patched.metadata, false);
+        let deletion = cached.deletion;
+        if p.change == Change::Delete {
+            if release(&api, rs, &p.name, cached, ctx).await? {
+                released.push(p.name.clone());
             }
-            Change::Delete => {
-                let dp =
-                    planned_delete(cached.uid.to_string(), cached.resource_version.to_string());
-                ctx.may_write()?;
-                match api.delete(&p.name, &dp).await {
-                    Ok(_) => {
-                        ctx.caches.secrets.forget(&rs.key.sibling(&p.name));
-                        ctx.metrics.versions_released.inc();
-                        info!(randomsecret = %rs.key, secret = %p.name, "released version");
-                        let note = format!(
-                            "Deleted Secret {}: superseded, unreferenced and beyond spec.history",
-                            p.name
-                        );
-                        ctx.events.publish(
-                            rs.object_reference(),
-                            EventType::Normal,
-                            "VersionReleased",
-                            "ReleaseVersion",
-                            note,
-                        );
-                        released.push(p.name.clone());
-                    }
-                    // Gone already (another replica, a person): nothing to release.
-                    Err(kube::Error::Api(s)) if s.not_found() => {}
-                    // The uid or resourceVersion precondition failed.
-                    Err(kube::Error::Api(s)) if s.conflict() => {
-                        return Err(stale(&api, rs, &p.name, ctx).await);
-                    }
-                    Err(e) => {
-                        return Err(ReconcileError::api(format!(
-                            "deleting released Secret {}",
-                            p.name
-                        ))(e));
-                    }
-                }
-                continue;
+            continue;
+        }
+        let want = protection::wanted(ctx.protect, false);
+        let finalizer = protection::change(want, deletion);
+        if p.change == Change::SetOwners || finalizer.is_some() {
+            // resourceVersion: an optimistic, conflict-checked update of
+            // the owners (and our finalizer) only.
+            let mut meta = json!({"resourceVersion": &*cached.resource_version});
+            if p.change == Change::SetOwners {
+                meta["ownerReferences"] = json!(p.owners);
             }
+            if let Some(protect) = finalizer {
+                meta["finalizers"] =
+                    protection::patched(&api, &p.name, cached, protect, ctx).await?;
+            }
+            patch(&api, rs, &p.name, json!({"metadata": meta}), ctx).await?;
+        }
+        if deletion.deleting() && deletion.protected() && !rs.status.deleting(&p.name) {
+            held(rs, &p, ctx);
         }
         live.push(VersionStatus {
             name: p.name,
@@ -164,6 +127,7 @@ pub async fn apply(
             state: p.state,
             referenced_by: p.referenced_by,
             rotated_keys: cached.record.rotated_keys(),
+            deleting: deletion.deleting(),
         });
     }
     Ok(Versions {
@@ -172,17 +136,116 @@ pub async fn apply(
     })
 }
 
-/// After a conditional write on Secret `name` lost a race (409): reads it
-/// again into the cache (over the same object only, if newer), so the
-/// reconcile that follows plans on what is there now (the garbage collector
-/// removing a deleted holder from the owners, say).
-async fn stale(api: &Api<Secret>, rs: &Subject, name: &str, ctx: &Context) -> ReconcileError {
-    match api.get_metadata_opt(name).await {
-        Ok(Some(fresh)) => ctx.caches.secrets.refresh(&fresh.metadata),
-        Ok(None) => ctx.caches.secrets.forget(&rs.key.sibling(name)),
-        Err(e) => return ReconcileError::api(format!("reading Secret {name} again"))(e),
+/// A metadata merge patch of a version kept (owners, finalizer), conditional
+/// on the resourceVersion planned on; its answer goes to the cache.
+async fn patch(
+    api: &Api<Secret>,
+    rs: &Subject,
+    name: &str,
+    patch: serde_json::Value,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let pp = PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..Default::default()
+    };
+    ctx.may_write()?;
+    match api.patch_metadata(name, &pp, &Patch::Merge(patch)).await {
+        Ok(patched) => {
+            ctx.caches.secrets.write_through(&patched.metadata, false);
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.conflict() => {
+            Err(super::stale(api, &rs.key.sibling(name), ctx).await)
+        }
+        Err(e) => Err(ReconcileError::api(format!(
+            "setting the owners of Secret {name}"
+        ))(e)),
     }
-    ReconcileError::Stale(format!("Secret {name}"))
+}
+
+/// Releases version `name`: deletes it (only the state planned on, so a
+/// holder added since makes it a conflict) and removes our finalizer; or,
+/// when it was deleted earlier and held until now, removes the finalizer
+/// alone. Returns whether it was released now (gone already is not).
+async fn release(
+    api: &Api<Secret>,
+    rs: &Subject,
+    name: &str,
+    cached: &Cached,
+    ctx: &Context,
+) -> Result<bool, ReconcileError> {
+    let note = if cached.deletion.deleting() {
+        if cached.deletion.protected() {
+            protection::unprotect(api, &rs.key.sibling(name), cached, ctx).await?;
+        }
+        format!("Released Secret {name}, deleted earlier: nothing holds it any more")
+    } else {
+        let dp = planned_delete(cached.uid.to_string(), cached.resource_version.to_string());
+        ctx.may_write()?;
+        match api.delete(name, &dp).await {
+            Ok(deleted) => {
+                // Terminating: our finalizer (or another's) holds it.
+                if let Some(terminating) = deleted.left() {
+                    protection::release(api, &terminating.metadata, ctx).await?;
+                }
+            }
+            // Gone already (another replica, a person): nothing to release.
+            Err(kube::Error::Api(s)) if s.not_found() => {
+                ctx.caches.secrets.forget(&rs.key.sibling(name));
+                return Ok(false);
+            }
+            // The uid or resourceVersion precondition failed.
+            Err(kube::Error::Api(s)) if s.conflict() => {
+                return Err(super::stale(api, &rs.key.sibling(name), ctx).await);
+            }
+            Err(e) => {
+                return Err(ReconcileError::api(format!(
+                    "deleting released Secret {name}"
+                ))(e));
+            }
+        }
+        format!("Deleted Secret {name}: superseded, unreferenced and beyond spec.history")
+    };
+    ctx.caches.secrets.forget(&rs.key.sibling(name));
+    ctx.metrics.versions_released.inc();
+    info!(randomsecret = %rs.key, secret = %name, "released version");
+    ctx.events.publish(
+        rs.object_reference(),
+        EventType::Normal,
+        "VersionReleased",
+        "ReleaseVersion",
+        note,
+    );
+    Ok(true)
+}
+
+/// The Warning Event for a version deleted while held, once (the status
+/// then shows it as `deleting`): who holds it, and that it stays readable.
+fn held(rs: &Subject, p: &retention::Planned, ctx: &Context) {
+    let mut by: Vec<String> = Vec::new();
+    match p.state {
+        crate::api::VersionState::Current => {
+            by.push("this RandomSecret (its current version)".into())
+        }
+        _ if p.referenced_by.is_empty() => {
+            by.push("this RandomSecret (within spec.history)".into())
+        }
+        _ => {}
+    }
+    by.extend(p.referenced_by.iter().cloned());
+    let note = format!(
+        "Secret {} was deleted, but {} still hold it: it stays readable (Terminating) and goes once nothing holds it",
+        p.name,
+        by.join(", ")
+    );
+    ctx.events.publish(
+        rs.object_reference(),
+        EventType::Warning,
+        "DeletionHeld",
+        "ProtectVersion",
+        note,
+    );
 }
 
 /// Released names for the status, newest first: those released now, then

@@ -7,7 +7,9 @@
 //! are posted in the background) never mixes with the reconcile's.
 
 use super::{Context, MANAGER, reconcile};
-use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use crate::api::{
+    ANNOTATION_CREATED, FINALIZER_IN_USE, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY,
+};
 use crate::cache::slim::RandomSecretObject;
 use crate::proof::ANNOTATION_PROOF;
 use crate::runtime::runner::Next;
@@ -125,7 +127,7 @@ impl Harness {
         S: FnOnce(ApiServer) -> F,
         F: Future<Output = ApiServer> + Send + 'static,
     {
-        let (caches, policy) = (self.caches.clone(), self.policy.clone());
+        let (caches, policy, protect) = (self.caches.clone(), self.policy.clone(), self.protect);
         // The context (client and Event queue) is dropped when the reconcile ends.
         self.verify(leader, scenario, |w| {
             let ctx = Arc::new(Context {
@@ -135,6 +137,7 @@ impl Harness {
                 metrics: w.metrics,
                 leader: w.leader,
                 policy,
+                protect,
             });
             reconcile(key(), ctx)
         })
@@ -165,6 +168,7 @@ async fn create_new_version(h: &Harness, rs: &Rs) -> (Run, Vec<String>) {
             );
             assert!(s["metadata"]["annotations"][ANNOTATION_CREATED].is_string());
             assert_eq!(s["metadata"]["ownerReferences"], json!([owner_ref(RS_UID)]));
+            assert_eq!(s["metadata"]["finalizers"], json!([FINALIZER_IN_USE]));
             let data = s["data"].as_object().expect("data");
             let keys: Vec<&str> = data.keys().map(|k| k.as_str()).collect();
             assert_eq!(keys, ["password", "token", "user"]);
@@ -576,7 +580,7 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
     let rs = rotated_past(&old, &h);
     let v = rs.version();
     assert_ne!(v.secret_name, old.name());
-    let (old_name, rs2) = (old.name(), rs.clone());
+    let (old_name, old2, rs2) = (old.name(), old.clone(), rs.clone());
     let run = h
         .reconcile(|mut api| async move {
             let post = api.create_secret().await;
@@ -589,10 +593,19 @@ async fn a_rotation_releases_the_unreferenced_old_version() {
                 delete.body,
                 json!({"preconditions": {"uid": OLD_SECRET_UID, "resourceVersion": "50"}})
             );
-            // What the apiserver answers for a Secret deleted at once.
-            let gone = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                "details": {"name": old_name, "kind": "secrets", "uid": OLD_SECRET_UID}});
-            delete.respond(200, &gone);
+            // Our finalizer holds it: the apiserver answers with it Terminating.
+            let terminating = old2.clone().terminating();
+            let mut answer = terminating.whole();
+            answer["metadata"]["resourceVersion"] = json!("51");
+            delete.respond(200, &answer);
+            // Then the finalizer goes, on the state the delete answered.
+            let patch = api.patch_secret_metadata(&old_name).await;
+            assert_eq!(
+                patch.body,
+                json!({"metadata": {"resourceVersion": "51", "finalizers": null}})
+            );
+            let released = terminating.with_finalizers(&[]);
+            patch.respond(200, &released.metadata_response());
 
             let patch = api.apply_status().await;
             let status = patch.body["status"].clone();
@@ -1368,4 +1381,201 @@ async fn specs_the_crd_refuses_are_stalled_with_what_to_fix() {
         })
         .await;
     }
+}
+
+// ------------------------------------------------- deletion protection
+
+/// Without deletion protection (`--deletion-protection=false`): a new
+/// version has no finalizer, a release is one DELETE (answered: deleted at
+/// once), and a kept version that holds the finalizer loses it.
+#[tokio::test]
+async fn without_protection_no_finalizer_is_set_and_a_release_is_one_delete() {
+    let mut h = Harness::new();
+    h.protect = false;
+    let old = VersionSecret::of(&Rs::test())
+        .with_uid(OLD_SECRET_UID)
+        .created_at("2026-01-01T00:00:00")
+        .with_finalizers(&[])
+        .cached_in(&h);
+    let rs = rotated_past(&old, &h);
+    let (old_name, rs2) = (old.name(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            assert!(post.body["metadata"].get("finalizers").is_none());
+            let body = post.body.clone();
+            post.respond(201, &stored(body, SECRET_UID, "2026-02-01T00:00:00Z"));
+            let delete = api.delete_secret(&old_name).await;
+            // What the apiserver answers for a Secret deleted at once.
+            let gone = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": old_name, "kind": "secrets", "uid": OLD_SECRET_UID}});
+            delete.respond(200, &gone);
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(status["released"], json!([old_name]));
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.metrics.versions_released.get(), 1);
+
+    // A version protected by an earlier run loses the finalizer.
+    let h = {
+        let mut h = Harness::new();
+        h.protect = false;
+        h
+    };
+    let current = VersionSecret::of(&Rs::test()).cached_in(&h);
+    Rs::test()
+        .with_status(ready_status(&current, &[]))
+        .cached_in(&h);
+    let name = current.name();
+    let run = h
+        .reconcile(|mut api| async move {
+            let patch = api.patch_secret_metadata(&name).await;
+            assert_eq!(
+                patch.body,
+                json!({"metadata": {"resourceVersion": "50", "finalizers": null}})
+            );
+            patch.respond(200, &current.with_finalizers(&[]).metadata_response());
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert!(run.events.is_empty());
+}
+
+/// The current version deleted by hand: our finalizer keeps it readable;
+/// no request touches it, the status shows it `deleting`, and a Warning
+/// Event says who holds it, once (the next reconcile sees the status).
+#[tokio::test]
+async fn a_held_version_deleted_by_hand_stays_and_is_reported_once() {
+    let h = Harness::new();
+    let current = VersionSecret::of(&Rs::test()).terminating().cached_in(&h);
+    let rs = Rs::test()
+        .with_status(ready_status(&current, &[]))
+        .cached_in(&h);
+    let (name, rs2) = (current.name(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(status["versions"][0]["name"], name.as_str());
+            assert_eq!(status["versions"][0]["state"], "current");
+            assert_eq!(status["versions"][0]["deleting"], true);
+            assert_eq!(condition(&status, "Ready")["status"], "True");
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert_eq!(run.events(), pairs(&[("Warning", "DeletionHeld")]));
+    let note = run.events[0]["note"].as_str().unwrap();
+    assert!(
+        note.contains(&current.name()) && note.contains("its current version"),
+        "{note}"
+    );
+    let again = h.reconcile(|api| async move { api }).await;
+    assert!(again.events.is_empty(), "reported once");
+}
+
+/// A superseded version deleted earlier and held by its ReplicaSet until
+/// now: once released, only the finalizer is removed (it is deleted
+/// already), and that is its release.
+#[tokio::test]
+async fn a_version_deleted_while_held_is_let_go_once_released() {
+    let h = Harness::new();
+    let old = old_version(&h).terminating().cached_in(&h);
+    let rs = rotated_past(&old, &h);
+    let (old_name, old2, rs2) = (old.name(), old.clone(), rs.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            api.create_secret_answered().await;
+            let patch = api.patch_secret_metadata(&old_name).await;
+            assert_eq!(
+                patch.body,
+                json!({"metadata": {"resourceVersion": "60", "finalizers": null}})
+            );
+            patch.respond(200, &old2.with_finalizers(&[]).metadata_response());
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert_eq!(status["released"], json!([old_name]));
+            assert_eq!(status["liveVersions"], 1);
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.metrics.versions_released.get(), 1);
+    assert_eq!(
+        run.events(),
+        pairs(&[("Normal", "VersionCreated"), ("Normal", "VersionReleased")])
+    );
+}
+
+/// A version made before deletion protection gets the finalizer, once,
+/// conditional on the state cached; nothing else is written.
+#[tokio::test]
+async fn a_version_made_before_protection_gets_the_finalizer() {
+    let h = Harness::new();
+    let current = VersionSecret::of(&Rs::test())
+        .with_finalizers(&[])
+        .cached_in(&h);
+    Rs::test()
+        .with_status(ready_status(&current, &[]))
+        .cached_in(&h);
+    let name = current.name();
+    let run = h
+        .reconcile(|mut api| async move {
+            let patch = api.patch_secret_metadata(&name).await;
+            assert_eq!(
+                patch.body,
+                json!({"metadata": {"resourceVersion": "50", "finalizers": [FINALIZER_IN_USE]}})
+            );
+            let mut patched = current.with_finalizers(&[FINALIZER_IN_USE]);
+            patched.meta["resourceVersion"] = json!("51");
+            patch.respond(200, &patched.metadata_response());
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    let again = h.reconcile(|api| async move { api }).await;
+    assert!(again.events.is_empty());
+}
+
+/// A deleted RandomSecret: its version being deleted that nothing
+/// references loses our finalizer, keeping another's (read first, as the
+/// cache knows only that there is one); one a ReplicaSet references stays.
+#[tokio::test]
+async fn the_versions_of_a_deleted_randomsecret_go_once_nothing_references_them() {
+    let h = Harness::new();
+    let held = old_version(&h).terminating().cached_in(&h);
+    h.referenced_by_replicaset(&held.name(), "web-7d4b9c");
+    let free = VersionSecret::of(&Rs::test().with_rotation("2"))
+        .with_finalizers(&["example.com/keep", FINALIZER_IN_USE])
+        .terminating()
+        .cached_in(&h);
+    let (name, free2) = (free.name(), free.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let get = api.next("GET of the Secret's metadata").await;
+            let get = get.expect(Method::GET, &format!("{SECRETS}/{name}"), &[]);
+            assert!(get.header("accept").contains("as=PartialObjectMetadata"));
+            get.respond(200, &free2.metadata_response());
+            let patch = api.patch_secret_metadata(&name).await;
+            assert_eq!(
+                patch.body,
+                json!({"metadata": {"resourceVersion": "60", "finalizers": ["example.com/keep"]}})
+            );
+            let mut patched = free2.with_finalizers(&["example.com/keep"]);
+            patched.meta["resourceVersion"] = json!("61");
+            patch.respond(200, &patched.metadata_response());
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert_eq!(run.reconciles("gone"), 1);
+    assert_eq!(run.metrics.versions_released.get(), 1);
+    // Nothing more to let go while the ReplicaSet references the other.
+    let again = h.reconcile(|api| async move { api }).await;
+    assert_eq!(again.metrics.versions_released.get(), 0);
 }

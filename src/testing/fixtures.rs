@@ -191,6 +191,7 @@ impl VersionSecret {
                 "labels": {LABEL_NAME: RS_NAME, LABEL_HASH: v.hash, LABEL_MANAGED_BY: MANAGED_BY},
                 "annotations": {ANNOTATION_CREATED: "2026-01-02T00:00:00.5Z"},
                 "ownerReferences": [owner_ref(RS_UID)],
+                "finalizers": [crate::api::FINALIZER_IN_USE],
             }),
         };
         // How its values were generated, as every version made since carry-over records.
@@ -204,6 +205,20 @@ impl VersionSecret {
         let whole = serde_json::from_value(s.whole()).unwrap();
         s.meta["annotations"][ANNOTATION_PROOF] = json!(proof_key().sign(&whole));
         s
+    }
+
+    /// Deleted (by a person, by the garbage collector) and Terminating:
+    /// a finalizer holds it. The delete wrote it: resourceVersion 60.
+    pub(crate) fn terminating(mut self) -> Self {
+        self.meta["deletionTimestamp"] = json!("2026-01-03T00:00:00Z");
+        self.meta["resourceVersion"] = json!("60");
+        self
+    }
+
+    /// With these finalizers (a version made before deletion protection has none).
+    pub(crate) fn with_finalizers(mut self, finalizers: &[&str]) -> Self {
+        self.meta["finalizers"] = json!(finalizers);
+        self
     }
 
     /// Made by someone else, with our labels (and no proof).

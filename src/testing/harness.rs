@@ -28,6 +28,8 @@ pub(crate) const LIMIT: Duration = Duration::from_secs(10);
 pub(crate) struct Harness {
     pub(crate) caches: Arc<Caches>,
     pub(crate) policy: crate::reconciler::policy::Policy,
+    /// Deletion protection (`--deletion-protection`, on by default).
+    pub(crate) protect: bool,
 }
 
 /// What the code under test is given: its side of the mocks.
@@ -98,6 +100,7 @@ impl Harness {
         Harness {
             caches: Arc::new(caches),
             policy: Default::default(),
+            protect: true,
         }
     }
 
