@@ -11,7 +11,11 @@ use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
+use futures::StreamExt as _;
 use serde_json::{Value, json};
+
+/// Patches in flight at once.
+const CONCURRENCY: usize = 16;
 
 /// The JSON patch removing our finalizer, at `index` of `finalizers`, or
 /// `None` when it holds none.
@@ -41,35 +45,48 @@ pub async fn release(
         .list_metadata(&lp)
         .await
         .context("listing randomsecret's Secrets")?;
-    let mut released = Vec::new();
-    for s in listed {
-        let (Some(ns), Some(name)) = (s.metadata.namespace.as_deref(), s.metadata.name.as_deref())
-        else {
-            continue;
-        };
-        let Some(patch) = patch(s.metadata.finalizers.as_deref().unwrap_or_default()) else {
-            continue;
-        };
-        if !dry_run {
-            let pp = PatchParams {
-                field_manager: Some(crate::rotate::MANAGER.into()),
-                ..Default::default()
-            };
-            let api: Api<Secret> = Api::namespaced(client.clone(), ns);
-            let json_patch: json_patch::Patch =
-                serde_json::from_value(patch).expect("a JSON patch");
-            match api
-                .patch_metadata(name, &pp, &Patch::<()>::Json(json_patch))
-                .await
-            {
-                Ok(_) => {}
-                // Gone meanwhile, or the list changed (the test failed): not ours now.
-                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 422 => continue,
-                Err(e) => return Err(e).with_context(|| format!("releasing Secret {ns}/{name}")),
-            }
-        }
-        released.push(format!("{ns}/{name}"));
+    let pp = PatchParams {
+        field_manager: Some(crate::rotate::MANAGER.into()),
+        ..Default::default()
+    };
+    let held: Vec<(String, String, Value)> = listed
+        .into_iter()
+        .filter_map(|s| {
+            let m = s.metadata;
+            let patch = patch(m.finalizers.as_deref().unwrap_or_default())?;
+            Some((m.namespace?, m.name?, patch))
+        })
+        .collect();
+    if dry_run {
+        return Ok(held.into_iter().map(|(ns, n, _)| format!("{ns}/{n}")).collect());
     }
+    // A few at once: an uninstall may meet thousands of versions.
+    let results: Vec<anyhow::Result<Option<String>>> = futures::stream::iter(held)
+        .map(|(ns, name, patch)| {
+            let (client, pp) = (client.clone(), &pp);
+            async move {
+                let api: Api<Secret> = Api::namespaced(client, &ns);
+                let json_patch: json_patch::Patch =
+                    serde_json::from_value(patch).expect("a JSON patch");
+                match api
+                    .patch_metadata(&name, pp, &Patch::<()>::Json(json_patch))
+                    .await
+                {
+                    Ok(_) => Ok(Some(format!("{ns}/{name}"))),
+                    // Gone meanwhile, or the list changed (the test failed): not ours now.
+                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 422 => Ok(None),
+                    Err(e) => Err(e).with_context(|| format!("releasing Secret {ns}/{name}")),
+                }
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut released = Vec::new();
+    for r in results {
+        released.extend(r?);
+    }
+    released.sort();
     Ok(released)
 }
 

@@ -79,6 +79,14 @@ pub async fn create_namespaces(client: &Client, prefix: &str, count: usize) -> R
 /// Deletes the namespaces `<prefix>-0..count` and waits until they are gone.
 pub async fn delete_namespaces(client: &Client, prefix: &str, count: usize) -> Result<()> {
     let api: Api<Namespace> = Api::all(client.clone());
+    // The controller may be stopped by now: deletion protection's
+    // finalizers would hold the versions, and the namespaces, for good.
+    for k in 0..count {
+        let ns = format!("{prefix}-{k}");
+        if api.get_opt(&ns).await?.is_some() {
+            randomsecret::release::release(client, Some(&ns), false).await?;
+        }
+    }
     for k in 0..count {
         let _ = api
             .delete(&format!("{prefix}-{k}"), &DeleteParams::default())
@@ -202,6 +210,7 @@ async fn floor_version(
         referenced_by: vec![],
         // As the controller lists it: every key of a new or rotated version.
         rotated_keys: v.spec.generated.keys().cloned().collect(),
+        deleting: false,
     }];
     if let Some(mut old) = previous {
         // A real change of the owners (not the controller any more), as
