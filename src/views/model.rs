@@ -90,7 +90,8 @@ pub enum Kept {
 #[serde(rename_all = "camelCase")]
 pub enum SecretPresence {
     Present,
-    /// Being deleted (by the garbage collector, its last owner gone).
+    /// Being deleted (by the garbage collector, its last owner gone; or by
+    /// hand while held, when deletion protection keeps it readable).
     Deleting,
     /// Live in the status, but the Secret is gone (see the Stalled condition).
     Missing,

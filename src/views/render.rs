@@ -93,6 +93,10 @@ fn why(v: &VersionView) -> String {
     };
     let secret = match v.secret {
         SecretPresence::Present => "",
+        // Held by deletion protection: readable until released.
+        SecretPresence::Deleting if v.kept.is_some() => {
+            "Secret deleted: held, readable until nothing holds it"
+        }
         SecretPresence::Deleting => "Secret being deleted",
         SecretPresence::Missing => "Secret missing",
         SecretPresence::Deleted => "deleted",
@@ -261,6 +265,26 @@ RandomSecret demo/taken  Not ready: SecretNameTaken  0 live versions, history 0,
   (no version)
 ";
         assert_eq!(text, expected, "\n{text}");
+    }
+
+    /// A held version deleted by hand reads as held, not as going.
+    #[test]
+    fn a_deleted_held_version_says_it_stays_readable() {
+        let mut v = serde_json::to_value(assemble(&fixtures::read())).unwrap();
+        v["items"][0]["versions"][1]["secret"] = "deleting".into();
+        v["items"][0]["versions"][0]["secret"] = "deleting".into();
+        let list: StatusList = serde_json::from_value(v).unwrap();
+        let text = tree(&list, now(), false);
+        assert!(
+            text.contains(
+                "kept: referenced, Secret deleted: held, readable until nothing holds it"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("db-c8h2d5q9bx  current       3m  Secret deleted: held"),
+            "{text}"
+        );
     }
 
     /// Names and messages from the cluster cannot drive the terminal.
