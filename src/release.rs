@@ -8,10 +8,10 @@
 
 use crate::api::{FINALIZER_IN_USE, LABEL_MANAGED_BY, MANAGED_BY};
 use anyhow::Context as _;
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 /// Patches in flight at once.
@@ -58,7 +58,10 @@ pub async fn release(
         })
         .collect();
     if dry_run {
-        return Ok(held.into_iter().map(|(ns, n, _)| format!("{ns}/{n}")).collect());
+        return Ok(held
+            .into_iter()
+            .map(|(ns, n, _)| format!("{ns}/{n}"))
+            .collect());
     }
     // A few at once: an uninstall may meet thousands of versions.
     let results: Vec<anyhow::Result<Option<String>>> = futures::stream::iter(held)
