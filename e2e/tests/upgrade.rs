@@ -1,7 +1,9 @@
 //! Upgrading from a release before proofs of creation: its versions carry no
 //! `randomsecret.io/proof` annotation. The first reconcile signs the one the
 //! status records as live (values unchanged, no new version), and leaves a
-//! look-alike the status does not record untouched. Runs its own controller
+//! look-alike the status does not record untouched, and records how the live
+//! one's values were generated, so the first edit after the upgrade carries
+//! them over. Runs its own controller
 //! (the state must be set up while no controller runs), so `e2e/run.sh` runs
 //! it (`--ignored`) after stopping the shared one.
 
@@ -15,6 +17,7 @@ use randomsecret_e2e::*;
 use serde_json::json;
 
 const PROOF: &str = "randomsecret.io/proof";
+const LINEAGE: &str = "randomsecret.io/lineage";
 
 /// A version Secret as a release before proofs made it (no proof annotation).
 fn unsigned(name: &str, owner: &str, hash: &str, value: &str) -> Result<Secret> {
@@ -115,6 +118,47 @@ async fn versions_from_before_proofs_are_signed_once_and_look_alikes_left_alone(
     })
     .await?;
 
-    controller.terminate()?;
-    ns.delete().await
+    // It also gets what this release adds to every version: the record of
+    // how its values were generated, and deletion protection's finalizer.
+    let stamped = wait_for(&secrets, &name, "record and finalizer", |s: Option<&Secret>| {
+        s.is_some_and(|s| {
+            s.annotations().contains_key(LINEAGE)
+                && s.finalizers().iter().any(|f| f == "randomsecret.io/in-use")
+        })
+    })
+    .await?;
+    ensure!(stamped.data == live.data, "values changed while recording");
+    // So the first edit after the upgrade carries the old release's value
+    // over instead of generating a new one.
+    let edit = json!({"spec": {"static": {"user": "app"}}});
+    api.patch("db", &PatchParams::default(), &Patch::Merge(edit))
+        .await?;
+    let rs = wait_for(&api, "db", "a new version", |r: Option<&RandomSecret>| {
+        is_ready(r)
+            && r.and_then(|r| r.status.as_ref())
+                .and_then(|s| s.secret_name.as_deref())
+                .is_some_and(|n| n != name)
+    })
+    .await?;
+    let next = rs.status.as_ref().unwrap().secret_name.clone().unwrap();
+    let next = secrets.get(&next).await?;
+    let value = next.data.as_ref().and_then(|d| d.get("password"));
+    ensure!(
+        value.map(|v| v.0.as_slice()) == Some(old_value.as_bytes()),
+        "the first edit after the upgrade gave the password a new value"
+    );
+    ensure!(
+        !rs.status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "CarriedOver"),
+        "{:?}",
+        rs.status
+    );
+
+    // Deleted while the controller runs, so it lets go of the finalizers.
+    ns.delete().await?;
+    controller.terminate()
 }

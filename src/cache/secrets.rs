@@ -179,6 +179,9 @@ pub struct Recorded {
     pub uncarried: bool,
     /// The keys this version rotated, joined by ',' (no data key has one).
     pub rotated: Option<Box<Name>>,
+    /// It has no record at all: made before carry-over (an invalid one is
+    /// not missing, and is never replaced).
+    pub missing: bool,
 }
 
 impl Recorded {
@@ -193,9 +196,14 @@ impl Recorded {
         };
         match Record::read(key, ns, name, text.map(String::as_str)) {
             Ok(r) => Recorded {
+                missing: false,
                 seed: r.lineage.seed(),
                 rotated: (!r.rotated.is_empty()).then(|| Box::new(r.rotated.join(",").into())),
                 uncarried: r.uncarried,
+            },
+            Err(crate::version::record::Unusable::Missing) => Recorded {
+                missing: true,
+                ..Default::default()
             },
             Err(_) => Recorded::default(),
         }

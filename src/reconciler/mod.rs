@@ -154,7 +154,7 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     // Tracking first: a workload rolling onto a template change holds back
     // retention (the version it left may be in a ReplicaSet not indexed yet).
     let rolling = tracking::retarget(&rs, &v, ctx).await.map_err(at)?;
-    let versions = retain::apply(&rs, &v.secret_name, &current, rolling, ctx)
+    let versions = retain::apply(&rs, &v, &current, rolling, ctx)
         .await
         .map_err(at)?;
     let ready = status::Outcome::Ready {

@@ -1579,3 +1579,66 @@ async fn the_versions_of_a_deleted_randomsecret_go_once_nothing_references_them(
     let again = h.reconcile(|api| async move { api }).await;
     assert_eq!(again.metrics.versions_released.get(), 0);
 }
+
+/// The current version made before carry-over and deletion protection (an
+/// upgrade): one metadata patch gives it both its record of how its values
+/// were generated (signed, so the next edit carries them over) and the
+/// finalizer; nothing else is written.
+#[tokio::test]
+async fn a_version_from_before_carry_over_gets_its_record_and_finalizer_in_one_patch() {
+    let h = Harness::new();
+    let mut legacy = VersionSecret::of(&Rs::test()).with_finalizers(&[]);
+    legacy.meta["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove(crate::version::record::ANNOTATION_LINEAGE);
+    let legacy = legacy.cached_in(&h);
+    assert!(
+        h.caches
+            .secrets
+            .get(&key().sibling(&legacy.name()))
+            .unwrap()
+            .record
+            .missing
+    );
+    Rs::test()
+        .with_status(ready_status(&legacy, &[]))
+        .cached_in(&h);
+    let (name, legacy2) = (legacy.name(), legacy.clone());
+    let run = h
+        .reconcile(|mut api| async move {
+            let patch = api.patch_secret_metadata(&name).await;
+            let meta = &patch.body["metadata"];
+            assert_eq!(meta["resourceVersion"], "50");
+            assert_eq!(meta["finalizers"], json!([FINALIZER_IN_USE]));
+            let record = meta["annotations"][crate::version::record::ANNOTATION_LINEAGE]
+                .as_str()
+                .expect("the record")
+                .to_string();
+            // It verifies, and records the generators of the spec the name is the hash of.
+            let read = crate::version::record::Record::read(&proof_key(), NS, &name, Some(&record))
+                .expect("a record that verifies");
+            assert_eq!(
+                read.lineage,
+                crate::version::carry::Lineage::of(&Rs::test().version().spec)
+            );
+            assert!(read.rotated.is_empty() && !read.uncarried);
+            assert_eq!(meta.as_object().unwrap().len(), 3, "{meta}");
+            let mut patched = legacy2.with_finalizers(&[FINALIZER_IN_USE]);
+            patched.meta["annotations"][crate::version::record::ANNOTATION_LINEAGE] = json!(record);
+            patched.meta["resourceVersion"] = json!("51");
+            patch.respond(200, &patched.metadata_response());
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert!(run.events.is_empty());
+    let cached = h
+        .caches
+        .secrets
+        .get(&key().sibling(&legacy.name()))
+        .unwrap();
+    assert!(!cached.record.missing && cached.record.seed != 0);
+    let again = h.reconcile(|api| async move { api }).await;
+    assert!(again.events.is_empty(), "patched once");
+}

@@ -45,6 +45,17 @@ pub enum Unusable {
 }
 
 impl Record {
+    /// The record of a version made before carry-over, written on it later:
+    /// how the spec its name is the hash of generates values. What it rotated
+    /// and whether it carried values is not known, so neither is claimed.
+    pub fn made_before_carry_over(spec: &crate::version::VersionSpec) -> Self {
+        Record {
+            lineage: crate::version::carry::Lineage::of(spec),
+            rotated: Vec::new(),
+            uncarried: false,
+        }
+    }
+
     /// The annotation's value for the Secret `name` in `namespace`.
     pub fn sign(&self, key: &ProofKey, namespace: &str, name: &str) -> String {
         let json = serde_json::to_string(self).expect("a record serializes");
