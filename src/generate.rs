@@ -64,6 +64,8 @@ mod tests {
             symbols: symbols.to_string(),
             previous: false,
             rotation: String::new(),
+            every: None,
+            epoch: None,
         }
     }
 

@@ -572,6 +572,8 @@ pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
             },
             previous: false,
             rotation: String::new(),
+            every: None,
+            epoch: None,
         },
         rotate: rotate.to_string(),
     }))
@@ -861,6 +863,8 @@ mod tests {
                 symbols: String::new(),
                 previous: false,
                 rotation: String::new(),
+                every: None,
+                epoch: None,
             }
         );
         let f = fill(plan(
@@ -1115,6 +1119,8 @@ mod tests {
                 symbols: DEFAULT_SYMBOLS.into(),
                 previous: false,
                 rotation: String::new(),
+                every: None,
+                epoch: None,
             }
         );
         // No key annotation: "password"; empty values mean the default.

@@ -267,6 +267,18 @@ pub struct Generator {
     #[schemars(length(max = 253))]
     #[x_kube(validation = Rule::new(rules::rotation_rule().as_str()).message("rotation must not contain control characters (C0, DEL or C1)"))]
     pub rotation: Option<String>,
+    /// This key's own time-based rotation, for tracking mode: a new value of
+    /// this key every period (e.g. 720h, 90m; at least 1m and at most
+    /// 876000h), counted from the RandomSecret's creation, while every other
+    /// generated value is kept. Names then depend on time and cannot be
+    /// computed offline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = rules::MAX_PERIOD_TEXT))]
+    #[x_kube(
+        validation = Rule::new("self.matches('^([0-9]+(h|m|s))+$')").message("rotateEvery must be a duration such as 720h, 90m or 1h30m"),
+        validation = Rule::new(rules::period_range_rule()).message(format!("rotateEvery must be {}", rules::period_range_text()).as_str()),
+    )]
+    pub rotate_every: Option<String>,
 }
 
 /// The base alphabet of a generated value.

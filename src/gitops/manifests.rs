@@ -292,7 +292,9 @@ fn field_of(e: &SpecError, rs: &RandomSecret) -> String {
         SpecError::InvalidType(_) | SpecError::TypeRequiresKeys { .. } => "spec.type".into(),
         SpecError::InvalidRotation(_) => "spec.rotation".into(),
         SpecError::InvalidKeyRotation { key: k, .. } => key(k, "rotation"),
-        SpecError::InvalidRotateEvery(_) | SpecError::TimeBased => "spec.rotateEvery".into(),
+        SpecError::InvalidKeyRotateEvery { key: k, .. } => key(k, "rotateEvery"),
+        SpecError::TimeBased(field) => format!("spec.{field}"),
+        SpecError::InvalidRotateEvery(_) => "spec.rotateEvery".into(),
     }
 }
 

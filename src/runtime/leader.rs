@@ -78,6 +78,8 @@ pub fn config(s: Settings) -> anyhow::Result<LeaseConfig> {
         symbols: String::new(),
         previous: false,
         rotation: String::new(),
+        every: None,
+        epoch: None,
     })
     .unwrap_or_default();
     Ok(LeaseConfig {

@@ -3,7 +3,8 @@
 //! A new version starts from the values of the version it supersedes: each
 //! generated key whose generator is unchanged and that nothing rotated keeps
 //! its value. What rotates a key: `spec.rotation`, a new `rotateEvery`
-//! period, the key's own `keys.<k>.rotation`, or a change of its generator
+//! period, the key's own `keys.<k>.rotation` or `keys.<k>.rotateEvery`
+//! period, or a change of its generator
 //! (length, charset, symbols). A key new to the spec starts fresh.
 //!
 //! [`Lineage`] is what that decision needs to know about a version: every
@@ -39,6 +40,9 @@ pub struct KeyLineage {
     pub symbols: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rotation: String,
+    /// The number of its own `rotateEvery` period, with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
 }
 
 impl KeyLineage {
@@ -48,6 +52,7 @@ impl KeyLineage {
             charset: g.charset,
             symbols: g.symbols.clone(),
             rotation: g.rotation.clone(),
+            epoch: g.epoch,
         }
     }
 }
@@ -97,6 +102,8 @@ pub enum Rotated {
     Every,
     /// `keys.<k>.rotation` changed.
     KeyRotation { from: String, to: String },
+    /// A new period of `keys.<k>.rotateEvery` (or it was turned on or off).
+    KeyPeriod,
     /// The generator changed: which parameter, from, to.
     Generator {
         what: &'static str,
@@ -146,6 +153,7 @@ impl Change {
                     token(from),
                     token(to)
                 ),
+                Rotated::KeyPeriod => format!("rotated: a new keys.{key}.rotateEvery period"),
                 Rotated::Generator { what, from, to } => format!("rotated: {what} {from} -> {to}"),
             },
         }
@@ -182,6 +190,9 @@ fn change(previous: Option<&Lineage>, new: &Lineage, key: &str, n: &KeyLineage) 
             from: o.rotation.clone(),
             to: n.rotation.clone(),
         });
+    }
+    if o.epoch != n.epoch {
+        return Change::Rotated(Rotated::KeyPeriod);
     }
     let generator =
         |what, from: String, to: String| Change::Rotated(Rotated::Generator { what, from, to });
@@ -373,5 +384,31 @@ mod tests {
             r#"{"rotation":"x","keys":{"a":{"length":3,"charset":"alphanumeric","symbols":"<>","rotation":"r"},"b":{"length":1,"charset":"alphanumeric"}}}"#
         );
         assert_eq!(serde_json::from_str::<Lineage>(&text).unwrap(), l);
+    }
+
+    /// A key's own period rotates that key alone.
+    #[test]
+    fn a_keys_own_new_period_rotates_it_alone() {
+        let spec = |now: i64| {
+            let s: RandomSecretSpec = crate::gitops::yaml::read(
+                "keys: {password: {length: 32, rotateEvery: 1h}, pin: {length: 4}}",
+            )
+            .unwrap();
+            Lineage::of(&crate::version::Version::at(&s, "x", 0, now).unwrap().0.spec)
+        };
+        let (o, n) = (spec(10), spec(3600));
+        let whys: Vec<String> = plan(Some(&o), &n)
+            .iter()
+            .map(|(k, c)| format!("{k}: {}", c.why(k)))
+            .collect();
+        assert_eq!(
+            whys,
+            [
+                "password: rotated: a new keys.password.rotateEvery period",
+                "pin: kept: generator unchanged"
+            ]
+        );
+        // Within the period, nothing rotates.
+        assert!(rotated(&plan(Some(&o), &spec(3599))).is_empty());
     }
 }

@@ -42,6 +42,10 @@ impl VersionSpec {
                 out.push_str(":rotation:");
                 s(&mut out, &g.rotation);
             }
+            // And a key's own period's number (`keys.<k>.rotateEvery`).
+            if let Some(epoch) = g.epoch {
+                out.push_str(&format!(":epoch:{epoch}"));
+            }
             out.push('\n');
         }
         for (k, v) in &self.statics {
@@ -147,48 +151,66 @@ impl Version {
     /// refuse gets the controller's error first (what to fix), like an
     /// out-of-range rotateEvery.
     pub fn of(spec: &RandomSecretSpec, object_name: &str) -> Result<Self, SpecError> {
-        if let Some(every) = spec.rotate_every.as_deref() {
-            parse_period(every)?;
-            Self::build(spec, object_name, Some(0))?;
-            return Err(SpecError::TimeBased);
+        let (v, next) = Self::build(spec, object_name, Some((0, 0)))?;
+        if next.is_some() {
+            let field = match v.spec.generated.iter().find(|(_, g)| g.every.is_some()) {
+                _ if spec.rotate_every.is_some() => "rotateEvery".to_string(),
+                Some((k, _)) => format!("keys.{k}.rotateEvery"),
+                None => "rotateEvery".to_string(),
+            };
+            return Err(SpecError::TimeBased(field));
         }
-        Self::build(spec, object_name, None)
+        Ok(v)
     }
 
     /// The version at time `now` (seconds) of a RandomSecret created at
-    /// `created`: with `rotateEvery`, one more epoch per period. Also returns
-    /// when the next epoch starts.
+    /// `created`: with `rotateEvery` (and per key, `keys.<k>.rotateEvery`),
+    /// one more epoch per period. Also returns when the next epoch starts.
     pub fn at(
         spec: &RandomSecretSpec,
         object_name: &str,
         created: i64,
         now: i64,
     ) -> Result<(Self, Option<i64>), SpecError> {
-        let Some(every) = spec.rotate_every.as_deref() else {
-            return Ok((Self::build(spec, object_name, None)?, None));
-        };
-        let (epoch, next) = epoch_at(parse_period(every)?, created, now);
-        Ok((Self::build(spec, object_name, Some(epoch))?, Some(next)))
+        Self::build(spec, object_name, Some((created, now)))
     }
 
+    /// The version, with every period's epoch at `clock` (created, now);
+    /// and when the next epoch of any of them starts (`None`: no period).
     fn build(
         spec: &RandomSecretSpec,
         object_name: &str,
-        epoch: Option<u64>,
-    ) -> Result<Self, SpecError> {
+        clock: Option<(i64, i64)>,
+    ) -> Result<(Self, Option<i64>), SpecError> {
         if object_name.len() > MAX_OBJECT_NAME {
             return Err(SpecError::NameTooLong(object_name.to_string()));
         }
         let base = base_name(spec, object_name)?;
         let mut vspec = VersionSpec::from_spec(spec)?;
-        vspec.epoch = epoch;
+        let mut next: Option<i64> = None;
+        let mut soonest = |n: i64| next = Some(next.map_or(n, |x| x.min(n)));
+        if let (Some(every), Some((created, now))) = (spec.rotate_every.as_deref(), clock) {
+            let (epoch, n) = epoch_at(parse_period(every)?, created, now);
+            vspec.epoch = Some(epoch);
+            soonest(n);
+        }
+        for g in vspec.generated.values_mut() {
+            if let (Some(period), Some((created, now))) = (g.every, clock) {
+                let (epoch, n) = epoch_at(period, created, now);
+                g.epoch = Some(epoch);
+                soonest(n);
+            }
+        }
         let hash = vspec.hash();
-        Ok(Version {
-            secret_name: format!("{base}-{hash}"),
-            base: base.to_string(),
-            hash,
-            spec: vspec,
-        })
+        Ok((
+            Version {
+                secret_name: format!("{base}-{hash}"),
+                base: base.to_string(),
+                hash,
+                spec: vspec,
+            },
+            next,
+        ))
     }
 }
 
@@ -282,7 +304,10 @@ mod tests {
         }
         for every in ["876000h", "1m", "1h30m"] {
             let s = spec(&format!("keys: {{k: {{length: 8}}}}\nrotateEvery: {every}"));
-            assert_eq!(Version::of(&s, "x").unwrap_err(), SpecError::TimeBased);
+            assert_eq!(
+                Version::of(&s, "x").unwrap_err(),
+                SpecError::TimeBased("rotateEvery".into())
+            );
             let (v, next) = Version::at(&s, "x", 0, 10).unwrap();
             assert_eq!(v.spec.epoch, Some(0), "{every}");
             assert_eq!(next, Some(parse_period(every).unwrap() as i64), "{every}");
@@ -327,7 +352,10 @@ mod tests {
     #[test]
     fn rotate_every_changes_the_name_once_per_period() {
         let s = spec("keys: {k: {length: 8}}\nrotateEvery: 1h");
-        assert_eq!(Version::of(&s, "x").unwrap_err(), SpecError::TimeBased);
+        assert_eq!(
+            Version::of(&s, "x").unwrap_err(),
+            SpecError::TimeBased("rotateEvery".into())
+        );
         let (a, next_a) = Version::at(&s, "x", 1000, 1000).unwrap();
         let (b, _) = Version::at(&s, "x", 1000, 1000 + 3599).unwrap();
         let (c, next_c) = Version::at(&s, "x", 1000, 1000 + 3600).unwrap();
@@ -342,6 +370,47 @@ mod tests {
         assert_eq!(
             Version::at(&plain, "x", 1, 99999).unwrap().0,
             Version::of(&plain, "x").unwrap()
+        );
+    }
+
+    /// A key's own period: the name changes at the soonest of every period,
+    /// and the key's epoch is in its canonical line alone.
+    #[test]
+    fn a_keys_own_period_changes_the_name_once_per_period() {
+        let s = spec("keys: {k: {length: 8, rotateEvery: 1h}, other: {length: 8}}");
+        assert_eq!(
+            Version::of(&s, "x").unwrap_err(),
+            SpecError::TimeBased("keys.k.rotateEvery".into())
+        );
+        let (a, next_a) = Version::at(&s, "x", 1000, 1000).unwrap();
+        let (b, _) = Version::at(&s, "x", 1000, 1000 + 3599).unwrap();
+        let (c, _) = Version::at(&s, "x", 1000, 1000 + 3600).unwrap();
+        assert_eq!(a.secret_name, b.secret_name);
+        assert_ne!(a.secret_name, c.secret_name);
+        assert_eq!(next_a, Some(4600));
+        assert_eq!(c.spec.generated["k"].epoch, Some(1));
+        assert_eq!(c.spec.generated["other"].epoch, None);
+        assert!(
+            c.spec.canonical().contains(":epoch:1\n"),
+            "{}",
+            c.spec.canonical()
+        );
+        assert_eq!(c.spec.epoch, None);
+        // Two periods: the soonest one is next.
+        let both = spec("keys: {k: {length: 8, rotateEvery: 1h}}\nrotateEvery: 30m");
+        assert_eq!(Version::at(&both, "x", 0, 10).unwrap().1, Some(1800));
+        // A bad period is refused with the key named, before TimeBased.
+        let bad = spec("keys: {k: {length: 8, rotateEvery: 1d}}");
+        let e = Version::of(&bad, "x").unwrap_err();
+        assert_eq!(e.reason(), "InvalidRotateEvery");
+        assert!(
+            e.to_string().starts_with("keys.k.rotateEvery \"1d\""),
+            "{e}"
+        );
+        let short = spec("keys: {k: {length: 8, rotateEvery: 30s}}");
+        assert_eq!(
+            Version::of(&short, "x").unwrap_err().reason(),
+            "InvalidRotateEvery"
         );
     }
 }

@@ -24,6 +24,11 @@ pub struct Generated {
     pub previous: bool,
     /// The key's own rotation token (`keys.<k>.rotation`; empty when unset).
     pub rotation: String,
+    /// The key's own period in seconds (`keys.<k>.rotateEvery`).
+    pub every: Option<u64>,
+    /// With its own period: how many have passed since the RandomSecret's
+    /// creation (set by `Version::at`).
+    pub epoch: Option<u64>,
 }
 
 /// Suffix of the data key that holds a key's previous value (overlap).
@@ -91,9 +96,15 @@ pub enum SpecError {
     )]
     InvalidRotateEvery(String),
     #[error(
-        "rotateEvery makes the name depend on time: it cannot be computed offline (read status.secretName instead)"
+        "keys.{key}.rotateEvery {every:?} must be a duration such as 720h, 90m or 1h30m (at most 32 characters), {range}",
+        range = crate::api::rules::period_range_text()
     )]
-    TimeBased,
+    InvalidKeyRotateEvery { key: String, every: String },
+    /// The field that makes it so: `rotateEvery` or `keys.<k>.rotateEvery`.
+    #[error(
+        "{0} makes the name depend on time: it cannot be computed offline (read status.secretName instead)"
+    )]
+    TimeBased(String),
 }
 
 impl From<super::period::InvalidPeriod> for SpecError {
@@ -120,8 +131,10 @@ impl SpecError {
             }
             SpecError::TypeRequiresKeys { .. } => "TypeRequiresKeys",
             SpecError::TooLarge(_) => "SecretTooLarge",
-            SpecError::InvalidRotateEvery(_) => "InvalidRotateEvery",
-            SpecError::TimeBased => "TimeBased",
+            SpecError::InvalidRotateEvery(_) | SpecError::InvalidKeyRotateEvery { .. } => {
+                "InvalidRotateEvery"
+            }
+            SpecError::TimeBased(_) => "TimeBased",
         }
     }
 }
@@ -185,6 +198,8 @@ fn generated(
         symbols,
         previous: false,
         rotation: String::new(),
+        every: None,
+        epoch: None,
     })
 }
 
@@ -235,6 +250,15 @@ impl VersionSpec {
             )?;
             generated.previous = g.previous.unwrap_or(false);
             generated.rotation = g.rotation.clone().unwrap_or_default();
+            generated.every = match g.rotate_every.as_deref() {
+                None => None,
+                Some(text) => Some(super::period::parse_period(text).map_err(|_| {
+                    SpecError::InvalidKeyRotateEvery {
+                        key: key.clone(),
+                        every: text.to_string(),
+                    }
+                })?),
+            };
             check_rotation(&generated.rotation).map_err(|e| match e {
                 SpecError::InvalidRotation(why) => SpecError::InvalidKeyRotation {
                     key: key.clone(),
@@ -375,6 +399,8 @@ mod tests {
                 symbols: String::new(),
                 previous: false,
                 rotation: String::new(),
+                every: None,
+                epoch: None,
             }
         );
     }
@@ -497,6 +523,7 @@ mod tests {
             symbol_characters: None,
             previous: Some(true),
             rotation: Some("2".into()),
+            rotate_every: Some("24h".into()),
         };
         let back: Generator = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
         assert_eq!(g, back);

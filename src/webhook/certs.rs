@@ -232,6 +232,8 @@ pub fn issue_ca(
         symbols: String::new(),
         previous: false,
         rotation: String::new(),
+        every: None,
+        epoch: None,
     })
     .map_err(|e| CertError::Parse(e.to_string()))?;
     p.distinguished_name = rcgen::DistinguishedName::new();

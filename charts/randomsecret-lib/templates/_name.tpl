@@ -31,6 +31,7 @@ fields:
         charset: {}
         length: {}
         previous: {}
+        rotateEvery: {}
         rotation: {}
         symbolCharacters: {}
         symbols: {}
@@ -191,6 +192,11 @@ static:{{ include "randomsecret.canonicalString" $key }}:{{ include "randomsecre
 {{- include "randomsecret.checkFields" (dict "node" (include "randomsecret.specFields" . | fromYaml) "value" $spec "path" "spec" "name" .name) -}}
 {{- if hasKey $spec "rotateEvery" -}}
 {{-   fail (printf "randomsecret-lib: RandomSecret %s: spec.rotateEvery makes the name depend on time: it cannot be computed offline (read status.secretName instead)" .name) -}}
+{{- end -}}
+{{- range $key, $g := ($spec.keys | default dict) -}}
+{{-   if hasKey $g "rotateEvery" -}}
+{{-     fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.rotateEvery makes the name depend on time: it cannot be computed offline (read status.secretName instead)" $.name $key) -}}
+{{-   end -}}
 {{- end -}}
 {{- $hash := include "randomsecret.canonical" . | sha256sum | trunc 10 -}}
 {{- $hash = $hash | replace "0" "g" | replace "1" "h" | replace "3" "k" | replace "a" "m" | replace "e" "t" -}}
