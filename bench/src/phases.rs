@@ -225,6 +225,15 @@ pub async fn memory(
     Ok(())
 }
 
+/// Which objects a timed phase changes, and the spec they change to (for
+/// the expected names).
+struct Changed {
+    spec: serde_json::Value,
+    /// The first object changed: the rotation phase starts at 0, the edit
+    /// phase at 1, so no object is changed twice.
+    offset: usize,
+}
+
 /// Rotation latencies, sorted: `rotations` changes at `rotation_rate` per
 /// second, spread over set `pre` of `n` objects (labelled `run`), each sent by
 /// `send(i)` and timed from then until a watch shows `status.secretName` at
@@ -235,6 +244,7 @@ async fn time_rotations<F, Fut>(
     pre: &str,
     run: &str,
     n: usize,
+    changed: Changed,
     send: F,
 ) -> Result<Vec<Duration>>
 where
@@ -251,15 +261,15 @@ where
         latencies.clone(),
     );
     tokio::time::sleep(Duration::from_secs(2)).await; // the watch's first list
-    let spec: randomsecret::api::RandomSecretSpec = serde_json::from_value(workload::spec("2"))?;
+    let spec: randomsecret::api::RandomSecretSpec = serde_json::from_value(changed.spec)?;
     let start = Instant::now();
     let interval = Duration::from_secs_f64(1.0 / args.rotation_rate);
     // Each change is its own task, so that a slow one does not hold back the rate.
     let mut sends = Vec::new();
     for k in 0..count {
         tokio::time::sleep_until((start + interval * k as u32).into()).await;
-        // Spread over the set: every (n / count)-th object.
-        let i = k * (n / count);
+        // Spread over the set: every (n / count)-th object (from `offset`).
+        let i = (k * (n / count) + changed.offset) % n;
         let (ns, name) = place(pre, args.namespaces, i);
         let expected = Version::of(&spec, &name)?.secret_name;
         pending
@@ -294,14 +304,21 @@ async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Vec<Du
         args.rotation_rate
     );
     let (pre, namespaces) = (prefix("floor", n), args.namespaces);
-    time_rotations(client, args, &pre, &format!("floor-{n}"), n, |i| {
+    let changed = Changed {
+        spec: workload::spec("2"),
+        offset: 0,
+    };
+    time_rotations(client, args, &pre, &format!("floor-{n}"), n, changed, |i| {
         let (client, pre) = (client.clone(), pre.clone());
         async move { workload::floor_rotation(&client, &pre, namespaces, i, "2").await }
     })
     .await
 }
 
-/// Rotation latency under a steady rate of spec.rotation changes.
+/// Rotation latency under a steady rate of spec.rotation changes, and the
+/// controller's requests per rotation; then as many edits that rotate
+/// nothing (a static value), whose new versions carry the values over with
+/// one GET more.
 pub async fn rotation(
     client: &Client,
     args: &Args,
@@ -315,7 +332,12 @@ pub async fn rotation(
         args.rotation_rate
     );
     let (pre, namespaces) = (prefix("ours", n), args.namespaces);
-    let ours = time_rotations(client, args, &pre, &format!("ours-{n}"), n, |i| {
+    let before = apimetrics::scrape(client).await?;
+    let changed = Changed {
+        spec: workload::spec("2"),
+        offset: 0,
+    };
+    let ours = time_rotations(client, args, &pre, &format!("ours-{n}"), n, changed, |i| {
         let (client, pre) = (client.clone(), pre.clone());
         async move {
             let (ns, name) = place(&pre, namespaces, i);
@@ -324,12 +346,36 @@ pub async fn rotation(
         }
     })
     .await?;
+    let rotations = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     report.rotation(
         args.rotations.min(n),
         args.rotation_rate,
         &ours,
         floor.as_deref(),
     );
+    eprintln!(
+        "bench: N={n}: {} static edits at {}/s",
+        args.rotations.min(n),
+        args.rotation_rate
+    );
+    let before = apimetrics::scrape(client).await?;
+    let mut edited = workload::spec("1");
+    edited["static"]["username"] = "app2".into();
+    let changed = Changed {
+        spec: edited,
+        offset: 1,
+    };
+    time_rotations(client, args, &pre, &format!("ours-{n}"), n, changed, |i| {
+        let (client, pre) = (client.clone(), pre.clone());
+        async move {
+            let (ns, name) = place(&pre, namespaces, i);
+            workload::edit_static(&client, &ns, &name, "app2").await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let edits = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
+    report.requests_per_change(args.rotations.min(n), &rotations, &edits);
     Ok(())
 }
 

@@ -298,6 +298,35 @@ impl Report {
     }
 
     /// Rotation latencies (sorted), ours and the floor's.
+    /// The controller's requests per new version after a rotation and after
+    /// an edit that rotates nothing (`count` of each): the edit's may be one
+    /// more, the GET of the previous version whose values it carries over.
+    pub fn requests_per_change(&mut self, count: usize, rotations: &Counts, edits: &Counts) {
+        let per = |c: &Counts| {
+            let mine = apimetrics::only(c, OURS);
+            let breakdown = mine
+                .iter()
+                .map(|((verb, res), v)| format!("{verb} {res} {:.2}", v / count as f64))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (apimetrics::total(&mine) / count as f64, breakdown)
+        };
+        let ((rotation, rb), (edit, eb)) = (per(rotations), per(edits));
+        self.push(
+            "requests_per_change",
+            json!({"changes": count, "per_rotation": rotation, "per_static_edit": edit,
+                   "rotation_requests": by_verb(rotations), "static_edit_requests": by_verb(edits)}),
+        );
+        self.row(
+            format!("API requests per new version: rotation / static edit ({count} each)"),
+            format!("{rotation:.2} ({rb}) / **{edit:.2}** ({eb})"),
+            format!(
+                "edit ≤ rotation + 1 (the carry-over GET): {}",
+                verdict(edit <= rotation + 1.0)
+            ),
+        );
+    }
+
     pub fn rotation(
         &mut self,
         count: usize,

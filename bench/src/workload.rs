@@ -158,6 +158,18 @@ pub async fn rotate(client: &Client, ns: &str, name: &str, rotation: &str) -> Re
         .await?)
 }
 
+/// An edit that rotates nothing: `static.username` := `username`.
+pub async fn edit_static(client: &Client, ns: &str, name: &str, username: &str) -> Result<()> {
+    Api::<RandomSecret>::namespaced(client.clone(), ns)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"static": {"username": username}}})),
+        )
+        .await?;
+    Ok(())
+}
+
 /// The controller's writes for the current version of `rs`: its Secret,
 /// the owners of the `previous` version (if any), the status.
 async fn floor_version(
