@@ -170,12 +170,7 @@ fn release_finalizers(args: ReleaseArgs) -> Result<(), String> {
         );
         anyhow::Ok(())
     };
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-        .block_on(run)
-        .map_err(|e| format!("{e:#}"))
+    block_on(run)
 }
 
 fn rotate(args: RotateArgs) -> Result<(), String> {
@@ -217,6 +212,11 @@ fn rotate(args: RotateArgs) -> Result<(), String> {
         }
         anyhow::Ok(())
     };
+    block_on(run)
+}
+
+/// Runs a command's work on a one-thread runtime; its error, as printed.
+fn block_on(run: impl std::future::Future<Output = anyhow::Result<()>>) -> Result<(), String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -237,12 +237,7 @@ fn main() -> ExitCode {
             rt.block_on(controller::run(*args))
                 .map_err(|e| format!("{e:#}"))
         }
-        Command::Status(args) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-            .block_on(status(args))
-            .map_err(|e| format!("{e:#}")),
+        Command::Status(args) => block_on(status(args)),
         Command::Crd { dir: None } => {
             print!("{}", api::crd_yaml());
             Ok(())

@@ -211,6 +211,38 @@ pub async fn stale(
     ReconcileError::Stale(format!("Secret {name}"))
 }
 
+/// A metadata merge patch of a version Secret (owners, finalizer, record),
+/// conditional on the resourceVersion in it; its answer goes to the cache.
+/// NotFound (released meanwhile) is success; a lost race reads it again.
+pub async fn patch_version(
+    api: &kube::Api<k8s_openapi::api::core::v1::Secret>,
+    secret: &Key,
+    patch: serde_json::Value,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    use crate::runtime::status::Answer as _;
+    let pp = kube::api::PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..Default::default()
+    };
+    ctx.may_write()?;
+    let name = &secret.name;
+    match api
+        .patch_metadata(name, &pp, &kube::api::Patch::Merge(patch))
+        .await
+    {
+        Ok(patched) => {
+            ctx.caches.secrets.write_through(&patched.metadata, false);
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.not_found() => Ok(()),
+        Err(kube::Error::Api(s)) if s.conflict() => Err(stale(api, secret, ctx).await),
+        Err(e) => Err(ReconcileError::api(format!(
+            "patching the metadata of Secret {name}"
+        ))(e)),
+    }
+}
+
 /// Logs, counts and posts an Event for a version created or adopted.
 fn announce(rs: &Subject, v: &Version, ensured: &Ensured, ctx: &Context) {
     let (reason, action, note) = match ensured {

@@ -18,16 +18,14 @@
 //! conditional on the resourceVersion the decision was made on, and keep
 //! every other finalizer.
 
-use super::{Context, MANAGER, ReconcileError};
+use super::{Context, ReconcileError};
 use crate::api::FINALIZER_IN_USE;
 use crate::cache::Key;
 use crate::cache::secrets::{Deletion, Version as Cached};
 use crate::proof::Proof;
-use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 use tracing::info;
 
@@ -119,7 +117,7 @@ pub async fn release(
         "resourceVersion": meta.resource_version,
         "finalizers": finalizers(meta.finalizers.as_deref().unwrap_or_default(), false),
     }});
-    write(api, namespace, name, patch, ctx).await
+    super::patch_version(api, &Key::new(namespace, name), patch, ctx).await
 }
 
 /// Removes our finalizer from `cached` (as the cache shows it).
@@ -133,36 +131,7 @@ pub async fn unprotect(
         "resourceVersion": &*cached.resource_version,
         "finalizers": patched(api, &secret.name, cached, false, ctx).await?,
     }});
-    write(api, secret.ns(), &secret.name, patch, ctx).await
-}
-
-/// A metadata merge patch of ours; its answer goes to the cache. NotFound
-/// (released meanwhile) is success; a lost race reads the Secret again.
-async fn write(
-    api: &Api<Secret>,
-    namespace: &str,
-    name: &str,
-    patch: Value,
-    ctx: &Context,
-) -> Result<(), ReconcileError> {
-    let pp = PatchParams {
-        field_manager: Some(MANAGER.into()),
-        ..Default::default()
-    };
-    ctx.may_write()?;
-    match api.patch_metadata(name, &pp, &Patch::Merge(patch)).await {
-        Ok(patched) => {
-            ctx.caches.secrets.write_through(&patched.metadata, false);
-            Ok(())
-        }
-        Err(kube::Error::Api(s)) if s.not_found() => Ok(()),
-        Err(kube::Error::Api(s)) if s.conflict() => {
-            Err(super::stale(api, &Key::new(namespace, name), ctx).await)
-        }
-        Err(e) => Err(ReconcileError::api(format!(
-            "releasing the finalizer of Secret {name}"
-        ))(e)),
-    }
+    super::patch_version(api, secret, patch, ctx).await
 }
 
 /// Whether a version of a RandomSecret that is gone may be let go: it is

@@ -3,7 +3,7 @@
 
 use super::retention::{self, Change, Observed};
 use super::status::{RELEASED_KEPT, Versions};
-use super::{Context, MANAGER, ReconcileError, Subject, protection, proven};
+use super::{Context, ReconcileError, Subject, protection, proven};
 use crate::api::VersionStatus;
 use crate::cache::secrets::Version as Cached;
 use crate::runtime::events::EventType;
@@ -12,7 +12,7 @@ use crate::version::Version;
 use crate::version::record::{ANNOTATION_LINEAGE, Record};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{DeleteParams, Preconditions};
 use serde_json::json;
 use tracing::info;
 
@@ -131,7 +131,13 @@ pub async fn apply(
                 meta["finalizers"] =
                     protection::patched(&api, &p.name, cached, protect, ctx).await?;
             }
-            patch(&api, rs, &p.name, json!({"metadata": meta}), ctx).await?;
+            super::patch_version(
+                &api,
+                &rs.key.sibling(&p.name),
+                json!({"metadata": meta}),
+                ctx,
+            )
+            .await?;
         }
         if deletion.deleting() && deletion.protected() && !rs.status.deleting(&p.name) {
             held(rs, &p, ctx);
@@ -152,34 +158,6 @@ pub async fn apply(
         live,
         released: remember_released(released, &rs.status.released, current_name),
     })
-}
-
-/// A metadata merge patch of a version kept (owners, finalizer), conditional
-/// on the resourceVersion planned on; its answer goes to the cache.
-async fn patch(
-    api: &Api<Secret>,
-    rs: &Subject,
-    name: &str,
-    patch: serde_json::Value,
-    ctx: &Context,
-) -> Result<(), ReconcileError> {
-    let pp = PatchParams {
-        field_manager: Some(MANAGER.into()),
-        ..Default::default()
-    };
-    ctx.may_write()?;
-    match api.patch_metadata(name, &pp, &Patch::Merge(patch)).await {
-        Ok(patched) => {
-            ctx.caches.secrets.write_through(&patched.metadata, false);
-            Ok(())
-        }
-        Err(kube::Error::Api(s)) if s.conflict() => {
-            Err(super::stale(api, &rs.key.sibling(name), ctx).await)
-        }
-        Err(e) => Err(ReconcileError::api(format!(
-            "patching the metadata of Secret {name}"
-        ))(e)),
-    }
 }
 
 /// Releases version `name`: deletes it (only the state planned on, so a
