@@ -125,15 +125,26 @@ impl RandomSecrets {
                 };
                 if trigger { vec![key] } else { Vec::new() }
             }
+            // Reconciled once more when gone: deletion protection lets go of
+            // its versions that nothing references (`reconciler::protection`).
             Event::Delete(obj) => {
-                inner.map.remove(&Key::of(&obj.metadata));
-                Vec::new()
+                let key = Key::of(&obj.metadata);
+                inner.map.remove(&key);
+                vec![key]
             }
             Event::InitDone => {
                 let epoch = inner.epoch;
-                inner.map.retain(|_, e| e.epoch == epoch);
+                let gone: Vec<Key> = inner
+                    .map
+                    .iter()
+                    .filter(|(_, e)| e.epoch != epoch)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in &gone {
+                    inner.map.remove(k);
+                }
                 inner.listed = true;
-                Vec::new()
+                gone
             }
         }
     }
@@ -267,7 +278,19 @@ mod tests {
         let c = RandomSecrets::default();
         c.handle(&Event::Apply(obj("10", 1, json!(null))));
         c.handle(&Event::Init);
-        c.handle(&Event::InitDone);
+        // Reconciled once more, gone: its held versions may be let go.
+        assert_eq!(c.handle(&Event::InitDone), [Key::new("n", "db")]);
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn a_deletion_reconciles_once_more() {
+        let c = RandomSecrets::default();
+        c.handle(&Event::Apply(obj("10", 1, json!(null))));
+        assert_eq!(
+            c.handle(&Event::Delete(obj("11", 1, json!(null)))),
+            [Key::new("n", "db")]
+        );
         assert!(c.is_empty());
     }
 }
