@@ -6,6 +6,10 @@
 # and finally checks that no generated value the tests saw is in that log, in
 # the other controllers' logs, the metrics, or any Event or RandomSecret
 # (status included) written during the run.
+#
+# E2E_SHARED_CONTROLLER=0 e2e/run.sh --test NAME -- --ignored: runs the tests of
+# suites that start controllers of their own (outage, ha, protection, ...)
+# alone, without the shared controller (which would race theirs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -74,6 +78,23 @@ export E2E_METRICS_URL=http://127.0.0.1:$METRICS_PORT/metrics
 # Every controller of the run (this one, and those the outage and HA suites
 # start) shares one proof key, as the replicas of one install do.
 export RANDOMSECRET_PROOF_KEY_NAMESPACE=randomsecret-system
+if [[ ${E2E_SHARED_CONTROLLER:-1} == 0 ]]; then
+  (( $# > 0 )) || { echo "run.sh: E2E_SHARED_CONTROLLER=0 runs the suites named (e.g. --test outage -- --ignored)" >&2; exit 2; }
+  rm -f "$E2E_DIR"/controller-protection.log
+  status=0
+  t_suites=$SECONDS
+  cargo test -p randomsecret-e2e --no-fail-fast "$@" 2>&1 | tee "$E2E_DIR/test-output.txt" || status=$?
+  echo "run.sh: step 'the suites without the shared controller' done in $((SECONDS - t_suites))s (status $status)" >&2
+  stop_recorders
+  grep -v '^$' "$E2E_VALUES_FILE" >"$E2E_DIR/value-patterns.txt" || true
+  if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$E2E_DIR"/controller-*.log "$E2E_DIR/events.json" "$E2E_DIR/randomsecrets.json" 2>/dev/null; then
+    echo "run.sh: FAILED: a generated Secret value appears in a controller's log, an Event or a RandomSecret's status" >&2; status=1
+  fi
+  read -r passed failed < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$E2E_DIR/test-output.txt")
+  (( status == 0 )) || failed=$((failed > 0 ? failed : 1))
+  echo "e2e: $passed passed, $failed failed"
+  exit $status
+fi
 # The lease is the chart's (its Role names it): release "e2e". The vault
 # suite's namespaced VaultConnection uses an OpenBao on 127.0.0.1, which a
 # namespaced connection reaches only if the administrator lists it.
@@ -105,9 +126,9 @@ controller_pid=
 grep -q "finishing in-flight reconciles" "$CONTROLLER_LOG" || { echo "run.sh: no graceful shutdown in the controller log" >&2; status=1; }
 if (( $# == 0 )); then
   # Suites that stop and start a controller of their own, now that the shared one is gone.
-  : >"$E2E_DIR/controller-outage.log"; : >"$E2E_DIR/controller-ha.log"; : >"$E2E_DIR/controller-policy.log"; : >"$E2E_DIR/controller-upgrade.log"; : >"$E2E_DIR/controller-vault.log"; : >"$E2E_DIR/controller-clusters.log"
+  : >"$E2E_DIR/controller-outage.log"; : >"$E2E_DIR/controller-ha.log"; : >"$E2E_DIR/controller-policy.log"; : >"$E2E_DIR/controller-upgrade.log"; : >"$E2E_DIR/controller-vault.log"; : >"$E2E_DIR/controller-clusters.log"; : >"$E2E_DIR/controller-protection.log"
   rm -f "$E2E_DIR"/controller-webhook*.log
-  cargo test -p randomsecret-e2e --no-fail-fast --test outage --test ha --test policy --test upgrade --test webhook --test vault --test clusters -- --ignored --test-threads=1 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
+  cargo test -p randomsecret-e2e --no-fail-fast --test outage --test ha --test policy --test upgrade --test webhook --test vault --test clusters --test protection -- --ignored --test-threads=1 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
   # A short fault suite (make chaos runs all of it, with bursts of 300):
   # kube-apiserver killed, the controller SIGKILLed, racing edits, each in
   # a burst of 30. It kills and restarts this control plane's apiserver.
@@ -125,7 +146,7 @@ grep -q '"conditions"' "$E2E_DIR/randomsecrets.json" || { echo "run.sh: FAILED: 
 values=$(grep -c . "$E2E_VALUES_FILE" || true)
 # Blank lines would match everything: only whole values are patterns.
 grep -v '^$' "$E2E_VALUES_FILE" >"$E2E_DIR/value-patterns.txt" || true
-if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-vault.log "$E2E_DIR"/controller-clusters.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-dashboard.log "$E2E_DIR"/controller-chaos-*.log "$E2E_DIR/events.json" "$E2E_DIR/randomsecrets.json" 2>/dev/null; then
+if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-vault.log "$E2E_DIR"/controller-clusters.log "$E2E_DIR"/controller-protection.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-dashboard.log "$E2E_DIR"/controller-chaos-*.log "$E2E_DIR/events.json" "$E2E_DIR/randomsecrets.json" 2>/dev/null; then
   echo "run.sh: FAILED: a generated Secret value appears in a controller's log, the metrics, an Event or a RandomSecret's status" >&2; status=1
 elif (( values == 0 && $# == 0 )); then
   echo "run.sh: FAILED: the suites recorded no generated values to check the log against" >&2; status=1

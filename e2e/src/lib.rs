@@ -8,6 +8,7 @@
 //! - [`controller`]: controller processes of a test's own; leader checks.
 //! - [`tools`]: the binary under test, kubectl and other tools.
 //! - [`invariants`]: the fault suite's invariants.
+//! - [`protection`]: deletion protection's finalizer; deleting a version for good.
 //! - [`openbao`]: an OpenBao dev server of a test's own, for the Vault push.
 //! - [`downstream`]: a second control plane of a test's own, for the cluster push.
 //! - [`realnode`]: the real node of `e2e/realnode.sh` (real pods), for `make realnode-test`.
@@ -23,6 +24,7 @@ pub mod downstream;
 pub mod invariants;
 pub mod openbao;
 pub mod process;
+pub mod protection;
 pub mod randomsecrets;
 pub mod realnode;
 pub mod tools;
@@ -33,6 +35,7 @@ pub use cluster::*;
 pub use controller::*;
 pub use openbao::OpenBao;
 pub use process::*;
+pub use protection::*;
 pub use randomsecrets::*;
 pub use tools::*;
 pub use values::*;

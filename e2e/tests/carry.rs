@@ -10,7 +10,7 @@ use anyhow::{Context, Result, ensure};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 use randomsecret::api::{RandomSecret, VersionState};
 use randomsecret_e2e::*;
@@ -252,8 +252,8 @@ async fn generated_values_change_only_when_rotated() -> Result<()> {
     ns.delete().await
 }
 
-/// A RandomSecret "db" whose first version is then deleted by hand: that
-/// version as it was.
+/// A RandomSecret "db" whose first version is then deleted by hand, for
+/// good (past deletion protection's finalizer): that version as it was.
 async fn deleted_by_hand(api: &Api<RandomSecret>, secrets: &Api<Secret>) -> Result<Secret> {
     let v1 = first_version(
         api,
@@ -262,10 +262,7 @@ async fn deleted_by_hand(api: &Api<RandomSecret>, secrets: &Api<Secret>) -> Resu
         json!({"keys": {"password": {"length": 24}}, "static": {"username": "app"}}),
     )
     .await?;
-    secrets
-        .delete(&v1.name_any(), &DeleteParams::background())
-        .await?;
-    wait_deleted(secrets, &v1.name_any()).await?;
+    force_delete_secret(secrets, &v1.name_any()).await?;
     Ok(v1)
 }
 

@@ -16,9 +16,7 @@ use anyhow::{Context, Result, bail, ensure};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{
-    DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
-};
+use kube::api::{ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Api, ResourceExt};
 use randomsecret::api::RandomSecret;
 use randomsecret_e2e::invariants::{self, DigestWatch, RefWatch};
@@ -613,9 +611,8 @@ async fn a_live_version_deleted_by_hand_mid_burst() -> Result<()> {
     let burst = sc.burst();
     burst.midway().await?;
     ensure!(sc.digests.has_seen(&lost), "the digest watch saw {lost}");
-    sc.secrets
-        .delete(&lost, &DeleteParams::background())
-        .await?;
+    // For good: past deletion protection's finalizer too.
+    force_delete_secret(&sc.secrets, &lost).await?;
     let (api, secrets) = (sc.api.clone(), sc.secrets.clone());
     // Were it made again, with other values, the digest watch would fail.
     sc.verify(

@@ -36,9 +36,6 @@ async fn a_keys_own_period_rotates_that_key_alone() -> Result<()> {
         .status
         .and_then(|s| s.secret_name)
         .context("secretName")?;
-    // Read now: nothing references v1 and history is 0, so the rotation
-    // releases it at once.
-    let a = secrets.get(&v1).await?;
     // Read now: with history 0 it is released once superseded.
     let a = secrets.get(&v1).await?;
     let v1_ = v1.clone();

@@ -1,7 +1,9 @@
 //! The controller stopped during a rotation and rollout: the garbage collector
-//! keeps applying retention while it is down, and it picks up where things are
-//! when it comes back. This suite runs its own controller process, so
-//! `e2e/run.sh` runs it (`--ignored`) after stopping the shared one.
+//! keeps applying retention while it is down (with deletion protection, a
+//! version it deletes is Terminating until the controller, back, lets it
+//! go), and it picks up where things are when it comes back. This suite
+//! runs its own controller process, so `e2e/run.sh` runs it (`--ignored`)
+//! after stopping the shared one.
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -35,9 +37,8 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     let checker = ReferenceChecker::start(&client, &ns.name, "db-");
 
     let controller = ControllerProcess::start("outage", 18090, &[])?;
-    let v1n = first_version(&api, &secrets, "db", json!({"length": 20, "rotation": "1"}))
-        .await?
-        .name_any();
+    let v1 = first_version(&api, &secrets, "db", json!({"length": 20, "rotation": "1"})).await?;
+    let v1n = v1.name_any();
     let deployment = deployment("web", &v1n)?;
     deploys.create(&PostParams::default(), &deployment).await?;
     wait_for(&deploys, "web", "rolled out on v1", rollout_complete).await?;
@@ -63,11 +64,23 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
     drop(controller); // SIGKILL
     roll_out(&deploys, &v2n, "2").await?;
     // A further template change prunes v1's ReplicaSet (revisionHistoryLimit 1):
-    // the garbage collector deletes v1 with no controller running.
+    // the garbage collector deletes v1 with no controller running. Deletion
+    // protection's finalizer keeps it Terminating (readable, its values
+    // unchanged) until the controller is back to let it go.
     roll_out(&deploys, &v2n, "3").await?;
-    wait_deleted(&secrets, &v1n)
-        .await
-        .context("v1 is garbage-collected while the controller is down")?;
+    let terminating = wait_for(
+        &secrets,
+        &v1n,
+        "deleted by the garbage collector",
+        |s: Option<&Secret>| s.is_some_and(|s| s.metadata.deletion_timestamp.is_some()),
+    )
+    .await
+    .context("v1 is garbage-collected while the controller is down")?;
+    ensure!(
+        in_use(&terminating) && terminating.data == v1.data,
+        "v1, deleted while the controller is down, is held with its values: finalizers {:?}",
+        terminating.metadata.finalizers
+    );
     ensure!(
         secrets.get_opt(&v2n).await?.is_some(),
         "v2 (current) must survive the outage"
@@ -77,6 +90,9 @@ async fn retention_holds_across_a_controller_outage() -> Result<()> {
 
     // Back up: it creates v3 and hands v2 to the two ReplicaSets that use it.
     let controller = ControllerProcess::start("outage", 18090, &[])?;
+    wait_deleted(&secrets, &v1n).await.context(
+        "v1, deleted by the garbage collector during the outage, goes once the controller is back",
+    )?;
     let v2 = v2n.clone();
     let rs = wait_for(
         &api,

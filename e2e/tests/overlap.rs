@@ -5,7 +5,6 @@
 
 use anyhow::{Result, ensure};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 use randomsecret::api::RandomSecret;
 use randomsecret_e2e::*;
@@ -77,9 +76,7 @@ async fn overlap_keys_hold_the_previous_value_after_each_rotation() -> Result<()
 
     // The previous version's Secret is gone when the next one is made: no
     // previous value at all (v2's would be older than the previous one).
-    secrets
-        .delete(&v3.name_any(), &DeleteParams::default())
-        .await?;
+    force_delete_secret(&secrets, &v3.name_any()).await?;
     wait_for(
         &api,
         "sess",

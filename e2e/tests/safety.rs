@@ -12,9 +12,10 @@ use randomsecret_e2e::*;
 use serde_json::json;
 use std::time::Duration;
 
-/// A live version deleted by hand is reported (VersionLost, with how to
-/// recover), never created again under the same name with new values; a
-/// rotation recovers.
+/// A live version deleted by hand for good (its deletion protection
+/// finalizer removed too) is reported (VersionLost, with how to recover),
+/// never created again under the same name with new values; a rotation
+/// recovers.
 #[tokio::test]
 async fn a_lost_live_version_is_reported_not_regenerated() -> Result<()> {
     let client = client().await?;
@@ -30,8 +31,7 @@ async fn a_lost_live_version_is_reported_not_regenerated() -> Result<()> {
     .await?;
     let name = first.name_any();
 
-    secrets.delete(&name, &DeleteParams::background()).await?;
-    wait_deleted(&secrets, &name).await?;
+    force_delete_secret(&secrets, &name).await?;
     let rs = wait_for(
         &api,
         "db",

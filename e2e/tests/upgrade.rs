@@ -120,12 +120,17 @@ async fn versions_from_before_proofs_are_signed_once_and_look_alikes_left_alone(
 
     // It also gets what this release adds to every version: the record of
     // how its values were generated, and deletion protection's finalizer.
-    let stamped = wait_for(&secrets, &name, "record and finalizer", |s: Option<&Secret>| {
-        s.is_some_and(|s| {
-            s.annotations().contains_key(LINEAGE)
-                && s.finalizers().iter().any(|f| f == "randomsecret.io/in-use")
-        })
-    })
+    let stamped = wait_for(
+        &secrets,
+        &name,
+        "record and finalizer",
+        |s: Option<&Secret>| {
+            s.is_some_and(|s| {
+                s.annotations().contains_key(LINEAGE)
+                    && s.finalizers().iter().any(|f| f == "randomsecret.io/in-use")
+            })
+        },
+    )
     .await?;
     ensure!(stamped.data == live.data, "values changed while recording");
     // So the first edit after the upgrade carries the old release's value
