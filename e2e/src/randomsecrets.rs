@@ -27,6 +27,18 @@ pub fn condition<'a>(rs: &'a RandomSecret, type_: &str) -> Option<&'a MetaCondit
 }
 
 /// Ready=True for the current generation.
+/// The entry of `status.versions` for Secret `secret`, if listed.
+pub fn version_status<'a>(
+    rs: &'a RandomSecret,
+    secret: &str,
+) -> Option<&'a randomsecret::api::VersionStatus> {
+    rs.status
+        .as_ref()?
+        .versions
+        .iter()
+        .find(|v| v.name == secret)
+}
+
 pub fn is_ready(rs: Option<&RandomSecret>) -> bool {
     rs.is_some_and(|rs| {
         rs.status.as_ref().and_then(|s| s.observed_generation) == rs.metadata.generation

@@ -31,17 +31,6 @@ fn changed(a: &Data, b: &Data) -> Vec<String> {
         .collect()
 }
 
-fn status_of<'a>(
-    rs: &'a RandomSecret,
-    secret: &str,
-) -> Option<&'a randomsecret::api::VersionStatus> {
-    rs.status
-        .as_ref()?
-        .versions
-        .iter()
-        .find(|v| v.name == secret)
-}
-
 /// Ready for the current generation, with a current version other than `old`.
 fn moved_on_from(old: String) -> impl Fn(Option<&RandomSecret>) -> bool {
     move |rs| {
@@ -98,7 +87,8 @@ impl Story {
         for (name, first) in earlier {
             let now = self.secrets.get(name).await?;
             ensure!(data(&now) == *first, "{name} was rewritten");
-            let v = status_of(&rs, name).with_context(|| format!("{name} in status.versions"))?;
+            let v =
+                version_status(&rs, name).with_context(|| format!("{name} in status.versions"))?;
             ensure!(
                 v.state == VersionState::Retained
                     && v.referenced_by.iter().any(|r| r.starts_with("ReplicaSet/")),
@@ -115,7 +105,7 @@ fn rotated_keys(rs: &RandomSecret) -> Result<Vec<String>> {
         .as_ref()
         .and_then(|s| s.secret_name.clone())
         .context("secretName")?;
-    Ok(status_of(rs, &name)
+    Ok(version_status(rs, &name)
         .context("current in versions")?
         .rotated_keys
         .clone())

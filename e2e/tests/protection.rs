@@ -26,14 +26,6 @@ use std::time::{Duration, Instant};
 
 const FOREIGN: &str = "example.com/keep";
 
-fn version<'a>(rs: &'a RandomSecret, secret: &str) -> Option<&'a VersionStatus> {
-    rs.status
-        .as_ref()?
-        .versions
-        .iter()
-        .find(|v| v.name == secret)
-}
-
 /// Waits until RandomSecret `name` lists version `secret` and `pred` holds of it.
 async fn wait_version(
     api: &Api<RandomSecret>,
@@ -47,7 +39,10 @@ async fn wait_version(
         api,
         name,
         &format!("{secret} {what}"),
-        move |rs: Option<&RandomSecret>| rs.and_then(|rs| version(rs, &secret)).is_some_and(&pred),
+        move |rs: Option<&RandomSecret>| {
+            rs.and_then(|rs| version_status(rs, &secret))
+                .is_some_and(&pred)
+        },
     )
     .await
 }
@@ -182,8 +177,8 @@ async fn a_deleted_version_a_replicaset_holds_stays_until_the_replicaset_is_prun
             && v.referenced_by.iter().all(|r| r.starts_with("ReplicaSet/"))
     })
     .await?;
-    let old_rs =
-        replicaset_of(version(&rs, &v1n).context("v1 listed")?).context("v1's ReplicaSet")?;
+    let old_rs = replicaset_of(version_status(&rs, &v1n).context("v1 listed")?)
+        .context("v1's ReplicaSet")?;
     ensure!(
         rss.get_opt(&old_rs).await?.is_some(),
         "ReplicaSet {old_rs} exists"
@@ -208,9 +203,9 @@ async fn a_deleted_version_a_replicaset_holds_stays_until_the_replicaset_is_prun
         "v2 stays current"
     );
     ensure!(
-        version(&rs, &v2n).is_some_and(|v| !v.deleting),
+        version_status(&rs, &v2n).is_some_and(|v| !v.deleting),
         "only v1 is deleting: {:?}",
-        version(&rs, &v2n)
+        version_status(&rs, &v2n)
     );
     let ev = deletion_held_event(
         &client,
@@ -305,7 +300,7 @@ async fn a_deleted_current_version_stays_readable_and_ready() -> Result<()> {
             condition(&rs, "Stalled")
         );
         ensure!(rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(v1n.as_str()));
-        ensure!(version(&rs, &v1n).is_some_and(|v| v.deleting));
+        ensure!(version_status(&rs, &v1n).is_some_and(|v| v.deleting));
         held_as_it_was(&read(&secrets, &v1n).await?, &v1)?;
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -471,10 +466,10 @@ async fn a_deleted_randomsecrets_versions_go_once_nothing_holds_them() -> Result
     })
     .await?;
     ensure!(
-        version(&rs, &v2n)
+        version_status(&rs, &v2n)
             .is_some_and(|v| v.state == VersionState::Retained && v.referenced_by.is_empty()),
         "v2 is kept within history, unreferenced: {:?}",
-        version(&rs, &v2n)
+        version_status(&rs, &v2n)
     );
     for s in [&v1n, &v2n, &v3n] {
         ensure!(in_use(&read(&secrets, s).await?), "{s} is protected");

@@ -11,14 +11,6 @@ use randomsecret::api::{RandomSecret, VersionState};
 use randomsecret_e2e::*;
 use serde_json::json;
 
-fn version<'a>(rs: &'a RandomSecret, secret: &str) -> Option<&'a randomsecret::api::VersionStatus> {
-    rs.status
-        .as_ref()?
-        .versions
-        .iter()
-        .find(|v| v.name == secret)
-}
-
 /// Waits until the status lists `secret` in `state`, referenced by `kind/...` when given.
 async fn wait_version(
     api: &Api<RandomSecret>,
@@ -33,12 +25,13 @@ async fn wait_version(
         name,
         &format!("{secret} {state:?} by {by:?}"),
         move |rs: Option<&RandomSecret>| {
-            rs.and_then(|rs| version(rs, &secret)).is_some_and(|v| {
-                v.state == state
-                    && by
-                        .as_ref()
-                        .is_none_or(|b| v.referenced_by.iter().any(|r| r.starts_with(b.as_str())))
-            })
+            rs.and_then(|rs| version_status(rs, &secret))
+                .is_some_and(|v| {
+                    v.state == state
+                        && by.as_ref().is_none_or(|b| {
+                            v.referenced_by.iter().any(|r| r.starts_with(b.as_str()))
+                        })
+                })
         },
     )
     .await
@@ -271,8 +264,8 @@ async fn history_keeps_unreferenced_versions_then_releases_them() -> Result<()> 
         .context("v1 is released beyond history")?;
     let rs = wait_version(&api, "db", &v2n, VersionState::Retained, None).await?;
     ensure!(
-        version(&rs, &v1n).is_none()
-            && version(&rs, &v3n).is_some_and(|v| v.state == VersionState::Current)
+        version_status(&rs, &v1n).is_none()
+            && version_status(&rs, &v3n).is_some_and(|v| v.state == VersionState::Current)
     );
     wait_event(&client, &ns.name, "VersionReleased", |e| {
         e.reason.as_deref() == Some("VersionReleased")
@@ -416,7 +409,9 @@ async fn terminating_pods_of_a_deleted_replicaset_keep_their_version() -> Result
     )
     .await?;
     let rs = wait_version(&api, "db", &v1n, VersionState::Retained, Some("Pod/old-")).await?;
-    ensure!(version(&rs, &v1n).is_some_and(|v| v.referenced_by == [format!("Pod/{pod_name}")]));
+    ensure!(
+        version_status(&rs, &v1n).is_some_and(|v| v.referenced_by == [format!("Pod/{pod_name}")])
+    );
     // Long enough for the garbage collector to have acted on the ReplicaSet.
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     let kept = secrets
@@ -616,13 +611,13 @@ async fn many_pods_give_a_bounded_number_of_owners() -> Result<()> {
         "db",
         "v1 retained by every pod",
         |rs: Option<&RandomSecret>| {
-            rs.and_then(|rs| version(rs, &v1n)).is_some_and(|v| {
+            rs.and_then(|rs| version_status(rs, &v1n)).is_some_and(|v| {
                 v.state == VersionState::Retained && v.referenced_by.last() == Some(&more)
             })
         },
     )
     .await?;
-    ensure!(version(&rs, &v1n).unwrap().referenced_by.len() == 11);
+    ensure!(version_status(&rs, &v1n).unwrap().referenced_by.len() == 11);
     let owners = owner_kinds(&secrets, &v1n).await?;
     ensure!(
         owners.len() == 129
