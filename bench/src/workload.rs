@@ -184,7 +184,7 @@ async fn floor_version(
     for (key, g) in &v.spec.generated {
         data.insert(
             key.clone(),
-            ByteString(randomsecret::generate::value(g)?.into_bytes()),
+            ByteString(randomsecret::generate::key_value(&g.kind)?),
         );
     }
     for (key, value) in &v.spec.statics {

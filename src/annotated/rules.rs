@@ -27,7 +27,7 @@
 
 use crate::api::rules::valid_data_key;
 use crate::api::{Charset, DEFAULT_SYMBOLS, LABEL_NAME, MAX_KEYS, MAX_LENGTH};
-use crate::version::{Generated, MAX_ROTATION, MAX_SECRET_BYTES};
+use crate::version::{Chars, MAX_ROTATION, MAX_SECRET_BYTES};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -183,7 +183,7 @@ impl Refusal {
 pub struct Request {
     /// The listed keys, in order, each once.
     pub keys: Vec<String>,
-    pub generator: Generated,
+    pub generator: Chars,
     /// `randomsecret.io/rotate`, "" when absent.
     pub rotate: String,
 }
@@ -191,7 +191,7 @@ pub struct Request {
 /// The keys one fill writes. Its `Debug` shows key names, never values.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Fill {
-    generator: Generated,
+    generator: Chars,
     generate: Vec<String>,
     copy: BTreeMap<String, ByteString>,
     rotated: Option<String>,
@@ -251,7 +251,7 @@ impl Fill {
         self.rotation
     }
 
-    pub fn generator(&self) -> &Generated {
+    pub fn generator(&self) -> &Chars {
         &self.generator
     }
 }
@@ -562,7 +562,7 @@ pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
     }
     Ok(Some(Request {
         keys,
-        generator: Generated {
+        generator: Chars {
             length,
             charset,
             symbols: if symbols {
@@ -570,10 +570,6 @@ pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
             } else {
                 String::new()
             },
-            previous: false,
-            rotation: String::new(),
-            every: None,
-            epoch: None,
         },
         rotate: rotate.to_string(),
     }))
@@ -857,14 +853,10 @@ mod tests {
         let f = fill(plan(&secret(&[(GENERATE, "k")], &[]), None));
         assert_eq!(
             f.generator(),
-            &Generated {
+            &Chars {
                 length: 32,
                 charset: Charset::Alphanumeric,
                 symbols: String::new(),
-                previous: false,
-                rotation: String::new(),
-                every: None,
-                epoch: None,
             }
         );
         let f = fill(plan(
@@ -1113,14 +1105,10 @@ mod tests {
         assert_eq!(f.generated_keys(), ["password"]);
         assert_eq!(
             f.generator(),
-            &Generated {
+            &Chars {
                 length: 32,
                 charset: Charset::Alphanumeric,
                 symbols: DEFAULT_SYMBOLS.into(),
-                previous: false,
-                rotation: String::new(),
-                every: None,
-                epoch: None,
             }
         );
         // No key annotation: "password"; empty values mean the default.

@@ -64,6 +64,11 @@ pub const PURPOSE: &str = key!("purpose");
 /// optional DNS subdomain of at most 253 characters and '/', then a name of
 /// at most 63 characters.
 const QUALIFIED_NAME: &str = "size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (k.indexOf('/') < 0 || k.indexOf('/') <= 253)";
+/// CEL: the data key of the JWKS of signing key `k` (and of `o`), with its default.
+const JWKS_KEY_OF_K: &str =
+    "(has(self.keys[k].signingKey.jwksKey) ? self.keys[k].signingKey.jwksKey : 'jwks.json')";
+const JWKS_KEY_OF_O: &str =
+    "(has(self.keys[o].signingKey.jwksKey) ? self.keys[o].signingKey.jwksKey : 'jwks.json')";
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = NAME;
 
@@ -131,6 +136,8 @@ pub const SHORT_FORM_LENGTH: i64 = 32;
     validation = Rule::new("!has(self.keys) || !has(self.static) || self.keys.all(k, !(k in self.static))").message("a key is both generated (keys) and static: remove it from one of them"),
     validation = Rule::new("!has(self.key) || !has(self.static) || !(self.key in self.static)").message("the short-form key is also in static: remove it from one of them"),
     validation = Rule::new("has(self.key) || !(has(self.length) || has(self.specialChar)) || !has(self.static) || !('password' in self.static)").message("static.password collides with the short form's default key \"password\": set key to another name"),
+    validation = Rule::new(format!("!has(self.keys) || self.keys.all(k, !has(self.keys[k].signingKey) || !({JWKS_KEY_OF_K} in self.keys || (has(self.static) && {JWKS_KEY_OF_K} in self.static)))").as_str()).message("a signingKey's jwksKey (default jwks.json) is also a key of keys or static: set signingKey.jwksKey to another name"),
+    validation = Rule::new(format!("!has(self.keys) || self.keys.all(k, !has(self.keys[k].signingKey) || self.keys.all(o, o == k || !has(self.keys[o].signingKey) || {JWKS_KEY_OF_K} != {JWKS_KEY_OF_O}))").as_str()).message("two signingKeys write their JWKS under the same jwksKey (default jwks.json): give each its own signingKey.jwksKey"),
 )]
 pub struct RandomSecretSpec {
     /// Base name of the produced Secrets (default: metadata.name). Each version is
@@ -232,11 +239,17 @@ pub struct RandomSecretSpec {
 /// How one value is generated.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!has(self.symbolCharacters) || !has(self.symbols) || self.symbols").message("symbolCharacters is set but symbols is false: remove one of them"))]
+#[x_kube(
+    validation = Rule::new("!has(self.symbolCharacters) || !has(self.symbols) || self.symbols").message("symbolCharacters is set but symbols is false: remove one of them"),
+    validation = Rule::new("has(self.length) != has(self.signingKey)").message("set exactly one of length (a random string) and signingKey (a private key and its JWKS)"),
+    validation = Rule::new("!has(self.signingKey) || !(has(self.charset) || has(self.symbols) || has(self.symbolCharacters) || has(self.previous))").message("charset, symbols, symbolCharacters and previous are for random strings: a signingKey's previous public keys are in its JWKS (signingKey.keep)"),
+)]
 pub struct Generator {
-    /// Number of characters to generate (1 to 1048576).
+    /// Number of characters to generate (1 to 1048576): a random string.
+    /// Required unless signingKey is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1048576))]
-    pub length: i64,
+    pub length: Option<i64>,
     /// Base alphabet (default alphanumeric).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charset: Option<Charset>,
@@ -279,6 +292,73 @@ pub struct Generator {
         validation = Rule::new(rules::period_range_rule()).message(format!("rotateEvery must be {}", rules::period_range_text()).as_str()),
     )]
     pub rotate_every: Option<String>,
+    /// A signing key instead of a random string: the current private key
+    /// (PEM, PKCS#8) under this key, and the public JWKS (RFC 7517) of the
+    /// current key and of up to `keep` previous ones under `jwksKey`, each
+    /// with its RFC 7638 thumbprint as `kid`, current first. A rotation of
+    /// this key puts a new key first and keeps the old public keys, so tokens
+    /// signed before it stay verifiable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_key: Option<SigningKeySpec>,
+}
+
+/// A generated signing key and its JWKS.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SigningKeySpec {
+    /// The JWS algorithm: ES256 (ECDSA P-256), EdDSA (Ed25519) or RS256 (RSA,
+    /// 2048 bits). Changing it rotates the key; the old public keys stay in
+    /// the JWKS.
+    pub algorithm: SigningAlgorithm,
+    /// How many previous public keys the JWKS keeps after the current one
+    /// (0 to 10, default 1). Changing it keeps the private key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10))]
+    pub keep: Option<i32>,
+    /// The data key that holds the JWKS (default jwks.json). Not a key of
+    /// keys or static, and not another signing key's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(rules::data_key_rule("self").as_str()).message("jwksKey must be a valid Secret data key: letters, digits, '-', '_' and '.', not '.' or '..' and not starting with '..'"))]
+    pub jwks_key: Option<String>,
+}
+
+/// Default of `signingKey.keep`.
+pub const DEFAULT_SIGNING_KEEP: i32 = 1;
+/// Largest `signingKey.keep`.
+pub const MAX_SIGNING_KEEP: i32 = 10;
+/// Default of `signingKey.jwksKey`.
+pub const DEFAULT_JWKS_KEY: &str = "jwks.json";
+
+/// A signing key's JWS algorithm (RFC 7518, RFC 8037).
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+pub enum SigningAlgorithm {
+    /// ECDSA with the P-256 curve and SHA-256
+    #[default]
+    ES256,
+    /// Ed25519
+    EdDSA,
+    /// RSASSA-PKCS1-v1_5 with SHA-256, a 2048-bit key
+    RS256,
+}
+
+impl SigningAlgorithm {
+    pub const ALL: [SigningAlgorithm; 3] = [
+        SigningAlgorithm::ES256,
+        SigningAlgorithm::EdDSA,
+        SigningAlgorithm::RS256,
+    ];
+
+    /// The name used in manifests, in JWKs (`alg`) and in the canonical form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SigningAlgorithm::ES256 => "ES256",
+            SigningAlgorithm::EdDSA => "EdDSA",
+            SigningAlgorithm::RS256 => "RS256",
+        }
+    }
 }
 
 /// The base alphabet of a generated value.

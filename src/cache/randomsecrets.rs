@@ -233,7 +233,7 @@ mod tests {
         c.handle(&Event::InitDone);
         assert!(c.listed());
         let e = c.get(&key).unwrap();
-        assert_eq!(e.spec().unwrap().keys.unwrap()["password"].length, 16);
+        assert_eq!(e.spec().unwrap().keys.unwrap()["password"].length, Some(16));
         assert_eq!(e.created, 1767225600);
         // A status write (same generation) does not trigger; a new generation does.
         assert!(

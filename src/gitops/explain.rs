@@ -9,7 +9,7 @@
 
 use super::manifests::{self, Found, ManifestError};
 use crate::version::carry::{self, Lineage};
-use crate::version::{Version, VersionSpec};
+use crate::version::{Kind, Version, VersionSpec};
 use std::fmt::Write;
 
 /// One line of the canonical form.
@@ -47,32 +47,31 @@ pub fn lines(v: &VersionSpec) -> Vec<Line> {
         },
     ];
     for (k, g) in &v.generated {
-        let rotation = if g.rotation.is_empty() {
-            String::new()
-        } else {
-            format!(":rotation:{}", s(&g.rotation))
-        };
-        let line = format!(
-            "generate:{}:{}:{}:{}{}{rotation}",
-            s(k),
-            g.length,
-            g.charset.as_str(),
-            s(&g.symbols),
-            if g.previous { ":previous" } else { "" }
-        );
-        let symbols = if g.symbols.is_empty() {
-            "no symbols".to_string()
-        } else {
-            format!("symbols {:?}", g.symbols)
+        let line = crate::version::generate_line(k, g);
+        let what = match &g.kind {
+            Kind::Chars(c) => format!(
+                "length {}, charset {}, {}",
+                c.length,
+                c.charset.as_str(),
+                if c.symbols.is_empty() {
+                    "no symbols".to_string()
+                } else {
+                    format!("symbols {:?}", c.symbols)
+                }
+            ),
+            Kind::SigningKey(sk) => format!(
+                "signingKey {}, keep {}, jwksKey {:?}",
+                sk.algorithm.as_str(),
+                sk.keep,
+                sk.jwks_key
+            ),
         };
         out.push(Line {
             field: format!("keys.{k}"),
             canonical: line.clone(),
             shown: line,
             value: format!(
-                "length {}, charset {}, {symbols}{}{}",
-                g.length,
-                g.charset.as_str(),
+                "{what}{}{}",
                 if g.previous { ", previous" } else { "" },
                 if g.rotation.is_empty() {
                     String::new()

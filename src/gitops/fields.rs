@@ -698,12 +698,12 @@ mod tests {
                 "spec.history must be a 32-bit integer",
             ),
             (
-                json!({"keys": {"k": {"charset": "numeric"}}}),
-                "spec.keys.k.length is required",
+                json!({"keys": {"k": {"signingKey": {"keep": 1}}}}),
+                "spec.keys.k.signingKey.algorithm is required",
             ),
             (
-                json!({"keys": {"k": {"length": null}}}),
-                "spec.keys.k.length is required",
+                json!({"keys": {"k": {"signingKey": {"algorithm": "es256"}}}}),
+                "spec.keys.k.signingKey.algorithm must be one of ES256, EdDSA, RS256: did you mean ES256?",
             ),
             (
                 json!({"keys": ["k"]}),

@@ -282,7 +282,18 @@ fn field_of(e: &SpecError, rs: &RandomSecret) -> String {
         SpecError::InvalidKey(k) if spec.r#static.as_ref().is_some_and(|m| m.contains_key(k)) => {
             fields::path(&["spec", "static", k])
         }
-        SpecError::InvalidKey(_) => "spec.key".into(),
+        SpecError::InvalidKey(k) => match spec.keys.iter().flatten().find(|(_, g)| {
+            g.signing_key
+                .as_ref()
+                .is_some_and(|s| s.jwks_key.as_deref() == Some(k.as_str()))
+        }) {
+            Some((by, _)) => fields::path(&["spec", "keys", by, "signingKey", "jwksKey"]),
+            None => "spec.key".into(),
+        },
+        SpecError::DerivedKeyConflict { by, .. } => fields::path(&["spec", "keys", by]),
+        SpecError::InvalidSigningKey { key: k, .. } | SpecError::NoGenerator(k) => {
+            fields::path(&["spec", "keys", k])
+        }
         SpecError::InvalidLength { key: k, .. } => key(k, "length"),
         SpecError::InvalidSymbols { key: k, .. } => key(k, "symbolCharacters"),
         SpecError::TooManyKeys(_) => "spec.keys".into(),

@@ -17,14 +17,18 @@
 //! version only: if it cannot be used, there is no `<k>.previous`, never an
 //! older value.
 //!
+//! A signing key's JWKS starts from the previous version's (its public
+//! keys after the current one), read the same way, and only when that
+//! version is proven and its record names the JWKS.
+//!
 //! The read is skipped when it cannot matter: the first version, a version
 //! without generated keys, and a rotation of every key that the cached
 //! record already shows (a new `spec.rotation` or period), unless an overlap
-//! key wants the previous values.
+//! key or a signing key that keeps old public keys wants the previous values.
 
 use super::{Context, ReconcileError, Subject};
 use crate::proof::Proof;
-use crate::version::carry::{self, Change, Lineage, Rotated};
+use crate::version::carry::{self, Change, GeneratorLineage, Lineage, Rotated};
 use crate::version::record::{ANNOTATION_LINEAGE, Record, Unusable};
 use crate::version::{Version, VersionSpec, previous_key};
 use k8s_openapi::ByteString;
@@ -32,9 +36,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use std::collections::BTreeMap;
 
-/// Whether any key of the version asks for overlap.
+/// Whether any key of the version wants the previous version's values even
+/// when it rotates: overlap's `<k>.previous`, a signing key's JWKS.
 pub fn overlap_wanted(spec: &VersionSpec) -> bool {
-    spec.generated.values().any(|g| g.previous)
+    spec.generated
+        .values()
+        .any(|g| g.previous || g.signing_key().is_some_and(|s| s.keep > 0))
 }
 
 /// What is known of the version a new one supersedes.
@@ -60,6 +67,10 @@ pub struct Carried {
     pub unavailable: Option<String>,
     /// The first version: every key is new, and none of them "rotated".
     pub first: bool,
+    /// Per signing key, the previous version's JWKS, which the new one
+    /// starts from (`crate::generate::jwks`): only from a proven previous
+    /// version whose record says it is that key's.
+    pub previous_jwks: BTreeMap<String, ByteString>,
 }
 
 impl Carried {
@@ -144,8 +155,21 @@ pub fn values(spec: &VersionSpec, previous: &Previous) -> (BTreeMap<String, Byte
             }
         }
     }
+    let previous_jwks = spec
+        .generated
+        .iter()
+        .filter(|(_, g)| g.signing_key().is_some())
+        .filter_map(|(k, _)| {
+            let jwks_key = match &previous.lineage.as_ref()?.keys.get(k)?.generator {
+                GeneratorLineage::SigningKey { signing_key } => &signing_key.jwks_key,
+                GeneratorLineage::Chars { .. } => return None,
+            };
+            Some((k.clone(), data?.get(jwks_key)?.clone()))
+        })
+        .collect();
     let carried = Carried {
         changes,
+        previous_jwks,
         unavailable: previous.unavailable.clone(),
         // Nothing was read and nothing said every key rotates: no predecessor.
         first: previous.lineage.is_none()
@@ -274,6 +298,42 @@ mod tests {
         }
     }
 
+    /// A signing key's JWKS starts from the previous version's, named by its
+    /// record: kept or rotated alike; never from an unproven version, nor
+    /// from a key that was a string before.
+    #[test]
+    fn signing_keys_start_from_the_previous_jwks_their_record_names() {
+        let old = "keys: {sig: {signingKey: {algorithm: EdDSA, jwksKey: old.jwks}}}";
+        let d = [("sig", "PEM"), ("old.jwks", "JWKS")];
+        let new = "keys: {sig: {signingKey: {algorithm: EdDSA}}}";
+        let (out, c) = values(&spec(new), &read_from(old, &d));
+        assert_eq!(out, data(&[("sig", "PEM")]));
+        assert_eq!(c.previous_jwks, data(&[("sig", "JWKS")]));
+        // Rotated: a new key, but the old public keys still come along.
+        let (out, c) = values(&spec(&format!("{new}\nrotation: '2'")), &read_from(old, &d));
+        assert!(out.is_empty());
+        assert_eq!(c.previous_jwks, data(&[("sig", "JWKS")]));
+        // Unproven: the data was read, but nothing is taken from it.
+        let unproven = Previous {
+            data: Some(data(&d)),
+            unavailable: Some("no proof".into()),
+            ..Default::default()
+        };
+        let (out, c) = values(&spec(new), &unproven);
+        assert!(out.is_empty() && c.previous_jwks.is_empty());
+        // A string before: whatever sits under jwks.json is not a JWKS of ours.
+        let was_string = read_from(
+            "keys: {sig: {length: 8}}",
+            &[("sig", "x"), ("jwks.json", "J")],
+        );
+        let (_, c) = values(&spec(new), &was_string);
+        assert!(c.previous_jwks.is_empty());
+        assert!(overlap_wanted(&spec(new)));
+        assert!(!overlap_wanted(&spec(
+            "keys: {sig: {signingKey: {algorithm: EdDSA, keep: 0}}}"
+        )));
+    }
+
     #[test]
     fn kept_keys_take_the_previous_values_and_overlap_pairs_follow() {
         let prev = read_from(
@@ -391,7 +451,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             VersionSpec::from_spec(&clash),
-            Err(crate::version::SpecError::KeyConflict("k.previous".into()))
+            Err(crate::version::SpecError::DerivedKeyConflict {
+                key: "k.previous".into(),
+                by: "k".into(),
+                what: "previous value"
+            })
         );
     }
 }

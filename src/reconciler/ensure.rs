@@ -12,7 +12,7 @@ use crate::generate;
 use crate::proof::ANNOTATION_PROOF;
 use crate::runtime::status::Answer as _;
 use crate::version::Version;
-use crate::version::record::{ANNOTATION_LINEAGE, Record};
+use crate::version::record::ANNOTATION_LINEAGE;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -86,16 +86,33 @@ pub fn build_secret(
     rs: &Subject,
     v: &Version,
     carried: BTreeMap<String, ByteString>,
-    record: &Record,
+    how: &Carried,
     ctx: &Context,
 ) -> Result<Secret, ReconcileError> {
+    let record = how.record(&v.spec);
     let mut data = carried;
     for (key, g) in &v.spec.generated {
         if data.contains_key(key) {
             continue;
         }
-        let value = generate::value(g).map_err(|e| ReconcileError::Random(e.to_string()))?;
-        data.insert(key.clone(), ByteString(value.into_bytes()));
+        let value =
+            generate::key_value(&g.kind).map_err(|e| ReconcileError::Random(e.to_string()))?;
+        data.insert(key.clone(), ByteString(value));
+    }
+    // Derived keys, from this version's own values (kept or new), so a
+    // version's bytes are fixed when it is made.
+    for (key, s) in v
+        .spec
+        .generated
+        .iter()
+        .filter_map(|(k, g)| Some((k, g.signing_key()?)))
+    {
+        let pem = std::str::from_utf8(&data[key].0).unwrap_or_default();
+        let jwk = generate::keypair::public_jwk(s.algorithm, pem)
+            .map_err(|e| ReconcileError::Random(format!("keys.{key}: {e}")))?;
+        let previous = how.previous_jwks.get(key).map(|b| b.0.as_slice());
+        let jwks = generate::jwks::next(&jwk, previous, s.keep);
+        data.insert(s.jwks_key.clone(), ByteString(jwks));
     }
     for (key, value) in &v.spec.statics {
         data.insert(key.clone(), ByteString(value.clone().into_bytes()));
@@ -225,7 +242,7 @@ pub async fn version(
             ctx.may_write()?;
             let previous = super::carry::previous(rs, v, &api, ctx).await?;
             let (carried, how) = super::carry::values(&v.spec, &previous);
-            let secret = build_secret(rs, v, carried, &how.record(&v.spec), ctx)?;
+            let secret = build_secret(rs, v, carried, &how, ctx)?;
             match api.create(&pp, &secret).await {
                 Ok(created) => {
                     // Only the metadata is kept; the values are never cached.

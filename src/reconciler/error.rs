@@ -30,7 +30,8 @@ pub enum ReconcileError {
         #[source]
         source: kube::Error,
     },
-    #[error("the operating system's random source failed: {0}")]
+    /// A value could not be generated (the random source, a key).
+    #[error("generating a value failed: {0}")]
     Random(String),
     /// Leadership became uncertain mid-reconcile: stop, write nothing.
     #[error("no longer sure to lead: stopped before writing")]

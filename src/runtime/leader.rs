@@ -72,14 +72,10 @@ pub fn config(s: Settings) -> anyhow::Result<LeaseConfig> {
     let host = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| crate::api::NAME.into());
-    let suffix: String = crate::generate::value(&crate::version::Generated {
+    let suffix: String = crate::generate::value(&crate::version::Chars {
         length: 6,
         charset: crate::api::Charset::Lower,
         symbols: String::new(),
-        previous: false,
-        rotation: String::new(),
-        every: None,
-        epoch: None,
     })
     .unwrap_or_default();
     Ok(LeaseConfig {

@@ -5,15 +5,17 @@
 //! its value. What rotates a key: `spec.rotation`, a new `rotateEvery`
 //! period, the key's own `keys.<k>.rotation` or `keys.<k>.rotateEvery`
 //! period, or a change of its generator
-//! (length, charset, symbols). A key new to the spec starts fresh.
+//! (length, charset, symbols; a signing key's algorithm). A key new to the
+//! spec starts fresh. A signing key's `keep` and `jwksKey` change its JWKS,
+//! not its private key.
 //!
 //! [`Lineage`] is what that decision needs to know about a version: every
 //! version records its own (signed, `crate::version::record`), and the next
 //! one is planned from it with [`plan`], a pure function that `name
 //! --explain` and `diff` use too.
 
-use super::spec::{Generated, VersionSpec};
-use crate::api::Charset;
+use super::spec::{Generated, Kind, VersionSpec};
+use crate::api::{Charset, SigningAlgorithm};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -34,10 +36,8 @@ pub struct Lineage {
 /// One generated key's generator and its own rotation token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyLineage {
-    pub length: usize,
-    pub charset: Charset,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub symbols: String,
+    #[serde(flatten)]
+    pub generator: GeneratorLineage,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rotation: String,
     /// The number of its own `rotateEvery` period, with one.
@@ -45,14 +45,105 @@ pub struct KeyLineage {
     pub epoch: Option<u64>,
 }
 
+/// What a key generates, as far as keeping its value goes. Untagged, so
+/// that the records written before signing keys (a string's fields at the
+/// top level) still read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum GeneratorLineage {
+    SigningKey {
+        #[serde(rename = "signingKey")]
+        signing_key: SigningLineage,
+    },
+    Chars {
+        length: usize,
+        charset: Charset,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        symbols: String,
+    },
+}
+
+/// A signing key's algorithm, and where its JWKS is (the next version
+/// starts its JWKS from that one's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SigningLineage {
+    pub algorithm: SigningAlgorithm,
+    pub jwks_key: String,
+}
+
 impl KeyLineage {
     fn of(g: &Generated) -> Self {
+        let generator = match &g.kind {
+            Kind::Chars(c) => GeneratorLineage::Chars {
+                length: c.length,
+                charset: c.charset,
+                symbols: c.symbols.clone(),
+            },
+            Kind::SigningKey(s) => GeneratorLineage::SigningKey {
+                signing_key: SigningLineage {
+                    algorithm: s.algorithm,
+                    jwks_key: s.jwks_key.clone(),
+                },
+            },
+        };
         KeyLineage {
-            length: g.length,
-            charset: g.charset,
-            symbols: g.symbols.clone(),
+            generator,
             rotation: g.rotation.clone(),
             epoch: g.epoch,
+        }
+    }
+}
+
+impl GeneratorLineage {
+    /// What it generates, as a user reads it in a sentence.
+    fn describe(&self) -> String {
+        match self {
+            GeneratorLineage::Chars { .. } => "a random string".into(),
+            GeneratorLineage::SigningKey { signing_key } => {
+                format!("signingKey {}", signing_key.algorithm.as_str())
+            }
+        }
+    }
+
+    /// Which parameter changed between `self` and `new` such that the value
+    /// cannot be kept: (what, from, to). `None`: the value is kept (a
+    /// signing key's `keep` and `jwksKey` only change its JWKS).
+    fn changed(&self, new: &GeneratorLineage) -> Option<(&'static str, String, String)> {
+        use GeneratorLineage as G;
+        match (self, new) {
+            (
+                G::Chars {
+                    length: ol,
+                    charset: oc,
+                    symbols: os,
+                },
+                G::Chars {
+                    length: nl,
+                    charset: nc,
+                    symbols: ns,
+                },
+            ) => {
+                if ol != nl {
+                    Some(("length", ol.to_string(), nl.to_string()))
+                } else if oc != nc {
+                    Some(("charset", oc.as_str().into(), nc.as_str().into()))
+                } else if os != ns {
+                    Some(("symbols", symbols(os), symbols(ns)))
+                } else {
+                    None
+                }
+            }
+            (G::SigningKey { signing_key: o }, G::SigningKey { signing_key: n }) => {
+                (o.algorithm != n.algorithm).then(|| {
+                    (
+                        "algorithm",
+                        o.algorithm.as_str().into(),
+                        n.algorithm.as_str().into(),
+                    )
+                })
+            }
+            (o, n) => Some(("kind", o.describe(), n.describe())),
         }
     }
 }
@@ -194,22 +285,10 @@ fn change(previous: Option<&Lineage>, new: &Lineage, key: &str, n: &KeyLineage) 
     if o.epoch != n.epoch {
         return Change::Rotated(Rotated::KeyPeriod);
     }
-    let generator =
-        |what, from: String, to: String| Change::Rotated(Rotated::Generator { what, from, to });
-    if o.length != n.length {
-        return generator("length", o.length.to_string(), n.length.to_string());
+    match o.generator.changed(&n.generator) {
+        Some((what, from, to)) => Change::Rotated(Rotated::Generator { what, from, to }),
+        None => Change::Kept,
     }
-    if o.charset != n.charset {
-        return generator(
-            "charset",
-            o.charset.as_str().into(),
-            n.charset.as_str().into(),
-        );
-    }
-    if o.symbols != n.symbols {
-        return generator("symbols", symbols(&o.symbols), symbols(&n.symbols));
-    }
-    Change::Kept
 }
 
 /// The keys a plan rotates, in key order.
@@ -384,6 +463,70 @@ mod tests {
             r#"{"rotation":"x","keys":{"a":{"length":3,"charset":"alphanumeric","symbols":"<>","rotation":"r"},"b":{"length":1,"charset":"alphanumeric"}}}"#
         );
         assert_eq!(serde_json::from_str::<Lineage>(&text).unwrap(), l);
+    }
+
+    /// A signing key rotates with its algorithm, its token or a change of
+    /// kind; its `keep` and `jwksKey` only change the JWKS.
+    #[test]
+    fn a_signing_key_is_kept_unless_its_algorithm_or_kind_changes() {
+        let base = "keys: {sig: {signingKey: {algorithm: ES256}}, pw: {length: 8}}";
+        for edit in [
+            base.replace("ES256}", "ES256, keep: 3}"),
+            base.replace("ES256}", "ES256, jwksKey: keys.json}"),
+            format!("{base}\nstatic: {{u: x}}"),
+        ] {
+            assert_eq!(
+                whys(base, &edit),
+                [
+                    "pw: kept: generator unchanged",
+                    "sig: kept: generator unchanged"
+                ],
+                "{edit}"
+            );
+        }
+        assert_eq!(
+            whys(base, &base.replace("ES256", "EdDSA"))[1],
+            "sig: rotated: algorithm ES256 -> EdDSA"
+        );
+        assert_eq!(
+            whys(
+                base,
+                &base.replace("{algorithm: ES256}", "{algorithm: ES256}, rotation: '2'")
+            )[1],
+            "sig: rotated: keys.sig.rotation (unset) -> 2"
+        );
+        assert_eq!(
+            whys(
+                base,
+                &base.replace("{signingKey: {algorithm: ES256}}", "{length: 8}")
+            )[1],
+            "sig: rotated: kind signingKey ES256 -> a random string"
+        );
+        assert_eq!(
+            whys(
+                &base.replace("{signingKey: {algorithm: ES256}}", "{length: 8}"),
+                base
+            )[1],
+            "sig: rotated: kind a random string -> signingKey ES256"
+        );
+    }
+
+    /// The record of a signing key, and records written before signing
+    /// keys existed, read back.
+    #[test]
+    fn signing_key_lineage_round_trips_and_old_records_still_read() {
+        let l = lineage("keys: {sig: {signingKey: {algorithm: RS256, keep: 4}, rotation: r}}");
+        let text = serde_json::to_string(&l).unwrap();
+        assert_eq!(
+            text,
+            r#"{"rotation":"","keys":{"sig":{"signingKey":{"algorithm":"RS256","jwksKey":"jwks.json"},"rotation":"r"}}}"#
+        );
+        assert_eq!(serde_json::from_str::<Lineage>(&text).unwrap(), l);
+        let old = r#"{"rotation":"1","keys":{"pw":{"length":8,"charset":"hex","rotation":"2"}}}"#;
+        assert_eq!(
+            serde_json::from_str::<Lineage>(old).unwrap(),
+            lineage("keys: {pw: {length: 8, charset: hex, rotation: '2'}}\nrotation: '1'")
+        );
     }
 
     /// A key's own period rotates that key alone.

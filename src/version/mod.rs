@@ -21,9 +21,9 @@ mod period;
 pub mod record;
 mod spec;
 
-pub use name::{Version, base_name, hash_alphabet_contains, hash_canonical};
+pub use name::{Version, base_name, generate_line, hash_alphabet_contains, hash_canonical};
 pub use period::{parse_period, seconds_of};
 pub use spec::{
-    Generated, MAX_ROTATION, MAX_SECRET_BYTES, PREVIOUS_SUFFIX, SpecError, VersionSpec,
-    previous_key,
+    Chars, Generated, Kind, MAX_ROTATION, MAX_SECRET_BYTES, PREVIOUS_SUFFIX, SigningKey, SpecError,
+    VersionSpec, previous_key,
 };

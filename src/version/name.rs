@@ -6,7 +6,7 @@
 //! `testdata/name-vectors.yaml` pins it. Changing it renames every version.
 
 use super::period::{epoch_at, parse_period};
-use super::spec::{SpecError, VersionSpec};
+use super::spec::{Generated, Kind, SpecError, VersionSpec};
 use crate::api::{MAX_BASE_NAME, MAX_OBJECT_NAME, RandomSecretSpec};
 use sha2::{Digest, Sha256};
 
@@ -15,11 +15,6 @@ impl VersionSpec {
     /// Strings are length-prefixed (`<bytes>:<text>`), so no escaping is needed
     /// and every tool produces the same bytes; maps are sorted by key bytes.
     pub fn canonical(&self) -> String {
-        fn s(out: &mut String, v: &str) {
-            out.push_str(&v.len().to_string());
-            out.push(':');
-            out.push_str(v);
-        }
         // Spelled out, not crate::api::API_VERSION: the canonical form is the
         // name contract (the CLI, kustomize and Helm compute it offline).
         let mut out = String::from("randomsecret.io/v1\n");
@@ -29,23 +24,7 @@ impl VersionSpec {
         s(&mut out, &self.rotation);
         out.push('\n');
         for (k, g) in &self.generated {
-            out.push_str("generate:");
-            s(&mut out, k);
-            out.push_str(&format!(":{}:{}:", g.length, g.charset.as_str()));
-            s(&mut out, &g.symbols);
-            // Only when on, so every name from before overlap existed stays.
-            if g.previous {
-                out.push_str(":previous");
-            }
-            // Likewise only when set: a key's own rotation token.
-            if !g.rotation.is_empty() {
-                out.push_str(":rotation:");
-                s(&mut out, &g.rotation);
-            }
-            // And a key's own period's number (`keys.<k>.rotateEvery`).
-            if let Some(epoch) = g.epoch {
-                out.push_str(&format!(":epoch:{epoch}"));
-            }
+            out.push_str(&generate_line(k, g));
             out.push('\n');
         }
         for (k, v) in &self.statics {
@@ -65,6 +44,44 @@ impl VersionSpec {
     pub fn hash(&self) -> String {
         hash_canonical(&self.canonical())
     }
+}
+
+/// A length-prefixed string of the canonical form: `<bytes>:<text>`.
+fn s(out: &mut String, v: &str) {
+    out.push_str(&v.len().to_string());
+    out.push(':');
+    out.push_str(v);
+}
+
+/// The canonical line of generated key `k` (without its newline).
+pub fn generate_line(k: &str, g: &Generated) -> String {
+    let mut out = String::from("generate:");
+    s(&mut out, k);
+    match &g.kind {
+        Kind::Chars(c) => {
+            out.push_str(&format!(":{}:{}:", c.length, c.charset.as_str()));
+            s(&mut out, &c.symbols);
+        }
+        // A word where a string's length stands: no string's line reads so.
+        Kind::SigningKey(k) => {
+            out.push_str(&format!(":signingKey:{}:{}:", k.algorithm.as_str(), k.keep));
+            s(&mut out, &k.jwks_key);
+        }
+    }
+    // Only when on, so every name from before overlap existed stays.
+    if g.previous {
+        out.push_str(":previous");
+    }
+    // Likewise only when set: a key's own rotation token.
+    if !g.rotation.is_empty() {
+        out.push_str(":rotation:");
+        s(&mut out, &g.rotation);
+    }
+    // And a key's own period's number (`keys.<k>.rotateEvery`).
+    if let Some(epoch) = g.epoch {
+        out.push_str(&format!(":epoch:{epoch}"));
+    }
+    out
 }
 
 /// First 10 hex digits of SHA-256, with 0 1 3 a e mapped to g h k m t (as

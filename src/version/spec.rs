@@ -4,23 +4,22 @@
 
 use crate::api::rules::{SYMBOLS_INVISIBLE, forbidden_symbol, valid_data_key};
 use crate::api::{
-    Charset, DEFAULT_SYMBOLS, MAX_KEYS, MAX_LENGTH, MAX_SYMBOLS, RandomSecretSpec, SHORT_FORM_KEY,
-    SHORT_FORM_LENGTH,
+    Charset, DEFAULT_JWKS_KEY, DEFAULT_SIGNING_KEEP, DEFAULT_SYMBOLS, MAX_KEYS, MAX_LENGTH,
+    MAX_SIGNING_KEEP, MAX_SYMBOLS, RandomSecretSpec, SHORT_FORM_KEY, SHORT_FORM_LENGTH,
+    SigningAlgorithm,
 };
 use std::collections::BTreeMap;
 
 /// Largest total size of a Secret's data (the apiserver's limit).
 pub const MAX_SECRET_BYTES: usize = 1_048_576;
 
-/// One generated value, with every default applied.
+/// One generated key, with every default applied: what it generates
+/// ([`Kind`]) and what rotates it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generated {
-    pub length: usize,
-    pub charset: Charset,
-    /// The symbol characters added to the alphabet, as written; empty when symbols are off.
-    pub symbols: String,
+    pub kind: Kind,
     /// Overlap: the new version also holds the previous version's value
-    /// under [`previous_key`].
+    /// under [`previous_key`] (random strings only).
     pub previous: bool,
     /// The key's own rotation token (`keys.<k>.rotation`; empty when unset).
     pub rotation: String,
@@ -29,6 +28,76 @@ pub struct Generated {
     /// With its own period: how many have passed since the RandomSecret's
     /// creation (set by `Version::at`).
     pub epoch: Option<u64>,
+}
+
+/// What a generated key holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A random string drawn from an alphabet.
+    Chars(Chars),
+    /// A private key, and the JWKS of it and of the previous ones.
+    SigningKey(SigningKey),
+}
+
+/// A random string: `length` characters of the charset and the symbols.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chars {
+    pub length: usize,
+    pub charset: Charset,
+    /// The symbol characters added to the alphabet, as written; empty when symbols are off.
+    pub symbols: String,
+}
+
+/// A signing key (`keys.<k>.signingKey`), defaults applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SigningKey {
+    pub algorithm: SigningAlgorithm,
+    /// Previous public keys the JWKS keeps after the current one.
+    pub keep: usize,
+    /// The data key holding the JWKS.
+    pub jwks_key: String,
+}
+
+impl Generated {
+    /// A key of `kind` that only `spec.rotation` (and `rotateEvery`) rotate.
+    pub fn of(kind: Kind) -> Self {
+        Generated {
+            kind,
+            previous: false,
+            rotation: String::new(),
+            every: None,
+            epoch: None,
+        }
+    }
+
+    /// The random string it generates, if that is its kind.
+    pub fn chars(&self) -> Option<&Chars> {
+        match &self.kind {
+            Kind::Chars(c) => Some(c),
+            Kind::SigningKey(_) => None,
+        }
+    }
+
+    /// The signing key it generates, if that is its kind.
+    pub fn signing_key(&self) -> Option<&SigningKey> {
+        match &self.kind {
+            Kind::SigningKey(s) => Some(s),
+            Kind::Chars(_) => None,
+        }
+    }
+
+    /// The data keys it writes besides its own (its overlap pair, its
+    /// JWKS), each with what it is.
+    pub fn derived_keys(&self, key: &str) -> Vec<(String, &'static str)> {
+        let mut out = Vec::new();
+        if self.previous {
+            out.push((previous_key(key), "previous value"));
+        }
+        if let Some(s) = self.signing_key() {
+            out.push((s.jwks_key.clone(), "JWKS, signingKey.jwksKey"));
+        }
+        out
+    }
 }
 
 /// Suffix of the data key that holds a key's previous value (overlap).
@@ -63,10 +132,24 @@ pub enum SpecError {
         "{0:?} is not a valid Secret data key: use letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..' and not starting with '..'"
     )]
     InvalidKey(String),
+    #[error(
+        "key {key:?} is written by keys.{by} (its {what}) and is also a key of keys, of static or of another generated key: rename one of them"
+    )]
+    DerivedKeyConflict {
+        key: String,
+        by: String,
+        what: &'static str,
+    },
     #[error("key {key:?}: length {length} is out of range: use 1 to {MAX_LENGTH}")]
     InvalidLength { key: String, length: i64 },
     #[error("key {key:?}: {why}")]
     InvalidSymbols { key: String, why: &'static str },
+    #[error("keys.{key}: {why}")]
+    InvalidSigningKey { key: String, why: String },
+    #[error(
+        "keys.{0}: set exactly one of length (a random string) and signingKey (a private key and its JWKS)"
+    )]
+    NoGenerator(String),
     #[error("too many keys ({0}): at most {MAX_KEYS} generated and {MAX_KEYS} static")]
     TooManyKeys(usize),
     #[error(
@@ -119,10 +202,12 @@ impl SpecError {
         match self {
             SpecError::NoKeys => "NoKeys",
             SpecError::BothForms => "ConflictingForms",
-            SpecError::KeyConflict(_) => "KeyConflict",
+            SpecError::KeyConflict(_) | SpecError::DerivedKeyConflict { .. } => "KeyConflict",
             SpecError::InvalidKey(_) | SpecError::TooManyKeys(_) => "InvalidKey",
             SpecError::InvalidLength { .. } => "InvalidLength",
             SpecError::InvalidSymbols { .. } => "InvalidSymbols",
+            SpecError::InvalidSigningKey { .. } => "InvalidSigningKey",
+            SpecError::NoGenerator(_) => "InvalidGenerator",
             SpecError::InvalidBaseName { .. } => "InvalidSecretName",
             SpecError::NameTooLong(_) => "NameTooLong",
             SpecError::InvalidType(_) => "InvalidType",
@@ -161,16 +246,14 @@ fn check_symbols(key: &str, s: &str) -> Result<(), SpecError> {
     }
 }
 
-fn generated(
+/// A random string's generator, checked (`key` names it in errors).
+fn chars(
     key: &str,
     length: i64,
     charset: Charset,
     symbols: Option<bool>,
     chars: Option<&str>,
-) -> Result<Generated, SpecError> {
-    if !valid_data_key(key) {
-        return Err(SpecError::InvalidKey(key.to_string()));
-    }
+) -> Result<Chars, SpecError> {
     if !(1..=MAX_LENGTH).contains(&length) {
         return Err(SpecError::InvalidLength {
             key: key.to_string(),
@@ -192,15 +275,55 @@ fn generated(
     } else {
         String::new()
     };
-    Ok(Generated {
+    Ok(Chars {
         length: length as usize,
         charset,
         symbols,
-        previous: false,
-        rotation: String::new(),
-        every: None,
-        epoch: None,
     })
+}
+
+/// What `keys.<key>` generates: a random string or a signing key, exactly one.
+fn kind(key: &str, g: &crate::api::Generator) -> Result<Kind, SpecError> {
+    let invalid = |why: &str| SpecError::InvalidSigningKey {
+        key: key.to_string(),
+        why: why.to_string(),
+    };
+    match (g.length, &g.signing_key) {
+        (Some(length), None) => Ok(Kind::Chars(chars(
+            key,
+            length,
+            g.charset.unwrap_or_default(),
+            g.symbols,
+            g.symbol_characters.as_deref(),
+        )?)),
+        (None, Some(s)) => {
+            if g.charset.is_some()
+                || g.symbols.is_some()
+                || g.symbol_characters.is_some()
+                || g.previous.is_some()
+            {
+                return Err(invalid(
+                    "charset, symbols, symbolCharacters and previous are for random strings: a signingKey's previous public keys are in its JWKS (signingKey.keep)",
+                ));
+            }
+            let keep = s.keep.unwrap_or(DEFAULT_SIGNING_KEEP);
+            if !(0..=MAX_SIGNING_KEEP).contains(&keep) {
+                return Err(invalid(&format!(
+                    "signingKey.keep {keep} is out of range: use 0 to {MAX_SIGNING_KEEP}"
+                )));
+            }
+            let jwks_key = s.jwks_key.as_deref().unwrap_or(DEFAULT_JWKS_KEY);
+            if !valid_data_key(jwks_key) {
+                return Err(SpecError::InvalidKey(jwks_key.to_string()));
+            }
+            Ok(Kind::SigningKey(SigningKey {
+                algorithm: s.algorithm,
+                keep: keep as usize,
+                jwks_key: jwks_key.to_string(),
+            }))
+        }
+        (Some(_), Some(_)) | (None, None) => Err(SpecError::NoGenerator(key.to_string())),
+    }
 }
 
 /// A rotation token (`spec.rotation`, `keys.<k>.rotation`): what the CRD allows.
@@ -230,24 +353,24 @@ impl VersionSpec {
         let mut generated_map = BTreeMap::new();
         if short {
             let key = spec.key.as_deref().unwrap_or(SHORT_FORM_KEY);
+            if !valid_data_key(key) {
+                return Err(SpecError::InvalidKey(key.to_string()));
+            }
             let length = spec.length.unwrap_or(SHORT_FORM_LENGTH);
-            let g = generated(
+            let c = chars(
                 key,
                 length,
                 Charset::Alphanumeric,
                 Some(spec.special_char.unwrap_or(true)),
                 None,
             )?;
-            generated_map.insert(key.to_string(), g);
+            generated_map.insert(key.to_string(), Generated::of(Kind::Chars(c)));
         }
         for (key, g) in spec.keys.iter().flatten() {
-            let mut generated = generated(
-                key,
-                g.length,
-                g.charset.unwrap_or_default(),
-                g.symbols,
-                g.symbol_characters.as_deref(),
-            )?;
+            if !valid_data_key(key) {
+                return Err(SpecError::InvalidKey(key.to_string()));
+            }
+            let mut generated = Generated::of(kind(key, g)?);
             generated.previous = g.previous.unwrap_or(false);
             generated.rotation = g.rotation.clone().unwrap_or_default();
             generated.every = match g.rotate_every.as_deref() {
@@ -277,14 +400,24 @@ impl VersionSpec {
                 return Err(SpecError::KeyConflict(k.clone()));
             }
         }
-        // Overlap's `<key>.previous` is a data key of its own: valid, and no one else's.
-        for (k, _) in generated_map.iter().filter(|(_, g)| g.previous) {
-            let p = previous_key(k);
-            if !valid_data_key(&p) {
-                return Err(SpecError::InvalidKey(p));
-            }
-            if generated_map.contains_key(&p) || statics.contains_key(&p) {
-                return Err(SpecError::KeyConflict(p));
+        // Overlap's `<key>.previous` and a signing key's JWKS are data keys
+        // of their own: valid, and no one else's.
+        let mut derived = std::collections::BTreeSet::new();
+        for (k, g) in &generated_map {
+            for (d, what) in g.derived_keys(k) {
+                if !valid_data_key(&d) {
+                    return Err(SpecError::InvalidKey(d));
+                }
+                if generated_map.contains_key(&d)
+                    || statics.contains_key(&d)
+                    || !derived.insert(d.clone())
+                {
+                    return Err(SpecError::DerivedKeyConflict {
+                        key: d,
+                        by: k.clone(),
+                        what,
+                    });
+                }
             }
         }
         if generated_map.len() > MAX_KEYS || statics.len() > MAX_KEYS {
@@ -330,14 +463,26 @@ impl VersionSpec {
         let gen_bytes: usize = self
             .generated
             .values()
-            .map(|g| {
-                let widest = g.symbols.chars().map(char::len_utf8).max().unwrap_or(1);
-                // With overlap, the previous value too (of the same size when the spec kept it).
-                g.length * widest * if g.previous { 2 } else { 1 }
+            .map(|g| match &g.kind {
+                Kind::Chars(c) => {
+                    let widest = c.symbols.chars().map(char::len_utf8).max().unwrap_or(1);
+                    // With overlap, the previous value too (of the same size when the spec kept it).
+                    c.length * widest * if g.previous { 2 } else { 1 }
+                }
+                Kind::SigningKey(s) => {
+                    let (pem, jwk) = crate::generate::keypair::max_sizes(s.algorithm);
+                    pem + jwks_bytes(jwk, s.keep)
+                }
             })
             .sum();
         gen_bytes + self.statics.values().map(String::len).sum::<usize>()
     }
+}
+
+/// An upper bound of the size of a JWKS of `1 + keep` keys of at most `jwk` bytes each.
+fn jwks_bytes(jwk: usize, keep: usize) -> usize {
+    // `{"keys":[` ... `]}` and a comma between entries.
+    12 + (jwk + 1) * (1 + keep)
 }
 
 /// What the apiserver requires of the built-in Secret types, checked before it
@@ -393,15 +538,11 @@ mod tests {
         let v = Version::of(&defaults, "x").unwrap();
         assert_eq!(
             v.spec.generated["password"],
-            Generated {
+            Generated::of(Kind::Chars(Chars {
                 length: 32,
                 charset: Charset::Alphanumeric,
                 symbols: String::new(),
-                previous: false,
-                rotation: String::new(),
-                every: None,
-                epoch: None,
-            }
+            }))
         );
     }
 
@@ -517,16 +658,89 @@ mod tests {
     #[test]
     fn generator_struct_round_trips() {
         let g = Generator {
-            length: 5,
+            length: Some(5),
             charset: Some(Charset::Base64url),
             symbols: None,
             symbol_characters: None,
             previous: Some(true),
             rotation: Some("2".into()),
             rotate_every: Some("24h".into()),
+            signing_key: None,
         };
         let back: Generator = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
         assert_eq!(g, back);
+    }
+
+    #[test]
+    fn signing_keys_take_their_defaults_and_their_jwks_key_is_nobody_elses() {
+        let v = Version::of(&spec("keys: {sig: {signingKey: {algorithm: EdDSA}}}"), "x").unwrap();
+        assert_eq!(
+            v.spec.generated["sig"].kind,
+            Kind::SigningKey(SigningKey {
+                algorithm: SigningAlgorithm::EdDSA,
+                keep: 1,
+                jwks_key: "jwks.json".into(),
+            })
+        );
+        // keep and jwksKey are in the name: they change the JWKS.
+        let names: std::collections::HashSet<String> = [
+            "keys: {sig: {signingKey: {algorithm: EdDSA}}}",
+            "keys: {sig: {signingKey: {algorithm: EdDSA, keep: 2}}}",
+            "keys: {sig: {signingKey: {algorithm: EdDSA, jwksKey: keys.json}}}",
+            "keys: {sig: {signingKey: {algorithm: ES256}}}",
+        ]
+        .iter()
+        .map(|y| Version::of(&spec(y), "x").unwrap().secret_name)
+        .collect();
+        assert_eq!(names.len(), 4);
+        for (yaml, reason) in [
+            (
+                "keys: {sig: {signingKey: {algorithm: EdDSA, keep: 11}}}",
+                "InvalidSigningKey",
+            ),
+            (
+                "keys: {sig: {signingKey: {algorithm: EdDSA, keep: -1}}}",
+                "InvalidSigningKey",
+            ),
+            (
+                "keys: {sig: {length: 4, signingKey: {algorithm: EdDSA}}}",
+                "InvalidGenerator",
+            ),
+            ("keys: {sig: {charset: hex}}", "InvalidGenerator"),
+            (
+                "keys: {sig: {charset: hex, signingKey: {algorithm: EdDSA}}}",
+                "InvalidSigningKey",
+            ),
+            (
+                "keys: {sig: {previous: true, signingKey: {algorithm: EdDSA}}}",
+                "InvalidSigningKey",
+            ),
+            (
+                "keys: {sig: {signingKey: {algorithm: EdDSA, jwksKey: '..x'}}}",
+                "InvalidKey",
+            ),
+            (
+                "keys: {sig: {signingKey: {algorithm: EdDSA}}, jwks.json: {length: 4}}",
+                "KeyConflict",
+            ),
+            (
+                "keys: {sig: {signingKey: {algorithm: EdDSA}}}\nstatic: {jwks.json: x}",
+                "KeyConflict",
+            ),
+            (
+                "keys: {a: {signingKey: {algorithm: EdDSA}}, b: {signingKey: {algorithm: ES256}}}",
+                "KeyConflict",
+            ),
+            (
+                "keys: {a: {signingKey: {algorithm: EdDSA, jwksKey: b.previous}}, b: {length: 4, previous: true}}",
+                "KeyConflict",
+            ),
+        ] {
+            let err = Version::of(&spec(yaml), "x").unwrap_err();
+            assert_eq!(err.reason(), reason, "{yaml}: {err}");
+        }
+        // Two signing keys, each with its own JWKS.
+        assert!(Version::of(&spec("keys: {a: {signingKey: {algorithm: EdDSA}}, b: {signingKey: {algorithm: ES256, jwksKey: b.jwks}}}"), "x").is_ok());
     }
 
     /// Issue 12, point 10: what the CRD refuses, the controller (and the

@@ -226,14 +226,10 @@ pub fn issue_ca(
 ) -> Result<Pair, CertError> {
     let key = KeyPair::generate()?;
     let mut p = CertificateParams::default();
-    let suffix = crate::generate::value(&crate::version::Generated {
+    let suffix = crate::generate::value(&crate::version::Chars {
         length: 8,
         charset: crate::api::Charset::Lower,
         symbols: String::new(),
-        previous: false,
-        rotation: String::new(),
-        every: None,
-        epoch: None,
     })
     .map_err(|e| CertError::Parse(e.to_string()))?;
     p.distinguished_name = rcgen::DistinguishedName::new();

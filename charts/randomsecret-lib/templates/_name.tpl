@@ -33,6 +33,11 @@ fields:
         previous: {}
         rotateEvery: {}
         rotation: {}
+        signingKey:
+          fields:
+            algorithm: {}
+            jwksKey: {}
+            keep: {}
         symbolCharacters: {}
         symbols: {}
   length: {}
@@ -171,15 +176,26 @@ bytes: strsim::osa_distance of the Rust CLI, for ASCII field names.
 {{-   $previous := and (hasKey $g "previous") $g.previous -}}
 {{-   $rotation := toString (default "" $g.rotation) -}}
 {{-   $_ := set $gen $key (dict "length" $g.length "charset" (default "alphanumeric" $g.charset) "symbols" $symbols "previous" $previous "rotation" $rotation) -}}
+{{-   if hasKey $g "signingKey" -}}
+{{-     $keep := 1 -}}
+{{-     if hasKey $g.signingKey "keep" }}{{ $keep = $g.signingKey.keep }}{{ end -}}
+{{-     $_ := set $gen $key (dict "signingKey" (dict "algorithm" (toString $g.signingKey.algorithm) "keep" $keep "jwksKey" (toString (default "jwks.json" $g.signingKey.jwksKey))) "previous" $previous "rotation" $rotation) -}}
+{{-   end -}}
 {{- end -}}
 randomsecret.io/v1
 type:{{ include "randomsecret.canonicalString" (default "Opaque" $spec.type) }}
 rotation:{{ include "randomsecret.canonicalString" (toString (default "" $spec.rotation)) }}
 {{ range $key := keys $gen | sortAlpha -}}
 {{-   $g := get $gen $key -}}
+{{-   if hasKey $g "signingKey" -}}
+{{-     $s := $g.signingKey -}}
+{{-     if ne (float64 $s.keep) (float64 (int64 $s.keep)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.signingKey.keep must be a whole number, got %v" $.name $key $s.keep) }}{{ end -}}
+generate:{{ include "randomsecret.canonicalString" $key }}:signingKey:{{ $s.algorithm }}:{{ int64 $s.keep }}:{{ include "randomsecret.canonicalString" $s.jwksKey }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
+{{   else -}}
 {{-   $length := $g.length -}}
 {{-   if ne (float64 $length) (float64 (int64 $length)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.length must be a whole number, got %v" $.name $key $length) }}{{ end -}}
 generate:{{ include "randomsecret.canonicalString" $key }}:{{ int64 $length }}:{{ $g.charset }}:{{ include "randomsecret.canonicalString" $g.symbols }}{{ if $g.previous }}:previous{{ end }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
+{{   end -}}
 {{ end -}}
 {{- $static := $spec.static | default dict -}}
 {{- range $key := keys $static | sortAlpha -}}

@@ -1,12 +1,35 @@
-//! Random values from the OS CSPRNG with unbiased (rejection) sampling.
+//! Random values from the OS CSPRNG: strings with unbiased (rejection)
+//! sampling (this file), signing keys and their public JWKs ([`keypair`]),
+//! and a signing key's JWKS across versions ([`jwks`], pure).
 
-use crate::version::Generated;
+pub mod jwks;
+pub mod keypair;
+
+use crate::version::{Chars, Kind};
 use rand::TryRng;
 use rand::rngs::SysRng;
 
+/// A value could not be generated: the message says why (never a value).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Failed(String);
+
+/// The value of a version's generated key of kind `kind` (its own key; a
+/// signing key's JWKS is derived from it by [`jwks`]).
+pub fn key_value(kind: &Kind) -> Result<Vec<u8>, Failed> {
+    match kind {
+        Kind::Chars(c) => value(c)
+            .map(String::into_bytes)
+            .map_err(|e| Failed(format!("the operating system's random source failed: {e}"))),
+        Kind::SigningKey(s) => keypair::generate(s.algorithm)
+            .map(String::into_bytes)
+            .map_err(|e| Failed(e.to_string())),
+    }
+}
+
 /// The alphabet of a generator: the charset's characters, then each symbol
 /// character not already in it (duplicates would bias the draw).
-pub fn alphabet(g: &Generated) -> Vec<char> {
+pub fn alphabet(g: &Chars) -> Vec<char> {
     let mut out: Vec<char> = g.charset.chars().chars().collect();
     for c in g.symbols.chars() {
         if !out.contains(&c) {
@@ -47,7 +70,7 @@ pub fn random_string<R: TryRng>(
 }
 
 /// A value for one generated key, from the operating system's CSPRNG.
-pub fn value(g: &Generated) -> Result<String, rand::rngs::SysError> {
+pub fn value(g: &Chars) -> Result<String, rand::rngs::SysError> {
     random_string(&mut SysRng, &alphabet(g), g.length)
 }
 
@@ -57,15 +80,11 @@ mod tests {
     use crate::api::{Charset, DEFAULT_SYMBOLS};
     use std::collections::{BTreeMap, HashSet};
 
-    fn gen_(charset: Charset, symbols: &str, length: usize) -> Generated {
-        Generated {
+    fn gen_(charset: Charset, symbols: &str, length: usize) -> Chars {
+        Chars {
             length,
             charset,
             symbols: symbols.to_string(),
-            previous: false,
-            rotation: String::new(),
-            every: None,
-            epoch: None,
         }
     }
 
