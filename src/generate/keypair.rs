@@ -55,10 +55,12 @@ pub fn generate(alg: SigningAlgorithm) -> Result<String, KeyError> {
     let name = alg.as_str();
     let failed = |e: &dyn std::fmt::Display| KeyError::Generate(name, e.to_string());
     match alg {
-        SigningAlgorithm::ES256 | SigningAlgorithm::EdDSA => {
-            rcgen::KeyPair::generate_for(ring_algorithm(alg))
-                .map(|k| k.serialize_pem())
-                .map_err(|e| failed(&e))
+        SigningAlgorithm::ES256 => rcgen::KeyPair::generate_for(ring_algorithm(alg))
+            .map(|k| k.serialize_pem())
+            .map_err(|e| failed(&e)),
+        SigningAlgorithm::EdDSA => {
+            let key = rcgen::KeyPair::generate_for(ring_algorithm(alg)).map_err(|e| failed(&e))?;
+            version_1(key.serialized_der()).map_err(|e| failed(&e))
         }
         SigningAlgorithm::RS256 => {
             let key =
@@ -68,6 +70,16 @@ pub fn generate(alg: SigningAlgorithm) -> Result<String, KeyError> {
                 .map_err(|e| failed(&e))
         }
     }
+}
+
+/// A PKCS#8 document written again as version 1 (RFC 5208), without the
+/// public key that version 2 (RFC 5958) may carry: ring writes Ed25519 keys
+/// as version 2, which OpenSSL 3.0 and pyca/cryptography do not read.
+fn version_1(der: &[u8]) -> Result<String, pkcs8::Error> {
+    use pkcs8::EncodePrivateKey;
+    let info = pkcs8::PrivateKeyInfoRef::try_from(der)?;
+    let v1 = pkcs8::PrivateKeyInfoRef::new(info.algorithm, info.private_key);
+    Ok(v1.to_pkcs8_pem(pkcs8::LineEnding::LF)?.to_string())
 }
 
 fn ring_algorithm(alg: SigningAlgorithm) -> &'static rcgen::SignatureAlgorithm {
@@ -160,6 +172,10 @@ mod tests {
     fn each_algorithm_makes_distinct_keys_whose_jwk_fits_and_reads_back() {
         for alg in SigningAlgorithm::ALL {
             let (a, b) = (generate(alg).unwrap(), generate(alg).unwrap());
+            // PKCS#8 version 1 (no public key inside): what every reader takes.
+            let der = pem::parse(&a).unwrap();
+            let info = pkcs8::PrivateKeyInfoRef::try_from(der.contents()).unwrap();
+            assert!(info.public_key.is_none(), "{alg:?}: a version 2 document");
             assert_ne!(a, b, "{alg:?}: two keys alike");
             assert!(
                 a.starts_with("-----BEGIN PRIVATE KEY-----\n"),

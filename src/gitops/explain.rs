@@ -131,12 +131,21 @@ pub fn explain(object: &str, v: &Version) -> String {
         for (k, g) in &v.spec.generated {
             let _ = writeln!(
                 out,
-                "    {k}: rotated by spec.rotation ({rotation}), keys.{k}.rotation ({}), {}or a change of its length, charset or symbols",
+                "    {k}: rotated by spec.rotation ({rotation}), keys.{k}.rotation ({}), {}or a change of its {}",
                 token(&g.rotation),
                 if v.spec.epoch.is_some() {
                     "each rotateEvery period, "
                 } else {
                     ""
+                },
+                match &g.kind {
+                    Kind::Chars(_) => "length, charset or symbols".to_string(),
+                    Kind::SigningKey(sk) => format!(
+                        "algorithm; {} keeps its public key first and up to {} previous one{}",
+                        sk.jwks_key,
+                        sk.keep,
+                        if sk.keep == 1 { "" } else { "s" }
+                    ),
                 }
             );
         }
