@@ -218,8 +218,8 @@ pub struct RandomSecretSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 2, max = rules::MAX_PERIOD_TEXT))]
     #[x_kube(
-        validation = Rule::new("self.matches('^([0-9]+(h|m|s))+$')").message("rotateEvery must be a duration such as 720h, 90m or 1h30m"),
-        validation = Rule::new(rules::period_range_rule()).message(format!("rotateEvery must be {}", rules::period_range_text()).as_str()),
+        validation = Rule::new(rules::PERIOD_FORMAT_RULE).message(rules::PERIOD_FORMAT_MESSAGE),
+        validation = Rule::new(rules::period_range_rule()).message(rules::period_range_message().as_str()),
     )]
     pub rotate_every: Option<String>,
 
@@ -288,8 +288,8 @@ pub struct Generator {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 2, max = rules::MAX_PERIOD_TEXT))]
     #[x_kube(
-        validation = Rule::new("self.matches('^([0-9]+(h|m|s))+$')").message("rotateEvery must be a duration such as 720h, 90m or 1h30m"),
-        validation = Rule::new(rules::period_range_rule()).message(format!("rotateEvery must be {}", rules::period_range_text()).as_str()),
+        validation = Rule::new(rules::PERIOD_FORMAT_RULE).message(rules::PERIOD_FORMAT_MESSAGE),
+        validation = Rule::new(rules::period_range_rule()).message(rules::period_range_message().as_str()),
     )]
     pub rotate_every: Option<String>,
     /// A signing key instead of a random string: the current private key

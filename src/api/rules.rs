@@ -108,6 +108,15 @@ pub const MAX_PERIOD_SECONDS: u64 = MAX_PERIOD_HOURS * 3600;
 /// The longest `rotateEvery`, in characters (the CRD's maxLength).
 pub const MAX_PERIOD_TEXT: usize = 32;
 
+/// The CRD's CEL rule for the format of a `rotateEvery` (spec and key), and its message.
+pub const PERIOD_FORMAT_RULE: &str = "self.matches('^([0-9]+(h|m|s))+$')";
+pub const PERIOD_FORMAT_MESSAGE: &str = "rotateEvery must be a duration such as 720h, 90m or 1h30m";
+
+/// The message of [`period_range_rule`].
+pub fn period_range_message() -> String {
+    format!("rotateEvery must be {}", period_range_text())
+}
+
 /// The allowed range, as the error messages state it.
 pub fn period_range_text() -> String {
     format!(

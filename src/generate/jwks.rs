@@ -25,8 +25,9 @@ pub fn next(current: &Jwk, previous: Option<&[u8]>, keep: usize) -> Vec<u8> {
     serde_json::to_vec(&json!({ "keys": keys })).expect("a JWKS serializes")
 }
 
-/// The `kid`s of a JWKS, in order (for status views and tests).
-pub fn kids(jwks: &[u8]) -> Vec<String> {
+/// The `kid`s of a JWKS, in order.
+#[cfg(test)]
+fn kids(jwks: &[u8]) -> Vec<String> {
     entries(jwks)
         .iter()
         .filter_map(|e| e.get("kid").and_then(Value::as_str).map(str::to_string))

@@ -27,6 +27,12 @@ pub fn key_value(kind: &Kind) -> Result<Vec<u8>, Failed> {
     }
 }
 
+/// Whether generating a value of `kind` takes enough CPU (tens to hundreds
+/// of milliseconds: RSA) to belong off the async runtime's threads.
+pub fn costly(kind: &Kind) -> bool {
+    matches!(kind, Kind::SigningKey(s) if s.algorithm == crate::api::SigningAlgorithm::RS256)
+}
+
 /// The alphabet of a generator: the charset's characters, then each symbol
 /// character not already in it (duplicates would bias the draw).
 pub fn alphabet(g: &Chars) -> Vec<char> {

@@ -78,27 +78,52 @@ pub enum Ensured {
     Adopted,
 }
 
-/// The Secret for a new version, owned by the RandomSecret and by whatever
-/// already references the name. `carried`: the values taken over from the
-/// previous version (kept keys, overlap's `<k>.previous`); every other
-/// generated key gets a fresh value. `record`: what it records about that.
-pub fn build_secret(
-    rs: &Subject,
+/// Fresh values for the generated keys of `v` that `data` (the values
+/// carried over) lacks. A costly one (an RSA key) is made on the blocking
+/// pool, as many at once as `ctx.keygen` allows.
+pub async fn generate_missing(
     v: &Version,
-    carried: BTreeMap<String, ByteString>,
-    how: &Carried,
+    data: &mut BTreeMap<String, ByteString>,
     ctx: &Context,
-) -> Result<Secret, ReconcileError> {
-    let record = how.record(&v.spec);
-    let mut data = carried;
+) -> Result<(), ReconcileError> {
+    let failed = |e: generate::Failed| ReconcileError::Random(e.to_string());
     for (key, g) in &v.spec.generated {
         if data.contains_key(key) {
             continue;
         }
-        let value =
-            generate::key_value(&g.kind).map_err(|e| ReconcileError::Random(e.to_string()))?;
+        let value = if generate::costly(&g.kind) {
+            let _permit = ctx
+                .keygen
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
+            let kind = g.kind.clone();
+            tokio::task::spawn_blocking(move || generate::key_value(&kind))
+                .await
+                .map_err(|e| ReconcileError::Random(format!("keys.{key}: {e}")))?
+                .map_err(failed)?
+        } else {
+            generate::key_value(&g.kind).map_err(failed)?
+        };
         data.insert(key.clone(), ByteString(value));
     }
+    Ok(())
+}
+
+/// The Secret for a new version, owned by the RandomSecret and by whatever
+/// already references the name. `values`: every generated key's value
+/// (carried over, or made by [`generate_missing`]); the keys derived from
+/// them (a signing key's JWKS) are computed here. `how`: how it came to hold
+/// them, for its record.
+pub fn build_secret(
+    rs: &Subject,
+    v: &Version,
+    values: BTreeMap<String, ByteString>,
+    how: &Carried,
+    ctx: &Context,
+) -> Result<Secret, ReconcileError> {
+    let record = how.record(&v.spec);
+    let mut data = values;
     // Derived keys, from this version's own values (kept or new), so a
     // version's bytes are fixed when it is made.
     for (key, s) in v
@@ -107,7 +132,10 @@ pub fn build_secret(
         .iter()
         .filter_map(|(k, g)| Some((k, g.signing_key()?)))
     {
-        let pem = std::str::from_utf8(&data[key].0).unwrap_or_default();
+        let pem = data
+            .get(key)
+            .and_then(|v| std::str::from_utf8(&v.0).ok())
+            .unwrap_or_default();
         let jwk = generate::keypair::public_jwk(s.algorithm, pem)
             .map_err(|e| ReconcileError::Random(format!("keys.{key}: {e}")))?;
         let previous = how.previous_jwks.get(key).map(|b| b.0.as_slice());
@@ -241,8 +269,9 @@ pub async fn version(
             let doing = || format!("creating Secret {}", v.secret_name);
             ctx.may_write()?;
             let previous = super::carry::previous(rs, v, &api, ctx).await?;
-            let (carried, how) = super::carry::values(&v.spec, &previous);
-            let secret = build_secret(rs, v, carried, &how, ctx)?;
+            let (mut values, how) = super::carry::values(&v.spec, &previous);
+            generate_missing(v, &mut values, ctx).await?;
+            let secret = build_secret(rs, v, values, &how, ctx)?;
             match api.create(&pp, &secret).await {
                 Ok(created) => {
                     // Only the metadata is kept; the values are never cached.

@@ -56,6 +56,16 @@ pub struct Context {
     pub policy: policy::Policy,
     /// Deletion protection (`--deletion-protection`, [`protection`]).
     pub protect: bool,
+    /// Costly key generation (RSA) runs on the blocking pool, this many at
+    /// once, so it never stalls the runtime's threads (other reconciles,
+    /// the webhook, lease renewal).
+    pub keygen: Arc<tokio::sync::Semaphore>,
+}
+
+/// Costly key generations at once: half the cores (at least one), so the
+/// runtime keeps the others.
+fn keygen_permits() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
 
 impl Context {
@@ -70,6 +80,7 @@ impl Context {
             leader: shared.leader.clone(),
             policy,
             protect,
+            keygen: Arc::new(tokio::sync::Semaphore::new(keygen_permits())),
         }
     }
 

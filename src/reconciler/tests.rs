@@ -138,6 +138,7 @@ impl Harness {
                 leader: w.leader,
                 policy,
                 protect,
+                keygen: Arc::new(tokio::sync::Semaphore::new(1)),
             });
             reconcile(key(), ctx)
         })
@@ -217,6 +218,62 @@ async fn create_new_version(h: &Harness, rs: &Rs) -> (Run, Vec<String>) {
         .await;
     let values = std::mem::take(&mut *values.lock().unwrap());
     (run, values)
+}
+
+/// Signing keys in a new version: each private key is PEM, and its JWKS
+/// holds that key's public key alone (no previous version), whose kid is
+/// the key's thumbprint. The RSA key comes from the blocking pool. One
+/// POST and the status, as for strings.
+#[tokio::test]
+async fn a_new_version_holds_signing_keys_and_their_jwks() {
+    use crate::api::SigningAlgorithm;
+    use crate::generate::keypair;
+    let h = Harness::new();
+    let mut rs = Rs::test();
+    rs.spec = json!({"keys": {
+        "es": {"signingKey": {"algorithm": "ES256", "jwksKey": "es.jwks"}},
+        "rs": {"signingKey": {"algorithm": "RS256", "keep": 3, "jwksKey": "rs.jwks"}},
+    }});
+    let rs = rs.cached_in(&h);
+    let rs2 = rs.clone();
+    let run = h
+        .reconcile(|mut api| async move {
+            let post = api.create_secret().await;
+            let data = post.body["data"].clone();
+            let text = |k: &str| {
+                let b: k8s_openapi::ByteString = serde_json::from_value(data[k].clone()).unwrap();
+                String::from_utf8(b.0).unwrap()
+            };
+            for (k, alg) in [
+                ("es", SigningAlgorithm::ES256),
+                ("rs", SigningAlgorithm::RS256),
+            ] {
+                let pem = text(k);
+                assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"), "{k}");
+                let jwks: serde_json::Value =
+                    serde_json::from_str(&text(&format!("{k}.jwks"))).unwrap();
+                let kid = keypair::public_jwk(alg, &pem).unwrap().kid;
+                assert_eq!(jwks["keys"].as_array().unwrap().len(), 1, "{k}: {jwks}");
+                assert_eq!(jwks["keys"][0]["kid"], kid.as_str());
+                assert!(
+                    jwks.to_string().find("PRIVATE").is_none()
+                        && jwks["keys"][0].get("d").is_none()
+                );
+            }
+            let body = post.body.clone();
+            post.respond(201, &stored(body, SECRET_UID, "2026-01-02T00:00:00Z"));
+            let patch = api.apply_status().await;
+            let status = patch.body["status"].clone();
+            assert!(
+                !patch.body.to_string().contains("BEGIN"),
+                "no key in the status"
+            );
+            patch.respond(200, &rs2.applied(&status));
+            api
+        })
+        .await;
+    assert_eq!(run.next, Next::AwaitChange);
+    assert_eq!(run.metrics.versions_created.get(), 1);
 }
 
 /// A new RandomSecret: the Secret is created (immutable, labelled, owned

@@ -70,14 +70,6 @@ impl Generated {
         }
     }
 
-    /// The random string it generates, if that is its kind.
-    pub fn chars(&self) -> Option<&Chars> {
-        match &self.kind {
-            Kind::Chars(c) => Some(c),
-            Kind::SigningKey(_) => None,
-        }
-    }
-
     /// The signing key it generates, if that is its kind.
     pub fn signing_key(&self) -> Option<&SigningKey> {
         match &self.kind {
