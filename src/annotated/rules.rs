@@ -570,6 +570,7 @@ pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
             } else {
                 String::new()
             },
+            min: Default::default(),
         },
         rotate: rotate.to_string(),
     }))
@@ -857,6 +858,7 @@ mod tests {
                 length: 32,
                 charset: Charset::Alphanumeric,
                 symbols: String::new(),
+                min: Default::default(),
             }
         );
         let f = fill(plan(
@@ -1109,6 +1111,7 @@ mod tests {
                 length: 32,
                 charset: Charset::Alphanumeric,
                 symbols: DEFAULT_SYMBOLS.into(),
+                min: Default::default(),
             }
         );
         // No key annotation: "password"; empty values mean the default.

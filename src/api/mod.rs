@@ -93,6 +93,8 @@ pub const WORKLOADS_PINNED: &str = "WorkloadsPinned";
 pub const MAX_LENGTH: i64 = 1_048_576;
 /// Longest base name: room for `-` and the 10-character hash within 253.
 pub const MAX_BASE_NAME: usize = 242;
+/// Most random bytes of a `bytes` key: hex-encoded, 1 MiB.
+pub const MAX_BYTES: i64 = 524_288;
 /// Longest RandomSecret name: it is the `randomsecret.io/name` label value.
 pub const MAX_OBJECT_NAME: usize = 63;
 /// Most generated keys in one RandomSecret.
@@ -241,12 +243,18 @@ pub struct RandomSecretSpec {
 #[serde(rename_all = "camelCase")]
 #[x_kube(
     validation = Rule::new("!has(self.symbolCharacters) || !has(self.symbols) || self.symbols").message("symbolCharacters is set but symbols is false: remove one of them"),
-    validation = Rule::new("has(self.length) != has(self.signingKey)").message("set exactly one of length (a random string) and signingKey (a private key and its JWKS)"),
-    validation = Rule::new("!has(self.signingKey) || !(has(self.charset) || has(self.symbols) || has(self.symbolCharacters) || has(self.previous))").message("charset, symbols, symbolCharacters and previous are for random strings: a signingKey's previous public keys are in its JWKS (signingKey.keep)"),
+    validation = Rule::new("[has(self.length), has(self.bytes), has(self.uuid), has(self.signingKey)].filter(x, x).size() == 1").message("set exactly one of length (a random string), bytes, uuid and signingKey"),
+    validation = Rule::new("has(self.length) || !(has(self.charset) || has(self.symbols) || has(self.symbolCharacters) || has(self.minDigits) || has(self.minLower) || has(self.minUpper) || has(self.minSymbols))").message("charset, symbols, symbolCharacters and minDigits, minLower, minUpper, minSymbols are for random strings (length): remove them"),
+    validation = Rule::new("!has(self.signingKey) || !has(self.previous)").message("previous is not for a signingKey: its previous public keys are in its JWKS (signingKey.keep)"),
+    validation = Rule::new("!has(self.length) || (has(self.minDigits) ? self.minDigits : 0) + (has(self.minLower) ? self.minLower : 0) + (has(self.minUpper) ? self.minUpper : 0) + (has(self.minSymbols) ? self.minSymbols : 0) <= self.length").message("minDigits + minLower + minUpper + minSymbols is more than length: lower them or raise length"),
+    validation = Rule::new(format!("!has(self.minDigits) || self.minDigits == 0 || {}", rules::charset_in("0123456789")).as_str()).message("minDigits needs digits in the alphabet: charset alphanumeric, numeric, hex, base64, base64url or ascii"),
+    validation = Rule::new(format!("!has(self.minLower) || self.minLower == 0 || {}", rules::charset_in("abcdefghijklmnopqrstuvwxyz")).as_str()).message("minLower needs lowercase letters in the alphabet: charset alphanumeric, alpha, lower, hex, base64, base64url or ascii"),
+    validation = Rule::new(format!("!has(self.minUpper) || self.minUpper == 0 || {}", rules::charset_in("ABCDEFGHIJKLMNOPQRSTUVWXYZ")).as_str()).message("minUpper needs uppercase letters in the alphabet: charset alphanumeric, alpha, upper, base64, base64url or ascii"),
+    validation = Rule::new(format!("!has(self.minSymbols) || self.minSymbols == 0 || (has(self.symbolCharacters) && (!has(self.symbols) || self.symbols)) || (has(self.symbols) && self.symbols) || {}", rules::charset_in("!+-_")).as_str()).message("minSymbols needs symbols in the alphabet: set symbols: true (or symbolCharacters), or charset base64, base64url or ascii"),
 )]
 pub struct Generator {
     /// Number of characters to generate (1 to 1048576): a random string.
-    /// Required unless signingKey is set.
+    /// Exactly one of length, bytes, uuid and signingKey.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1048576))]
     pub length: Option<i64>,
@@ -264,6 +272,37 @@ pub struct Generator {
     #[schemars(length(min = 1, max = 128))]
     #[x_kube(validation = Rule::new(rules::symbols_rule().as_str()).message(rules::SYMBOLS_INVISIBLE))]
     pub symbol_characters: Option<String>,
+    /// Password rules: at least this many digits (0-9) in the value (default
+    /// 0). Each minimum is drawn from the alphabet's characters of its class,
+    /// the rest uniformly from the whole alphabet, and the positions shuffled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1048576))]
+    pub min_digits: Option<i64>,
+    /// Password rules: at least this many lowercase letters (a-z).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1048576))]
+    pub min_lower: Option<i64>,
+    /// Password rules: at least this many uppercase letters (A-Z).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1048576))]
+    pub min_upper: Option<i64>,
+    /// Password rules: at least this many symbols (any character of the
+    /// alphabet that is not an ASCII letter or digit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1048576))]
+    pub min_symbols: Option<i64>,
+    /// Random bytes instead of a string: `length` bytes from the CSPRNG,
+    /// written in `encoding`. A Fernet key is 32 bytes in base64url; an
+    /// HMAC-SHA256 key 32 bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<BytesSpec>,
+    /// A random UUID (version 4, from the CSPRNG) instead of a string, in
+    /// its lowercase hyphenated form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // No fields, said so: an object with neither properties nor
+    // additionalProperties would read as free-form (`gitops::fields`).
+    #[schemars(extend("maxProperties" = 0))]
+    pub uuid: Option<UuidSpec>,
     /// Overlap for zero-downtime rotation of session or signing keys: each
     /// new version also holds the previous version's value of this key under
     /// `<key>.previous` (absent from the first version, and when the previous
@@ -301,6 +340,62 @@ pub struct Generator {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signing_key: Option<SigningKeySpec>,
 }
+
+/// Random bytes and how they are written.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BytesSpec {
+    /// How many random bytes (1 to 524288; encoded, at most 1 MiB).
+    #[schemars(range(min = 1, max = 524288))]
+    pub length: i64,
+    /// How they are written in the Secret (default base64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<Encoding>,
+}
+
+/// How random bytes are written.
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// The bytes themselves (a key file)
+    Raw,
+    /// Standard base64 with padding (RFC 4648 section 4)
+    #[default]
+    Base64,
+    /// URL-safe base64 with padding (RFC 4648 section 5): a Fernet key
+    Base64url,
+    /// Base32 with padding (RFC 4648 section 6)
+    Base32,
+    /// Lowercase hexadecimal
+    Hex,
+}
+
+impl Encoding {
+    pub const ALL: [Encoding; 5] = [
+        Encoding::Raw,
+        Encoding::Base64,
+        Encoding::Base64url,
+        Encoding::Base32,
+        Encoding::Hex,
+    ];
+
+    /// The name used in manifests and in the canonical form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Raw => "raw",
+            Encoding::Base64 => "base64",
+            Encoding::Base64url => "base64url",
+            Encoding::Base32 => "base32",
+            Encoding::Hex => "hex",
+        }
+    }
+}
+
+/// A random UUID (version 4): no parameters.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct UuidSpec {}
 
 /// A generated signing key and its JWKS.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

@@ -108,6 +108,25 @@ pub const MAX_PERIOD_SECONDS: u64 = MAX_PERIOD_HOURS * 3600;
 /// The longest `rotateEvery`, in characters (the CRD's maxLength).
 pub const MAX_PERIOD_TEXT: usize = 32;
 
+/// CEL, on a key's generator: its charset (default alphanumeric) has at
+/// least one of `chars`. Each charset's characters are spelled once, in
+/// [`crate::api::Charset::chars`].
+pub fn charset_in(chars: &str) -> String {
+    let names: Vec<String> = crate::api::Charset::ALL
+        .iter()
+        .filter(|c| c.chars().chars().any(|x| chars.contains(x)))
+        .map(|c| format!("'{}'", c.as_str()))
+        .collect();
+    let default = crate::api::Charset::default()
+        .chars()
+        .chars()
+        .any(|x| chars.contains(x));
+    format!(
+        "(has(self.charset) ? self.charset in [{}] : {default})",
+        names.join(", ")
+    )
+}
+
 /// The CRD's CEL rule for the format of a `rotateEvery` (spec and key), and its message.
 pub const PERIOD_FORMAT_RULE: &str = "self.matches('^([0-9]+(h|m|s))+$')";
 pub const PERIOD_FORMAT_MESSAGE: &str = "rotateEvery must be a duration such as 720h, 90m or 1h30m";

@@ -6,8 +6,6 @@
 //! come from the RustCrypto `rsa` crate.
 
 use crate::api::SigningAlgorithm;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
 use rsa::traits::PublicKeyParts;
 use serde::{Deserialize, Serialize};
@@ -47,7 +45,7 @@ pub struct Jwk {
 }
 
 fn b64(bytes: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode(bytes)
+    data_encoding::BASE64URL_NOPAD.encode(bytes)
 }
 
 /// A new private key for `alg`, as PKCS#8 PEM.

@@ -9,7 +9,7 @@
 
 use super::manifests::{self, Found, ManifestError};
 use crate::version::carry::{self, Lineage};
-use crate::version::{Kind, Version, VersionSpec};
+use crate::version::{Class, Kind, Version, VersionSpec};
 use std::fmt::Write;
 
 /// One line of the canonical form.
@@ -50,15 +50,22 @@ pub fn lines(v: &VersionSpec) -> Vec<Line> {
         let line = crate::version::generate_line(k, g);
         let what = match &g.kind {
             Kind::Chars(c) => format!(
-                "length {}, charset {}, {}",
+                "length {}, charset {}, {}{}",
                 c.length,
                 c.charset.as_str(),
                 if c.symbols.is_empty() {
                     "no symbols".to_string()
                 } else {
                     format!("symbols {:?}", c.symbols)
-                }
+                },
+                Class::ALL
+                    .iter()
+                    .filter(|class| c.min.of(**class) > 0)
+                    .map(|class| format!(", {} {}", class.field(), c.min.of(*class)))
+                    .collect::<String>()
             ),
+            Kind::Bytes(b) => format!("bytes {}, {}", b.length, b.encoding.as_str()),
+            Kind::Uuid => "uuid (version 4)".to_string(),
             Kind::SigningKey(sk) => format!(
                 "signingKey {}, keep {}, jwksKey {:?}",
                 sk.algorithm.as_str(),
@@ -139,7 +146,9 @@ pub fn explain(object: &str, v: &Version) -> String {
                     ""
                 },
                 match &g.kind {
-                    Kind::Chars(_) => "length, charset or symbols".to_string(),
+                    Kind::Chars(_) => "length, charset, symbols or password rules".to_string(),
+                    Kind::Bytes(_) => "length or encoding".to_string(),
+                    Kind::Uuid => "kind".to_string(),
                     Kind::SigningKey(sk) => format!(
                         "algorithm; {} keeps its public key first and up to {} previous one{}",
                         sk.jwks_key,

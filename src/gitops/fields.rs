@@ -262,7 +262,8 @@ pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 ///   against it) or `x-kubernetes-preserve-unknown-fields` allows it. An
 ///   object schema with neither properties nor additionalProperties is free
 ///   form (ObjectMeta's `managedFields[].fieldsV1`; a structural CRD schema
-///   has none, a test checks it).
+///   has none, a test checks it), unless `maxProperties: 0` says it has no
+///   field at all (`uuid: {}`).
 /// - `items`: each element of a list.
 /// - `type`, `format` (int32, int64), `enum` and `required`.
 /// - A null is accepted wherever it is: the apiserver prunes it like an
@@ -407,7 +408,9 @@ fn walk_object(
     let properties = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties");
     let preserve = schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
-    let free_form = properties.is_none() && additional.is_none();
+    // `maxProperties: 0`: an object with no fields at all (`uuid: {}`).
+    let closed = schema.get("maxProperties") == Some(&Value::from(0));
+    let free_form = properties.is_none() && additional.is_none() && !closed;
     for (k, v) in map {
         path.push(Step::Name(k.clone()));
         match (properties.and_then(|p| p.get(k)), additional) {
@@ -473,6 +476,9 @@ fn helm_node(root: &Value, schema: &Value) -> Value {
             .map(|n| (n.clone(), helm_node(root, &properties[n])))
             .collect();
         node.insert("fields".into(), Value::Object(fields));
+    } else if schema.get("maxProperties") == Some(&Value::from(0)) {
+        // No field at all (`uuid: {}`): every field is unknown.
+        node.insert("fields".into(), Value::Object(Map::new()));
     }
     for (key, inner) in [("values", "additionalProperties"), ("items", "items")] {
         if let Some(each @ Value::Object(_)) = schema.get(inner) {
@@ -785,7 +791,7 @@ mod tests {
     }
 
     /// The free-form rule (an object with neither properties nor
-    /// additionalProperties) is for ObjectMeta's fieldsV1: in our CRDs (a
+    /// additionalProperties, nor `maxProperties: 0`) is for ObjectMeta's fieldsV1: in our CRDs (a
     /// structural schema prunes such an object empty) there is none, so it
     /// never lets an unknown field of ours through.
     #[test]
@@ -795,6 +801,7 @@ mod tests {
                 let object = m.get("type") == Some(&json!("object"));
                 let open = m.contains_key("properties")
                     || m.contains_key("additionalProperties")
+                    || m.get("maxProperties") == Some(&json!(0))
                     || m.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true));
                 if object && !open {
                     out.push(path.to_string());

@@ -291,9 +291,8 @@ fn field_of(e: &SpecError, rs: &RandomSecret) -> String {
             None => "spec.key".into(),
         },
         SpecError::DerivedKeyConflict { by, .. } => fields::path(&["spec", "keys", by]),
-        SpecError::InvalidSigningKey { key: k, .. } | SpecError::NoGenerator(k) => {
-            fields::path(&["spec", "keys", k])
-        }
+        SpecError::InvalidSigningKey { key: k, .. }
+        | SpecError::InvalidGenerator { key: k, .. } => fields::path(&["spec", "keys", k]),
         SpecError::InvalidLength { key: k, .. } => key(k, "length"),
         SpecError::InvalidSymbols { key: k, .. } => key(k, "symbolCharacters"),
         SpecError::TooManyKeys(_) => "spec.keys".into(),

@@ -76,6 +76,7 @@ pub fn config(s: Settings) -> anyhow::Result<LeaseConfig> {
         length: 6,
         charset: crate::api::Charset::Lower,
         symbols: String::new(),
+        min: Default::default(),
     })
     .unwrap_or_default();
     Ok(LeaseConfig {

@@ -5,7 +5,8 @@
 //! its value. What rotates a key: `spec.rotation`, a new `rotateEvery`
 //! period, the key's own `keys.<k>.rotation` or `keys.<k>.rotateEvery`
 //! period, or a change of its generator
-//! (length, charset, symbols; a signing key's algorithm). A key new to the
+//! (length, charset, symbols, password rules; bytes' length or encoding; a
+//! signing key's algorithm; a change of kind). A key new to the
 //! spec starts fresh. A signing key's `keep` and `jwksKey` change its JWKS,
 //! not its private key.
 //!
@@ -14,8 +15,8 @@
 //! one is planned from it with [`plan`], a pure function that `name
 //! --explain` and `diff` use too.
 
-use super::spec::{Generated, Kind, VersionSpec};
-use crate::api::{Charset, SigningAlgorithm};
+use super::spec::{Class, Generated, Kind, VersionSpec};
+use crate::api::{Charset, Encoding, SigningAlgorithm};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -55,12 +56,29 @@ pub enum GeneratorLineage {
         #[serde(rename = "signingKey")]
         signing_key: SigningLineage,
     },
+    Bytes {
+        bytes: BytesLineage,
+    },
+    Uuid {
+        /// Always true: it tells the variant apart.
+        uuid: bool,
+    },
     Chars {
         length: usize,
         charset: Charset,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         symbols: String,
+        /// Password rules: digits, lower, upper, symbols (absent: none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min: Option<[usize; 4]>,
     },
+}
+
+/// Random bytes' generator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BytesLineage {
+    pub length: usize,
+    pub encoding: Encoding,
 }
 
 /// A signing key's algorithm, and where its JWKS is (the next version
@@ -79,7 +97,20 @@ impl KeyLineage {
                 length: c.length,
                 charset: c.charset,
                 symbols: c.symbols.clone(),
+                min: (!c.min.is_empty()).then_some([
+                    c.min.digits,
+                    c.min.lower,
+                    c.min.upper,
+                    c.min.symbols,
+                ]),
             },
+            Kind::Bytes(b) => GeneratorLineage::Bytes {
+                bytes: BytesLineage {
+                    length: b.length,
+                    encoding: b.encoding,
+                },
+            },
+            Kind::Uuid => GeneratorLineage::Uuid { uuid: true },
             Kind::SigningKey(s) => GeneratorLineage::SigningKey {
                 signing_key: SigningLineage {
                     algorithm: s.algorithm,
@@ -100,6 +131,8 @@ impl GeneratorLineage {
     fn describe(&self) -> String {
         match self {
             GeneratorLineage::Chars { .. } => "a random string".into(),
+            GeneratorLineage::Bytes { .. } => "bytes".into(),
+            GeneratorLineage::Uuid { .. } => "uuid".into(),
             GeneratorLineage::SigningKey { signing_key } => {
                 format!("signingKey {}", signing_key.algorithm.as_str())
             }
@@ -117,11 +150,13 @@ impl GeneratorLineage {
                     length: ol,
                     charset: oc,
                     symbols: os,
+                    min: om,
                 },
                 G::Chars {
                     length: nl,
                     charset: nc,
                     symbols: ns,
+                    min: nm,
                 },
             ) => {
                 if ol != nl {
@@ -131,9 +166,30 @@ impl GeneratorLineage {
                 } else if os != ns {
                     Some(("symbols", symbols(os), symbols(ns)))
                 } else {
-                    None
+                    let (o, n) = (om.unwrap_or_default(), nm.unwrap_or_default());
+                    Class::ALL
+                        .iter()
+                        .zip(o.iter().zip(n))
+                        .find(|(_, (a, b))| *a != b)
+                        .map(|(class, (a, b))| (class.field(), a.to_string(), b.to_string()))
                 }
             }
+            (G::Bytes { bytes: o }, G::Bytes { bytes: n }) => {
+                if o.length != n.length {
+                    Some(("bytes.length", o.length.to_string(), n.length.to_string()))
+                } else {
+                    // Another encoding of the same bytes would be a value
+                    // that changed while "kept": the encoding rotates too.
+                    (o.encoding != n.encoding).then(|| {
+                        (
+                            "bytes.encoding",
+                            o.encoding.as_str().into(),
+                            n.encoding.as_str().into(),
+                        )
+                    })
+                }
+            }
+            (G::Uuid { .. }, G::Uuid { .. }) => None,
             (G::SigningKey { signing_key: o }, G::SigningKey { signing_key: n }) => {
                 (o.algorithm != n.algorithm).then(|| {
                     (
@@ -527,6 +583,82 @@ mod tests {
             serde_json::from_str::<Lineage>(old).unwrap(),
             lineage("keys: {pw: {length: 8, charset: hex, rotation: '2'}}\nrotation: '1'")
         );
+    }
+
+    /// Bytes, UUIDs and password rules: kept by an unrelated edit, rotated
+    /// by a change of their own generator (another encoding of the same
+    /// bytes would be another value), and recorded so that a record reads
+    /// back the same.
+    #[test]
+    fn bytes_uuids_and_password_rules_keep_or_rotate() {
+        let base = "keys: {b: {bytes: {length: 16}}, u: {uuid: {}}, p: {length: 8, minDigits: 2}}";
+        let kept = [
+            "b: kept: generator unchanged",
+            "p: kept: generator unchanged",
+            "u: kept: generator unchanged",
+        ];
+        assert_eq!(whys(base, &format!("{base}\nstatic: {{x: z}}")), kept);
+        assert_eq!(
+            whys(
+                base,
+                &base.replace("{length: 16}", "{length: 16, encoding: base64}")
+            ),
+            kept,
+            "the default written out"
+        );
+        for (from, to, want) in [
+            (
+                "{length: 16}",
+                "{length: 24}",
+                "b: rotated: bytes.length 16 -> 24",
+            ),
+            (
+                "{length: 16}",
+                "{length: 16, encoding: hex}",
+                "b: rotated: bytes.encoding base64 -> hex",
+            ),
+            (
+                "minDigits: 2",
+                "minDigits: 3",
+                "p: rotated: minDigits 2 -> 3",
+            ),
+            (
+                "minDigits: 2",
+                "minDigits: 2, minUpper: 1",
+                "p: rotated: minUpper 0 -> 1",
+            ),
+            (
+                "minDigits: 2",
+                "minDigits: 0",
+                "p: rotated: minDigits 2 -> 0",
+            ),
+            (
+                "u: {uuid: {}}",
+                "u: {length: 36}",
+                "u: rotated: kind uuid -> a random string",
+            ),
+            (
+                "b: {bytes: {length: 16}}",
+                "b: {uuid: {}}",
+                "b: rotated: kind bytes -> uuid",
+            ),
+        ] {
+            let edited = base.replace(from, to);
+            let got = whys(base, &edited);
+            assert!(got.contains(&want.to_string()), "{to}: {got:?}");
+            assert_eq!(
+                got.iter().filter(|w| w.contains("rotated")).count(),
+                1,
+                "{to}: {got:?}"
+            );
+        }
+        let l = lineage(base);
+        let text = serde_json::to_string(&l).unwrap();
+        assert_eq!(
+            text,
+            r#"{"rotation":"","keys":{"b":{"bytes":{"length":16,"encoding":"base64"}},"p":{"length":8,"charset":"alphanumeric","min":[2,0,0,0]},"u":{"uuid":true}}}"#
+        );
+        assert_eq!(serde_json::from_str::<Lineage>(&text).unwrap(), l);
     }
 
     /// A key's own period rotates that key alone.

@@ -24,6 +24,6 @@ mod spec;
 pub use name::{Version, base_name, generate_line, hash_alphabet_contains, hash_canonical};
 pub use period::{parse_period, seconds_of};
 pub use spec::{
-    Chars, Generated, Kind, MAX_ROTATION, MAX_SECRET_BYTES, PREVIOUS_SUFFIX, SigningKey, SpecError,
-    VersionSpec, previous_key,
+    Bytes, Chars, Class, Generated, Kind, MAX_ROTATION, MAX_SECRET_BYTES, Minimums,
+    PREVIOUS_SUFFIX, SigningKey, SpecError, VersionSpec, previous_key,
 };

@@ -61,8 +61,20 @@ pub fn generate_line(k: &str, g: &Generated) -> String {
         Kind::Chars(c) => {
             out.push_str(&format!(":{}:{}:", c.length, c.charset.as_str()));
             s(&mut out, &c.symbols);
+            // Only with a rule, so no name from before them changed.
+            if !c.min.is_empty() {
+                let m = c.min;
+                out.push_str(&format!(
+                    ":min:{}:{}:{}:{}",
+                    m.digits, m.lower, m.upper, m.symbols
+                ));
+            }
         }
         // A word where a string's length stands: no string's line reads so.
+        Kind::Bytes(b) => {
+            out.push_str(&format!(":bytes:{}:{}", b.length, b.encoding.as_str()));
+        }
+        Kind::Uuid => out.push_str(":uuid"),
         Kind::SigningKey(k) => {
             out.push_str(&format!(":signingKey:{}:{}:", k.algorithm.as_str(), k.keep));
             s(&mut out, &k.jwks_key);

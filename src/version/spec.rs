@@ -4,9 +4,9 @@
 
 use crate::api::rules::{SYMBOLS_INVISIBLE, forbidden_symbol, valid_data_key};
 use crate::api::{
-    Charset, DEFAULT_JWKS_KEY, DEFAULT_SIGNING_KEEP, DEFAULT_SYMBOLS, MAX_KEYS, MAX_LENGTH,
-    MAX_SIGNING_KEEP, MAX_SYMBOLS, RandomSecretSpec, SHORT_FORM_KEY, SHORT_FORM_LENGTH,
-    SigningAlgorithm,
+    Charset, DEFAULT_JWKS_KEY, DEFAULT_SIGNING_KEEP, DEFAULT_SYMBOLS, Encoding, MAX_BYTES,
+    MAX_KEYS, MAX_LENGTH, MAX_SIGNING_KEEP, MAX_SYMBOLS, RandomSecretSpec, SHORT_FORM_KEY,
+    SHORT_FORM_LENGTH, SigningAlgorithm,
 };
 use std::collections::BTreeMap;
 
@@ -35,17 +35,118 @@ pub struct Generated {
 pub enum Kind {
     /// A random string drawn from an alphabet.
     Chars(Chars),
+    /// Random bytes, encoded.
+    Bytes(Bytes),
+    /// A random UUID, version 4.
+    Uuid,
     /// A private key, and the JWKS of it and of the previous ones.
     SigningKey(SigningKey),
 }
 
 /// A random string: `length` characters of the charset and the symbols.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Chars {
     pub length: usize,
     pub charset: Charset,
     /// The symbol characters added to the alphabet, as written; empty when symbols are off.
     pub symbols: String,
+    /// Password rules: at least so many of each class.
+    pub min: Minimums,
+}
+
+/// Password rules: how many characters of each class a value has at least.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Minimums {
+    pub digits: usize,
+    pub lower: usize,
+    pub upper: usize,
+    pub symbols: usize,
+}
+
+/// The classes of characters that password rules count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    Digit,
+    Lower,
+    Upper,
+    /// Anything that is not an ASCII letter or digit.
+    Symbol,
+}
+
+impl Class {
+    pub const ALL: [Class; 4] = [Class::Digit, Class::Lower, Class::Upper, Class::Symbol];
+
+    pub fn of(c: char) -> Class {
+        match c {
+            '0'..='9' => Class::Digit,
+            'a'..='z' => Class::Lower,
+            'A'..='Z' => Class::Upper,
+            _ => Class::Symbol,
+        }
+    }
+
+    /// The field that sets its minimum.
+    pub fn field(self) -> &'static str {
+        match self {
+            Class::Digit => "minDigits",
+            Class::Lower => "minLower",
+            Class::Upper => "minUpper",
+            Class::Symbol => "minSymbols",
+        }
+    }
+}
+
+impl Minimums {
+    pub fn of(&self, class: Class) -> usize {
+        match class {
+            Class::Digit => self.digits,
+            Class::Lower => self.lower,
+            Class::Upper => self.upper,
+            Class::Symbol => self.symbols,
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        Class::ALL.iter().map(|c| self.of(*c)).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+}
+
+impl Chars {
+    /// The alphabet: the charset's characters, then each symbol character
+    /// not already in it (duplicates would bias the draw).
+    pub fn alphabet(&self) -> Vec<char> {
+        let mut out: Vec<char> = self.charset.chars().chars().collect();
+        for c in self.symbols.chars() {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
+/// Random bytes (`keys.<k>.bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bytes {
+    pub length: usize,
+    pub encoding: Encoding,
+}
+
+impl Bytes {
+    /// The size of the encoded value, in bytes.
+    pub fn encoded_len(&self) -> usize {
+        let n = self.length;
+        match self.encoding {
+            Encoding::Raw => n,
+            Encoding::Base64 | Encoding::Base64url => n.div_ceil(3) * 4,
+            Encoding::Base32 => n.div_ceil(5) * 8,
+            Encoding::Hex => n * 2,
+        }
+    }
 }
 
 /// A signing key (`keys.<k>.signingKey`), defaults applied.
@@ -74,7 +175,7 @@ impl Generated {
     pub fn signing_key(&self) -> Option<&SigningKey> {
         match &self.kind {
             Kind::SigningKey(s) => Some(s),
-            Kind::Chars(_) => None,
+            _ => None,
         }
     }
 
@@ -138,10 +239,8 @@ pub enum SpecError {
     InvalidSymbols { key: String, why: &'static str },
     #[error("keys.{key}: {why}")]
     InvalidSigningKey { key: String, why: String },
-    #[error(
-        "keys.{0}: set exactly one of length (a random string) and signingKey (a private key and its JWKS)"
-    )]
-    NoGenerator(String),
+    #[error("keys.{key}: {why}")]
+    InvalidGenerator { key: String, why: String },
     #[error("too many keys ({0}): at most {MAX_KEYS} generated and {MAX_KEYS} static")]
     TooManyKeys(usize),
     #[error(
@@ -199,7 +298,7 @@ impl SpecError {
             SpecError::InvalidLength { .. } => "InvalidLength",
             SpecError::InvalidSymbols { .. } => "InvalidSymbols",
             SpecError::InvalidSigningKey { .. } => "InvalidSigningKey",
-            SpecError::NoGenerator(_) => "InvalidGenerator",
+            SpecError::InvalidGenerator { .. } => "InvalidGenerator",
             SpecError::InvalidBaseName { .. } => "InvalidSecretName",
             SpecError::NameTooLong(_) => "NameTooLong",
             SpecError::InvalidType(_) => "InvalidType",
@@ -271,51 +370,136 @@ fn chars(
         length: length as usize,
         charset,
         symbols,
+        min: Minimums::default(),
     })
 }
 
-/// What `keys.<key>` generates: a random string or a signing key, exactly one.
+/// Password rules on `c`, checked: each minimum in range, a class the
+/// alphabet has for each that is set, and no more than the length in all.
+fn minimums(key: &str, c: &mut Chars, g: &crate::api::Generator) -> Result<(), SpecError> {
+    let invalid = |why: String| SpecError::InvalidGenerator {
+        key: key.to_string(),
+        why,
+    };
+    let alphabet = c.alphabet();
+    for (class, value) in
+        Class::ALL
+            .into_iter()
+            .zip([g.min_digits, g.min_lower, g.min_upper, g.min_symbols])
+    {
+        let n = value.unwrap_or(0);
+        if !(0..=MAX_LENGTH).contains(&n) {
+            return Err(invalid(format!(
+                "{} {n} is out of range: use 0 to {MAX_LENGTH}",
+                class.field()
+            )));
+        }
+        if n > 0 && !alphabet.iter().any(|ch| Class::of(*ch) == class) {
+            return Err(invalid(format!(
+                "{} {n}: the alphabet (charset {} and the symbols) has no such character: change the charset or the symbols, or remove {}",
+                class.field(),
+                c.charset.as_str(),
+                class.field()
+            )));
+        }
+        let n = n as usize;
+        match class {
+            Class::Digit => c.min.digits = n,
+            Class::Lower => c.min.lower = n,
+            Class::Upper => c.min.upper = n,
+            Class::Symbol => c.min.symbols = n,
+        }
+    }
+    if c.min.total() > c.length {
+        return Err(invalid(format!(
+            "minDigits + minLower + minUpper + minSymbols is {}, more than length {}: lower them or raise length",
+            c.min.total(),
+            c.length
+        )));
+    }
+    Ok(())
+}
+
+/// What `keys.<key>` generates: exactly one of a random string, bytes, a
+/// UUID and a signing key.
 fn kind(key: &str, g: &crate::api::Generator) -> Result<Kind, SpecError> {
-    let invalid = |why: &str| SpecError::InvalidSigningKey {
+    let invalid = |why: &str| SpecError::InvalidGenerator {
         key: key.to_string(),
         why: why.to_string(),
     };
-    match (g.length, &g.signing_key) {
-        (Some(length), None) => Ok(Kind::Chars(chars(
+    let chosen = [
+        g.length.is_some(),
+        g.bytes.is_some(),
+        g.uuid.is_some(),
+        g.signing_key.is_some(),
+    ];
+    if chosen.iter().filter(|x| **x).count() != 1 {
+        return Err(invalid(
+            "set exactly one of length (a random string), bytes, uuid and signingKey",
+        ));
+    }
+    if let Some(length) = g.length {
+        let mut c = chars(
             key,
             length,
             g.charset.unwrap_or_default(),
             g.symbols,
             g.symbol_characters.as_deref(),
-        )?)),
-        (None, Some(s)) => {
-            if g.charset.is_some()
-                || g.symbols.is_some()
-                || g.symbol_characters.is_some()
-                || g.previous.is_some()
-            {
-                return Err(invalid(
-                    "charset, symbols, symbolCharacters and previous are for random strings: a signingKey's previous public keys are in its JWKS (signingKey.keep)",
-                ));
-            }
-            let keep = s.keep.unwrap_or(DEFAULT_SIGNING_KEEP);
-            if !(0..=MAX_SIGNING_KEEP).contains(&keep) {
-                return Err(invalid(&format!(
-                    "signingKey.keep {keep} is out of range: use 0 to {MAX_SIGNING_KEEP}"
-                )));
-            }
-            let jwks_key = s.jwks_key.as_deref().unwrap_or(DEFAULT_JWKS_KEY);
-            if !valid_data_key(jwks_key) {
-                return Err(SpecError::InvalidKey(jwks_key.to_string()));
-            }
-            Ok(Kind::SigningKey(SigningKey {
-                algorithm: s.algorithm,
-                keep: keep as usize,
-                jwks_key: jwks_key.to_string(),
-            }))
-        }
-        (Some(_), Some(_)) | (None, None) => Err(SpecError::NoGenerator(key.to_string())),
+        )?;
+        minimums(key, &mut c, g)?;
+        return Ok(Kind::Chars(c));
     }
+    let string_only = [g.min_digits, g.min_lower, g.min_upper, g.min_symbols]
+        .iter()
+        .any(Option::is_some)
+        || g.charset.is_some()
+        || g.symbols.is_some()
+        || g.symbol_characters.is_some();
+    if string_only {
+        return Err(invalid(
+            "charset, symbols, symbolCharacters and minDigits, minLower, minUpper, minSymbols are for random strings (length): remove them",
+        ));
+    }
+    if let Some(b) = &g.bytes {
+        if !(1..=MAX_BYTES).contains(&b.length) {
+            return Err(invalid(&format!(
+                "bytes.length {} is out of range: use 1 to {MAX_BYTES}",
+                b.length
+            )));
+        }
+        return Ok(Kind::Bytes(Bytes {
+            length: b.length as usize,
+            encoding: b.encoding.unwrap_or_default(),
+        }));
+    }
+    if g.uuid.is_some() {
+        return Ok(Kind::Uuid);
+    }
+    let s = g.signing_key.as_ref().expect("one generator is chosen");
+    let invalid_signing = |why: String| SpecError::InvalidSigningKey {
+        key: key.to_string(),
+        why,
+    };
+    if g.previous.is_some() {
+        return Err(invalid_signing(
+            "previous is not for a signingKey: its previous public keys are in its JWKS (signingKey.keep)".into(),
+        ));
+    }
+    let keep = s.keep.unwrap_or(DEFAULT_SIGNING_KEEP);
+    if !(0..=MAX_SIGNING_KEEP).contains(&keep) {
+        return Err(invalid_signing(format!(
+            "signingKey.keep {keep} is out of range: use 0 to {MAX_SIGNING_KEEP}"
+        )));
+    }
+    let jwks_key = s.jwks_key.as_deref().unwrap_or(DEFAULT_JWKS_KEY);
+    if !valid_data_key(jwks_key) {
+        return Err(SpecError::InvalidKey(jwks_key.to_string()));
+    }
+    Ok(Kind::SigningKey(SigningKey {
+        algorithm: s.algorithm,
+        keep: keep as usize,
+        jwks_key: jwks_key.to_string(),
+    }))
 }
 
 /// A rotation token (`spec.rotation`, `keys.<k>.rotation`): what the CRD allows.
@@ -461,6 +645,9 @@ impl VersionSpec {
                     // With overlap, the previous value too (of the same size when the spec kept it).
                     c.length * widest * if g.previous { 2 } else { 1 }
                 }
+                Kind::Bytes(b) => b.encoded_len() * if g.previous { 2 } else { 1 },
+                // 36 characters.
+                Kind::Uuid => 36 * if g.previous { 2 } else { 1 },
                 Kind::SigningKey(s) => {
                     let (pem, jwk) = crate::generate::keypair::max_sizes(s.algorithm);
                     pem + jwks_bytes(jwk, s.keep)
@@ -534,6 +721,7 @@ mod tests {
                 length: 32,
                 charset: Charset::Alphanumeric,
                 symbols: String::new(),
+                min: Default::default(),
             }))
         );
     }
@@ -657,10 +845,111 @@ mod tests {
             previous: Some(true),
             rotation: Some("2".into()),
             rotate_every: Some("24h".into()),
-            signing_key: None,
+            min_digits: Some(1),
+            ..Default::default()
         };
         let back: Generator = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
         assert_eq!(g, back);
+    }
+
+    /// Password rules, bytes and UUIDs: defaults, and each impossible or
+    /// contradictory combination refused with the field to fix.
+    #[test]
+    fn new_kinds_and_password_rules_are_checked() {
+        let v = Version::of(
+            &spec("keys: {b: {bytes: {length: 7}}, u: {uuid: {}}, p: {length: 9, symbols: true, minSymbols: 2}}"),
+            "x",
+        )
+        .unwrap();
+        let g = &v.spec.generated;
+        assert_eq!(
+            g["b"].kind,
+            Kind::Bytes(Bytes {
+                length: 7,
+                encoding: Encoding::Base64
+            })
+        );
+        assert_eq!(g["u"].kind, Kind::Uuid);
+        let Kind::Chars(p) = &g["p"].kind else {
+            panic!("a string")
+        };
+        assert_eq!(
+            p.min,
+            Minimums {
+                symbols: 2,
+                ..Default::default()
+            }
+        );
+        // base64 of 7 bytes: 12 characters; a UUID: 36; the string at its widest.
+        assert_eq!(v.spec.max_data_bytes(), 12 + 36 + 9);
+        for (yaml, reason, says) in [
+            (
+                "keys: {k: {length: 4, minDigits: 3, minUpper: 2}}",
+                "InvalidGenerator",
+                "is 5, more than length 4",
+            ),
+            (
+                "keys: {k: {length: 4, charset: alpha, minDigits: 1}}",
+                "InvalidGenerator",
+                "minDigits 1: the alphabet",
+            ),
+            (
+                "keys: {k: {length: 4, charset: hex, minUpper: 1}}",
+                "InvalidGenerator",
+                "minUpper 1",
+            ),
+            (
+                "keys: {k: {length: 4, minSymbols: 1}}",
+                "InvalidGenerator",
+                "minSymbols 1",
+            ),
+            (
+                "keys: {k: {length: 4, charset: numeric, symbolCharacters: '12', minSymbols: 1}}",
+                "InvalidGenerator",
+                "minSymbols 1",
+            ),
+            (
+                "keys: {k: {length: 4, minLower: -1}}",
+                "InvalidGenerator",
+                "minLower -1 is out of range",
+            ),
+            (
+                "keys: {k: {bytes: {length: 0}}}",
+                "InvalidGenerator",
+                "bytes.length 0",
+            ),
+            (
+                "keys: {k: {bytes: {length: 524289}}}",
+                "InvalidGenerator",
+                "bytes.length 524289",
+            ),
+            (
+                "keys: {k: {bytes: {length: 4}, charset: hex}}",
+                "InvalidGenerator",
+                "are for random strings",
+            ),
+            (
+                "keys: {k: {uuid: {}, minDigits: 1}}",
+                "InvalidGenerator",
+                "are for random strings",
+            ),
+            (
+                "keys: {k: {uuid: {}, length: 4}}",
+                "InvalidGenerator",
+                "exactly one of",
+            ),
+            (
+                "keys: {k: {rotation: '1'}}",
+                "InvalidGenerator",
+                "exactly one of",
+            ),
+        ] {
+            let err = Version::of(&spec(yaml), "x").unwrap_err();
+            assert_eq!(err.reason(), reason, "{yaml}: {err}");
+            assert!(err.to_string().contains(says), "{yaml}: {err}");
+        }
+        // The ascii charset has every class: all four rules at once.
+        assert!(Version::of(&spec("keys: {k: {length: 4, charset: ascii, minDigits: 1, minLower: 1, minUpper: 1, minSymbols: 1}}"), "x").is_ok());
     }
 
     #[test]
@@ -701,7 +990,7 @@ mod tests {
             ("keys: {sig: {charset: hex}}", "InvalidGenerator"),
             (
                 "keys: {sig: {charset: hex, signingKey: {algorithm: EdDSA}}}",
-                "InvalidSigningKey",
+                "InvalidGenerator",
             ),
             (
                 "keys: {sig: {previous: true, signingKey: {algorithm: EdDSA}}}",

@@ -230,6 +230,7 @@ pub fn issue_ca(
         length: 8,
         charset: crate::api::Charset::Lower,
         symbols: String::new(),
+        min: Default::default(),
     })
     .map_err(|e| CertError::Parse(e.to_string()))?;
     p.distinguished_name = rcgen::DistinguishedName::new();

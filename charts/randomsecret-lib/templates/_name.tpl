@@ -28,8 +28,16 @@ fields:
   keys:
     values:
       fields:
+        bytes:
+          fields:
+            encoding: {}
+            length: {}
         charset: {}
         length: {}
+        minDigits: {}
+        minLower: {}
+        minSymbols: {}
+        minUpper: {}
         previous: {}
         rotateEvery: {}
         rotation: {}
@@ -40,6 +48,8 @@ fields:
             keep: {}
         symbolCharacters: {}
         symbols: {}
+        uuid:
+          fields: {}
   length: {}
   push:
     fields:
@@ -175,7 +185,22 @@ bytes: strsim::osa_distance of the Rust CLI, for ASCII field names.
 {{-   if $on }}{{ $symbols = default $defaultSymbols $g.symbolCharacters }}{{ end -}}
 {{-   $previous := and (hasKey $g "previous") $g.previous -}}
 {{-   $rotation := toString (default "" $g.rotation) -}}
-{{-   $_ := set $gen $key (dict "length" $g.length "charset" (default "alphanumeric" $g.charset) "symbols" $symbols "previous" $previous "rotation" $rotation) -}}
+{{-   $m := dict "minDigits" 0 "minLower" 0 "minUpper" 0 "minSymbols" 0 -}}
+{{-   range $field := keys $m -}}
+{{-     if hasKey $g $field -}}
+{{-       $n := get $g $field -}}
+{{-       if ne (float64 $n) (float64 (int64 $n)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.%s must be a whole number, got %v" $.name $key $field $n) }}{{ end -}}
+{{-       $_ := set $m $field (int64 $n) -}}
+{{-     end -}}
+{{-   end -}}
+{{-   $min := list $m.minDigits $m.minLower $m.minUpper $m.minSymbols -}}
+{{-   $_ := set $gen $key (dict "length" $g.length "charset" (default "alphanumeric" $g.charset) "symbols" $symbols "min" $min "previous" $previous "rotation" $rotation) -}}
+{{-   if hasKey $g "bytes" -}}
+{{-     $_ := set $gen $key (dict "bytes" (dict "length" $g.bytes.length "encoding" (toString (default "base64" $g.bytes.encoding))) "previous" $previous "rotation" $rotation) -}}
+{{-   end -}}
+{{-   if hasKey $g "uuid" -}}
+{{-     $_ := set $gen $key (dict "uuid" true "previous" $previous "rotation" $rotation) -}}
+{{-   end -}}
 {{-   if hasKey $g "signingKey" -}}
 {{-     $keep := 1 -}}
 {{-     if hasKey $g.signingKey "keep" }}{{ $keep = $g.signingKey.keep }}{{ end -}}
@@ -191,10 +216,17 @@ rotation:{{ include "randomsecret.canonicalString" (toString (default "" $spec.r
 {{-     $s := $g.signingKey -}}
 {{-     if ne (float64 $s.keep) (float64 (int64 $s.keep)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.signingKey.keep must be a whole number, got %v" $.name $key $s.keep) }}{{ end -}}
 generate:{{ include "randomsecret.canonicalString" $key }}:signingKey:{{ $s.algorithm }}:{{ int64 $s.keep }}:{{ include "randomsecret.canonicalString" $s.jwksKey }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
+{{   else if hasKey $g "bytes" -}}
+{{-     $length := $g.bytes.length -}}
+{{-     if ne (float64 $length) (float64 (int64 $length)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.bytes.length must be a whole number, got %v" $.name $key $length) }}{{ end -}}
+generate:{{ include "randomsecret.canonicalString" $key }}:bytes:{{ int64 $length }}:{{ $g.bytes.encoding }}{{ if $g.previous }}:previous{{ end }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
+{{   else if hasKey $g "uuid" -}}
+generate:{{ include "randomsecret.canonicalString" $key }}:uuid{{ if $g.previous }}:previous{{ end }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
 {{   else -}}
 {{-   $length := $g.length -}}
 {{-   if ne (float64 $length) (float64 (int64 $length)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.length must be a whole number, got %v" $.name $key $length) }}{{ end -}}
-generate:{{ include "randomsecret.canonicalString" $key }}:{{ int64 $length }}:{{ $g.charset }}:{{ include "randomsecret.canonicalString" $g.symbols }}{{ if $g.previous }}:previous{{ end }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
+{{-   $min := $g.min | default (list 0 0 0 0) -}}
+generate:{{ include "randomsecret.canonicalString" $key }}:{{ int64 $length }}:{{ $g.charset }}:{{ include "randomsecret.canonicalString" $g.symbols }}{{ if gt (add (index $min 0) (index $min 1) (index $min 2) (index $min 3)) 0 }}:min:{{ index $min 0 }}:{{ index $min 1 }}:{{ index $min 2 }}:{{ index $min 3 }}{{ end }}{{ if $g.previous }}:previous{{ end }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
 {{   end -}}
 {{ end -}}
 {{- $static := $spec.static | default dict -}}
