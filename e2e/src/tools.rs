@@ -92,3 +92,26 @@ pub fn log_dir() -> std::path::PathBuf {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| repo_root().join("target/e2e"))
 }
+
+/// Runs the Python script `e2e/<script>` with the jwcrypto venv's python
+/// (`$JWCRYPTO_PYTHON`, set by `e2e/run.sh`, else `e2e/build-jwcrypto.sh`;
+/// pyca/cryptography comes with it), `request` as JSON on stdin: a check by
+/// libraries nobody here wrote. Its output, trimmed.
+pub fn python_oracle(script: &str, request: &Value) -> Result<String> {
+    let python = match std::env::var("JWCRYPTO_PYTHON") {
+        Ok(p) => p,
+        Err(_) => {
+            let build = repo_root().join("e2e/build-jwcrypto.sh");
+            run(build.to_str().context("path")?, &[], None)?
+                .trim()
+                .to_string()
+        }
+    };
+    let script = repo_root().join("e2e").join(script);
+    let out = run(
+        &python,
+        &[script.to_str().context("path")?],
+        Some(&request.to_string()),
+    )?;
+    Ok(out.trim().to_string())
+}

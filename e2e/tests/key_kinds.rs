@@ -11,17 +11,6 @@ use randomsecret::api::RandomSecret;
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
 
-/// The python of the jwcrypto venv (cryptography comes with it).
-fn python() -> Result<String> {
-    if let Ok(p) = std::env::var("JWCRYPTO_PYTHON") {
-        return Ok(p);
-    }
-    let script = repo_root().join("e2e/build-jwcrypto.sh");
-    Ok(run(script.to_str().context("path")?, &[], None)?
-        .trim()
-        .to_string())
-}
-
 const RULES: [(&str, u64); 4] = [("digits", 3), ("lower", 1), ("upper", 2), ("symbols", 2)];
 
 fn spec(fernet_encoding: &str) -> Value {
@@ -55,14 +44,7 @@ fn oracle(s: &Secret) -> Result<String> {
         .map(|(k, n)| (k.to_string(), json!(n)))
         .collect();
     rules.insert("length".into(), json!(20));
-    let request = json!({"values": values(s), "rules": rules});
-    let script = repo_root().join("e2e/kinds.py");
-    let out = run(
-        &python()?,
-        &[script.to_str().context("path")?],
-        Some(&request.to_string()),
-    )?;
-    Ok(out.trim().to_string())
+    python_oracle("kinds.py", &json!({"values": values(s), "rules": rules}))
 }
 
 async fn current(api: &Api<RandomSecret>, secrets: &Api<Secret>, what: &str) -> Result<Secret> {

@@ -12,25 +12,8 @@ use randomsecret::api::RandomSecret;
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
 
-/// The python of the jwcrypto venv (`e2e/run.sh` exports it), else build it.
-fn python() -> Result<String> {
-    if let Ok(p) = std::env::var("JWCRYPTO_PYTHON") {
-        return Ok(p);
-    }
-    let script = repo_root().join("e2e/build-jwcrypto.sh");
-    Ok(run(script.to_str().context("path")?, &[], None)?
-        .trim()
-        .to_string())
-}
-
 fn jose(request: Value) -> Result<String> {
-    let script = repo_root().join("e2e/jose.py");
-    let out = run(
-        &python()?,
-        &[script.to_str().context("path")?],
-        Some(&request.to_string()),
-    )?;
-    Ok(out.trim().to_string())
+    python_oracle("jose.py", &request)
 }
 
 /// The keys: each algorithm, ES256 and EdDSA keeping 2 previous public
