@@ -1,6 +1,7 @@
 //! Random values from the OS CSPRNG: strings with unbiased (rejection)
-//! sampling (this file), signing keys and their public JWKs ([`keypair`]),
-//! and a signing key's JWKS across versions ([`jwks`], pure).
+//! sampling and password rules, bytes and UUIDs (this file), signing keys
+//! and their public JWKs ([`keypair`]), and a signing key's JWKS across
+//! versions ([`jwks`], pure).
 
 pub mod jwks;
 pub mod keypair;

@@ -476,11 +476,21 @@ fn kind(key: &str, g: &crate::api::Generator) -> Result<Kind, SpecError> {
         return Ok(Kind::Uuid);
     }
     let s = g.signing_key.as_ref().expect("one generator is chosen");
+    signing_key(key, s, g.previous.is_some()).map(Kind::SigningKey)
+}
+
+/// `keys.<key>.signingKey`, checked, its defaults applied. `previous`: the
+/// key also asks for overlap, which a signing key has in its JWKS instead.
+fn signing_key(
+    key: &str,
+    s: &crate::api::SigningKeySpec,
+    previous: bool,
+) -> Result<SigningKey, SpecError> {
     let invalid_signing = |why: String| SpecError::InvalidSigningKey {
         key: key.to_string(),
         why,
     };
-    if g.previous.is_some() {
+    if previous {
         return Err(invalid_signing(
             "previous is not for a signingKey: its previous public keys are in its JWKS (signingKey.keep)".into(),
         ));
@@ -495,11 +505,11 @@ fn kind(key: &str, g: &crate::api::Generator) -> Result<Kind, SpecError> {
     if !valid_data_key(jwks_key) {
         return Err(SpecError::InvalidKey(jwks_key.to_string()));
     }
-    Ok(Kind::SigningKey(SigningKey {
+    Ok(SigningKey {
         algorithm: s.algorithm,
         keep: keep as usize,
         jwks_key: jwks_key.to_string(),
-    }))
+    })
 }
 
 /// A rotation token (`spec.rotation`, `keys.<k>.rotation`): what the CRD allows.
