@@ -85,6 +85,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         &shared,
         config::policy(&args),
         args.deletion_protection,
+        args.key_generation_concurrency.map(usize::from),
     ));
     let filler = Arc::new(Filler::new(&shared, tracked.clone()));
     let vault = Arc::new(push::Context::new(&shared, config::vault(&args)));

@@ -62,16 +62,23 @@ pub struct Context {
     pub keygen: Arc<tokio::sync::Semaphore>,
 }
 
-/// Costly key generations at once: half the cores (at least one), so the
-/// runtime keeps the others.
-fn keygen_permits() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+/// Costly key generations at once (`--key-generation-concurrency`), by
+/// default half the cores (at least one), so the runtime keeps the others.
+fn keygen_permits(flag: Option<usize>) -> usize {
+    flag.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)))
+        .max(1)
 }
 
 impl Context {
-    /// The reconciler's context: the shared handles and what RandomSecrets
-    /// may produce.
-    pub fn new(shared: &crate::runtime::Shared, policy: policy::Policy, protect: bool) -> Self {
+    /// The reconciler's context: the shared handles, what RandomSecrets may
+    /// produce, deletion protection, and how many costly keys are generated
+    /// at once (`None`: the default).
+    pub fn new(
+        shared: &crate::runtime::Shared,
+        policy: policy::Policy,
+        protect: bool,
+        keygen: Option<usize>,
+    ) -> Self {
         Context {
             client: shared.client.clone(),
             caches: shared.caches.clone(),
@@ -80,7 +87,7 @@ impl Context {
             leader: shared.leader.clone(),
             policy,
             protect,
-            keygen: Arc::new(tokio::sync::Semaphore::new(keygen_permits())),
+            keygen: Arc::new(tokio::sync::Semaphore::new(keygen_permits(keygen))),
         }
     }
 
@@ -310,4 +317,19 @@ fn announce(rs: &Subject, v: &Version, ensured: &Ensured, ctx: &Context) {
         action,
         note,
     );
+}
+
+#[cfg(test)]
+mod keygen_tests {
+    #[test]
+    fn the_flag_sets_the_permits_and_the_default_leaves_cores_to_the_runtime() {
+        assert_eq!(super::keygen_permits(Some(3)), 3);
+        assert_eq!(super::keygen_permits(Some(0)), 1);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let default = super::keygen_permits(None);
+        assert!(
+            default >= 1 && (cores < 2 || default <= cores / 2),
+            "{default} of {cores}"
+        );
+    }
 }
