@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 
 /// Whether any key of the version wants the previous version's values even
 /// when it rotates: overlap's `<k>.previous`, a signing key's JWKS.
-pub fn overlap_wanted(spec: &VersionSpec) -> bool {
+pub fn previous_wanted(spec: &VersionSpec) -> bool {
     spec.generated
         .values()
         .any(|g| g.previous || g.signing_key().is_some_and(|s| s.keep > 0))
@@ -203,7 +203,7 @@ pub async fn previous(
         .secrets
         .get(&rs.key.sibling(name))
         .map_or(0, |c| c.record.seed);
-    if seed != 0 && seed != Lineage::of(&v.spec).seed() && !overlap_wanted(&v.spec) {
+    if seed != 0 && seed != Lineage::of(&v.spec).seed() && !previous_wanted(&v.spec) {
         return Ok(Previous {
             every_key_rotates: true,
             ..Default::default()
@@ -328,8 +328,8 @@ mod tests {
         );
         let (_, c) = values(&spec(new), &was_string);
         assert!(c.previous_jwks.is_empty());
-        assert!(overlap_wanted(&spec(new)));
-        assert!(!overlap_wanted(&spec(
+        assert!(previous_wanted(&spec(new)));
+        assert!(!previous_wanted(&spec(
             "keys: {sig: {signingKey: {algorithm: EdDSA, keep: 0}}}"
         )));
     }
