@@ -381,6 +381,17 @@ impl Encoding {
         Encoding::Hex,
     ];
 
+    /// The RFC 4648 codec it writes with; `None` for the bytes themselves.
+    pub fn codec(self) -> Option<data_encoding::Encoding> {
+        match self {
+            Encoding::Raw => None,
+            Encoding::Base64 => Some(data_encoding::BASE64),
+            Encoding::Base64url => Some(data_encoding::BASE64URL),
+            Encoding::Base32 => Some(data_encoding::BASE32),
+            Encoding::Hex => Some(data_encoding::HEXLOWER),
+        }
+    }
+
     /// The name used in manifests and in the canonical form.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -6,7 +6,6 @@
 pub mod jwks;
 pub mod keypair;
 
-use crate::api::Encoding;
 use crate::version::{Bytes, Chars, Class, Kind};
 use rand::rngs::SysRng;
 use rand::seq::SliceRandom;
@@ -103,14 +102,10 @@ pub fn value(g: &Chars) -> Result<String, rand::rngs::SysError> {
 pub fn bytes(b: &Bytes) -> Result<Vec<u8>, rand::rngs::SysError> {
     let mut raw = vec![0u8; b.length];
     SysRng.try_fill_bytes(&mut raw)?;
-    let encoding = match b.encoding {
-        Encoding::Raw => return Ok(raw),
-        Encoding::Base64 => &data_encoding::BASE64,
-        Encoding::Base64url => &data_encoding::BASE64URL,
-        Encoding::Base32 => &data_encoding::BASE32,
-        Encoding::Hex => &data_encoding::HEXLOWER,
-    };
-    Ok(encoding.encode(&raw).into_bytes())
+    Ok(match b.encoding.codec() {
+        Some(codec) => codec.encode(&raw).into_bytes(),
+        None => raw,
+    })
 }
 
 /// A UUID of version 4 (RFC 9562) from 16 bytes of the operating system's
@@ -127,7 +122,7 @@ pub fn uuid() -> Result<String, rand::rngs::SysError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Charset, DEFAULT_SYMBOLS};
+    use crate::api::{Charset, DEFAULT_SYMBOLS, Encoding};
     use crate::version::Minimums;
     use std::collections::{BTreeMap, HashSet};
 

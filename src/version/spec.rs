@@ -139,13 +139,9 @@ pub struct Bytes {
 impl Bytes {
     /// The size of the encoded value, in bytes.
     pub fn encoded_len(&self) -> usize {
-        let n = self.length;
-        match self.encoding {
-            Encoding::Raw => n,
-            Encoding::Base64 | Encoding::Base64url => n.div_ceil(3) * 4,
-            Encoding::Base32 => n.div_ceil(5) * 8,
-            Encoding::Hex => n * 2,
-        }
+        self.encoding
+            .codec()
+            .map_or(self.length, |codec| codec.encode_len(self.length))
     }
 }
 
