@@ -42,6 +42,7 @@ pub mod references;
 pub mod release;
 pub mod rotate;
 pub mod runtime;
+pub mod template;
 #[cfg(test)]
 mod testing;
 pub mod tracking;
