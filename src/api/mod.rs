@@ -67,6 +67,8 @@ const QUALIFIED_NAME: &str = "size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*
 /// CEL: the data key of the JWKS of signing key `k` (and of `o`), with its default.
 const JWKS_KEY_OF_K: &str =
     "(has(self.keys[k].signingKey.jwksKey) ? self.keys[k].signingKey.jwksKey : 'jwks.json')";
+/// A key pair's public key name, defaults applied, for key `k` (CEL).
+const PUBLIC_KEY_OF_K: &str = "(has(self.keys[k].sshKeyPair) ? (has(self.keys[k].sshKeyPair.publicKey) ? self.keys[k].sshKeyPair.publicKey : k + '.pub') : (has(self.keys[k].privateKey.publicKey) ? self.keys[k].privateKey.publicKey : k + '.pub'))";
 const JWKS_KEY_OF_O: &str =
     "(has(self.keys[o].signingKey.jwksKey) ? self.keys[o].signingKey.jwksKey : 'jwks.json')";
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
@@ -139,6 +141,9 @@ pub const SHORT_FORM_LENGTH: i64 = 32;
     validation = Rule::new("!has(self.key) || !has(self.static) || !(self.key in self.static)").message("the short-form key is also in static: remove it from one of them"),
     validation = Rule::new("has(self.key) || !(has(self.length) || has(self.specialChar)) || !has(self.static) || !('password' in self.static)").message("static.password collides with the short form's default key \"password\": set key to another name"),
     validation = Rule::new(format!("!has(self.keys) || self.keys.all(k, !has(self.keys[k].signingKey) || !({JWKS_KEY_OF_K} in self.keys || (has(self.static) && {JWKS_KEY_OF_K} in self.static)))").as_str()).message("a signingKey's jwksKey (default jwks.json) is also a key of keys or static: set signingKey.jwksKey to another name"),
+    validation = Rule::new(format!("!has(self.keys) || self.keys.all(k, !(has(self.keys[k].sshKeyPair) || has(self.keys[k].privateKey)) || !({PUBLIC_KEY_OF_K} in self.keys || (has(self.static) && {PUBLIC_KEY_OF_K} in self.static)))").as_str()).message("a key pair's publicKey (default <key>.pub) is also a key of keys or static: set sshKeyPair.publicKey or privateKey.publicKey to another name"),
+    validation = Rule::new("!has(self.keys) || self.keys.all(k, !has(self.keys[k].htpasswd) || (self.keys[k].htpasswd.passwordFrom in self.keys && has(self.keys[self.keys[k].htpasswd.passwordFrom].length)))").message("htpasswd.passwordFrom must name a key of keys that is a random string (has length)"),
+    validation = Rule::new("!has(self.keys) || self.keys.all(k, !has(self.keys[k].htpasswd) || !(self.keys[k].htpasswd.passwordFrom in self.keys) || !has(self.keys[self.keys[k].htpasswd.passwordFrom].length) || self.keys[self.keys[k].htpasswd.passwordFrom].length <= 72)").message("htpasswd.passwordFrom names a random string longer than 72 characters, more than bcrypt reads: use length 72 or less"),
     validation = Rule::new(format!("!has(self.keys) || self.keys.all(k, !has(self.keys[k].signingKey) || self.keys.all(o, o == k || !has(self.keys[o].signingKey) || {JWKS_KEY_OF_K} != {JWKS_KEY_OF_O}))").as_str()).message("two signingKeys write their JWKS under the same jwksKey (default jwks.json): give each its own signingKey.jwksKey"),
 )]
 pub struct RandomSecretSpec {
@@ -243,9 +248,11 @@ pub struct RandomSecretSpec {
 #[serde(rename_all = "camelCase")]
 #[x_kube(
     validation = Rule::new("!has(self.symbolCharacters) || !has(self.symbols) || self.symbols").message("symbolCharacters is set but symbols is false: remove one of them"),
-    validation = Rule::new("[has(self.length), has(self.bytes), has(self.uuid), has(self.signingKey)].filter(x, x).size() == 1").message("set exactly one of length (a random string), bytes, uuid and signingKey"),
+    validation = Rule::new("[has(self.length), has(self.bytes), has(self.uuid), has(self.signingKey), has(self.sshKeyPair), has(self.privateKey), has(self.htpasswd), has(self.template)].filter(x, x).size() == 1").message("set exactly one of length (a random string), bytes, uuid, signingKey, sshKeyPair, privateKey, htpasswd and template"),
     validation = Rule::new("has(self.length) || !(has(self.charset) || has(self.symbols) || has(self.symbolCharacters) || has(self.minDigits) || has(self.minLower) || has(self.minUpper) || has(self.minSymbols))").message("charset, symbols, symbolCharacters and minDigits, minLower, minUpper, minSymbols are for random strings (length): remove them"),
     validation = Rule::new("!has(self.signingKey) || !has(self.previous)").message("previous is not for a signingKey: its previous public keys are in its JWKS (signingKey.keep)"),
+    validation = Rule::new("!(has(self.sshKeyPair) || has(self.privateKey)) || !has(self.previous)").message("previous is not for a key pair (sshKeyPair, privateKey): hand out the new public key before using the new private key instead"),
+    validation = Rule::new("!(has(self.htpasswd) || has(self.template)) || !(has(self.previous) || has(self.rotation) || has(self.rotateEvery))").message("htpasswd and template are derived from other keys: remove previous, rotation and rotateEvery (rotate the keys they read instead)"),
     validation = Rule::new("!has(self.length) || (has(self.minDigits) ? self.minDigits : 0) + (has(self.minLower) ? self.minLower : 0) + (has(self.minUpper) ? self.minUpper : 0) + (has(self.minSymbols) ? self.minSymbols : 0) <= self.length").message("minDigits + minLower + minUpper + minSymbols is more than length: lower them or raise length"),
     validation = Rule::new(format!("!has(self.minDigits) || self.minDigits == 0 || {}", rules::charset_in("0123456789")).as_str()).message("minDigits needs digits in the alphabet: charset alphanumeric, numeric, hex, base64, base64url or ascii"),
     validation = Rule::new(format!("!has(self.minLower) || self.minLower == 0 || {}", rules::charset_in("abcdefghijklmnopqrstuvwxyz")).as_str()).message("minLower needs lowercase letters in the alphabet: charset alphanumeric, alpha, lower, hex, base64, base64url or ascii"),
@@ -339,7 +346,213 @@ pub struct Generator {
     /// signed before it stay verifiable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signing_key: Option<SigningKeySpec>,
+    /// An SSH key pair instead of a random string: the private key in
+    /// OpenSSH format under this key, the public key in authorized_keys
+    /// format under `publicKey` (default `<key>.pub`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_key_pair: Option<SshKeyPairSpec>,
+    /// A private key instead of a random string: PEM under this key (PKCS#8,
+    /// PKCS#1 or SEC1), its public key (PEM SubjectPublicKeyInfo) under
+    /// `publicKey` (default `<key>.pub`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key: Option<PrivateKeySpec>,
+    /// An htpasswd line (`username:$2y$...`, bcrypt) of another key's
+    /// password, as ingress-nginx (`auth`) and Traefik (`users`) basic
+    /// authentication read it. Derived when the version is made, from that
+    /// version's password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub htpasswd: Option<HtpasswdSpec>,
+    /// A value rendered from the version's other values (a connection
+    /// string, a DSN, a .dockerconfigjson, a small config file): a MiniJinja
+    /// template over `keys` (every value that keys writes, public keys,
+    /// JWKS and other templates included) and `static`, e.g.
+    /// `postgres://{{ static.username }}:{{ keys.password | urlencode }}@db:5432/app`.
+    /// Filters: MiniJinja's built-ins (urlencode, tojson, ...) and
+    /// b64encode. Rendered when the version is made; a reference to a
+    /// missing key, or a cycle between templates, is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 16384))]
+    pub template: Option<String>,
 }
+
+/// Key types of sshKeyPair and algorithms of privateKey.
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyAlgorithm {
+    /// Ed25519 (no size)
+    #[default]
+    Ed25519,
+    /// ECDSA on NIST P-256, P-384 or P-521 (size 256, 384 or 521; default 256)
+    Ecdsa,
+    /// RSA (size 2048, 3072 or 4096; default 3072)
+    Rsa,
+}
+
+impl KeyAlgorithm {
+    pub const ALL: [KeyAlgorithm; 3] = [
+        KeyAlgorithm::Ed25519,
+        KeyAlgorithm::Ecdsa,
+        KeyAlgorithm::Rsa,
+    ];
+
+    /// The name used in manifests and in the canonical form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyAlgorithm::Ed25519 => "ed25519",
+            KeyAlgorithm::Ecdsa => "ecdsa",
+            KeyAlgorithm::Rsa => "rsa",
+        }
+    }
+
+    /// The sizes it takes, the default first (none: Ed25519).
+    pub fn sizes(self) -> &'static [u32] {
+        match self {
+            KeyAlgorithm::Ed25519 => &[],
+            KeyAlgorithm::Ecdsa => &[256, 384, 521],
+            KeyAlgorithm::Rsa => &[3072, 2048, 4096],
+        }
+    }
+}
+
+/// The CEL rule for a key size field `field` next to algorithm field `alg`
+/// (required when `alg_required`, else defaulting to ed25519).
+fn size_rule(field: &str, alg: &str) -> String {
+    format!(
+        "!has(self.{field}) || (has(self.{alg}) && ((self.{alg} == 'ecdsa' && self.{field} in [256, 384, 521]) || (self.{alg} == 'rsa' && self.{field} in [2048, 3072, 4096])))"
+    )
+}
+
+fn size_message(field: &str) -> String {
+    format!(
+        "{field}: ecdsa takes 256, 384 or 521 (default 256), rsa 2048, 3072 or 4096 (default 3072), ed25519 none: remove {field} or pick one of those"
+    )
+}
+
+/// An SSH key pair (`keys.<k>.sshKeyPair`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(size_rule("bits", "type").as_str()).message(size_message("bits").as_str()))]
+pub struct SshKeyPairSpec {
+    /// The key type: ed25519 (default), ecdsa or rsa.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<KeyAlgorithm>,
+    /// Key size: ecdsa 256, 384 or 521 (default 256); rsa 2048, 3072 or
+    /// 4096 (default 3072); none for ed25519.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<i32>,
+    /// The comment of both keys (default none): at most 253 characters, no
+    /// control characters. Changing it gives a new key pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new(rules::rotation_rule().as_str()).message("comment must not contain control characters (C0, DEL or C1)"))]
+    pub comment: Option<String>,
+    /// The data key that holds the public key (default `<key>.pub`).
+    /// Changing it keeps the key pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(rules::data_key_rule("self").as_str()).message("publicKey must be a valid Secret data key: letters, digits, '-', '_' and '.', not '.' or '..' and not starting with '..'"))]
+    pub public_key: Option<String>,
+}
+
+/// A private key in PEM (`keys.<k>.privateKey`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new(size_rule("size", "algorithm").as_str()).message(size_message("size").as_str()),
+    validation = Rule::new("!has(self.encoding) || self.encoding == 'pkcs8' || (self.encoding == 'pkcs1' && self.algorithm == 'rsa') || (self.encoding == 'sec1' && self.algorithm == 'ecdsa')").message("encoding: pkcs1 is for rsa keys and sec1 for ecdsa keys; pkcs8 (the default) is for any"),
+)]
+pub struct PrivateKeySpec {
+    /// ed25519, ecdsa or rsa.
+    pub algorithm: KeyAlgorithm,
+    /// Key size: ecdsa 256, 384 or 521 (default 256); rsa 2048, 3072 or
+    /// 4096 (default 3072); none for ed25519.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<i32>,
+    /// How the private key is written (default pkcs8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<KeyEncoding>,
+    /// The data key that holds the public key (default `<key>.pub`).
+    /// Changing it keeps the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(rules::data_key_rule("self").as_str()).message("publicKey must be a valid Secret data key: letters, digits, '-', '_' and '.', not '.' or '..' and not starting with '..'"))]
+    pub public_key: Option<String>,
+}
+
+/// How a private key is written in PEM.
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyEncoding {
+    /// PKCS#8 (BEGIN PRIVATE KEY), any algorithm
+    #[default]
+    Pkcs8,
+    /// PKCS#1 (BEGIN RSA PRIVATE KEY), rsa only
+    Pkcs1,
+    /// SEC1 (BEGIN EC PRIVATE KEY), ecdsa only
+    Sec1,
+}
+
+impl KeyEncoding {
+    pub const ALL: [KeyEncoding; 3] = [KeyEncoding::Pkcs8, KeyEncoding::Pkcs1, KeyEncoding::Sec1];
+
+    /// The name used in manifests and in the canonical form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyEncoding::Pkcs8 => "pkcs8",
+            KeyEncoding::Pkcs1 => "pkcs1",
+            KeyEncoding::Sec1 => "sec1",
+        }
+    }
+}
+
+/// An htpasswd line of another key's password (`keys.<k>.htpasswd`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct HtpasswdSpec {
+    /// The user name: at most 253 characters, no ':' and no control characters.
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(format!("!self.contains(':') && {}", rules::rotation_rule()).as_str()).message("username must not contain ':' or control characters"))]
+    pub username: String,
+    /// The key of keys whose value is the password: a random string (length)
+    /// of at most 72 characters (bcrypt reads no more).
+    #[schemars(length(min = 1, max = 253))]
+    pub password_from: String,
+    /// The hash: bcrypt (default, `$2y$`, what Apache, ingress-nginx and
+    /// Traefik read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<HashAlgorithm>,
+    /// bcrypt's cost, 4 to 12 (default 10): every check of a password by
+    /// the proxy takes 2^cost rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 4, max = 12))]
+    pub cost: Option<i32>,
+}
+
+/// The password hash of an htpasswd line.
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum HashAlgorithm {
+    /// bcrypt, written as $2y$
+    #[default]
+    Bcrypt,
+}
+
+/// Default and bounds of `htpasswd.cost`.
+pub const DEFAULT_BCRYPT_COST: i32 = 10;
+pub const MIN_BCRYPT_COST: i32 = 4;
+pub const MAX_BCRYPT_COST: i32 = 12;
+/// The longest password bcrypt reads, in bytes.
+pub const MAX_BCRYPT_PASSWORD: usize = 72;
+/// The longest template, in characters.
+pub const MAX_TEMPLATE: usize = 16384;
+/// Suffix of a key pair's default public key name.
+pub const PUBLIC_KEY_SUFFIX: &str = ".pub";
 
 /// Random bytes and how they are written.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

@@ -1,10 +1,13 @@
 //! Random values from the OS CSPRNG: strings with unbiased (rejection)
 //! sampling and password rules, bytes and UUIDs (this file), signing keys
-//! and their public JWKs ([`keypair`]), and a signing key's JWKS across
-//! versions ([`jwks`], pure).
+//! and their public JWKs ([`keypair`]), a signing key's JWKS across
+//! versions ([`jwks`], pure), SSH and PEM key pairs ([`pair`]), and what a
+//! version derives from its values when it is made ([`derive`]).
 
+pub mod derive;
 pub mod jwks;
 pub mod keypair;
+pub mod pair;
 
 use crate::version::{Bytes, Chars, Class, Kind};
 use rand::rngs::SysRng;
@@ -30,13 +33,28 @@ pub fn key_value(kind: &Kind) -> Result<Vec<u8>, Failed> {
         Kind::SigningKey(s) => keypair::generate(s.algorithm)
             .map(String::into_bytes)
             .map_err(|e| Failed(e.to_string())),
+        Kind::SshKeyPair(p) => pair::ssh_private(p)
+            .map(String::into_bytes)
+            .map_err(|e| Failed(e.to_string())),
+        Kind::PrivateKey(p) => pair::pem_private(p)
+            .map(String::into_bytes)
+            .map_err(|e| Failed(e.to_string())),
+        Kind::Htpasswd(_) | Kind::Template(_) => Err(Failed(
+            "derived from other values, not generated (derive::all)".into(),
+        )),
     }
 }
 
-/// Whether generating a value of `kind` takes enough CPU (tens to hundreds
-/// of milliseconds: RSA) to belong off the async runtime's threads.
+/// Whether generating a value of `kind` takes enough CPU (tens of
+/// milliseconds to seconds: RSA) to belong off the async runtime's threads.
 pub fn costly(kind: &Kind) -> bool {
-    matches!(kind, Kind::SigningKey(s) if s.algorithm == crate::api::SigningAlgorithm::RS256)
+    use crate::api::KeyAlgorithm::Rsa;
+    match kind {
+        Kind::SigningKey(s) => s.algorithm == crate::api::SigningAlgorithm::RS256,
+        Kind::SshKeyPair(p) => p.shape.algorithm == Rsa,
+        Kind::PrivateKey(p) => p.shape.algorithm == Rsa,
+        _ => false,
+    }
 }
 
 /// `length` characters drawn uniformly from `alphabet` (at most 256 entries).

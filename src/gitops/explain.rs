@@ -72,11 +72,31 @@ pub fn lines(v: &VersionSpec) -> Vec<Line> {
                 sk.keep,
                 sk.jwks_key
             ),
+            Kind::SshKeyPair(p) => format!(
+                "sshKeyPair {}, comment {:?}, publicKey {:?}",
+                p.shape, p.comment, p.public_key
+            ),
+            Kind::PrivateKey(p) => format!(
+                "privateKey {}, {}, publicKey {:?}",
+                p.shape,
+                p.encoding.as_str(),
+                p.public_key
+            ),
+            Kind::Htpasswd(h) => format!(
+                "htpasswd bcrypt cost {}, username {:?}, password keys.{}",
+                h.cost, h.username, h.password_from
+            ),
+            // Like a static value: the text may hold a literal credential.
+            Kind::Template(t) => format!("template, {} bytes (text not shown)", t.len()),
+        };
+        let shown = match &g.kind {
+            Kind::Template(t) => format!("generate:{}:template:{}:(text not shown)", s(k), t.len()),
+            _ => line.clone(),
         };
         out.push(Line {
             field: format!("keys.{k}"),
-            canonical: line.clone(),
-            shown: line,
+            canonical: line,
+            shown,
             value: format!(
                 "{what}{}{}",
                 if g.previous { ", previous" } else { "" },
@@ -136,6 +156,13 @@ pub fn explain(object: &str, v: &Version) -> String {
         );
         let rotation = token(&v.spec.rotation);
         for (k, g) in &v.spec.generated {
+            if let Some(from) = derived_from(&g.kind) {
+                let _ = writeln!(
+                    out,
+                    "    {k}: derived when the version is made, from {from}"
+                );
+                continue;
+            }
             let _ = writeln!(
                 out,
                 "    {k}: rotated by spec.rotation ({rotation}), keys.{k}.rotation ({}), {}or a change of its {}",
@@ -155,11 +182,30 @@ pub fn explain(object: &str, v: &Version) -> String {
                         sk.keep,
                         if sk.keep == 1 { "" } else { "s" }
                     ),
+                    Kind::SshKeyPair(p) =>
+                        format!("type, bits or comment; {} is its public key", p.public_key),
+                    Kind::PrivateKey(p) => format!(
+                        "algorithm, size or encoding; {} is its public key",
+                        p.public_key
+                    ),
+                    Kind::Htpasswd(_) | Kind::Template(_) => unreachable!("derived, above"),
                 }
             );
         }
     }
     out
+}
+
+/// What a derived key is computed from (`None`: not derived).
+fn derived_from(kind: &Kind) -> Option<String> {
+    match kind {
+        Kind::Htpasswd(h) => Some(format!(
+            "keys.{} (a new salt each version)",
+            h.password_from
+        )),
+        Kind::Template(_) => Some("the values it reads".into()),
+        _ => None,
+    }
 }
 
 fn token(t: &str) -> String {

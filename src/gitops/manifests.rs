@@ -282,14 +282,22 @@ fn field_of(e: &SpecError, rs: &RandomSecret) -> String {
         SpecError::InvalidKey(k) if spec.r#static.as_ref().is_some_and(|m| m.contains_key(k)) => {
             fields::path(&["spec", "static", k])
         }
-        SpecError::InvalidKey(k) => match spec.keys.iter().flatten().find(|(_, g)| {
-            g.signing_key
-                .as_ref()
-                .is_some_and(|s| s.jwks_key.as_deref() == Some(k.as_str()))
+        SpecError::InvalidKey(k) => match spec.keys.iter().flatten().find_map(|(by, g)| {
+            let names = |field: Option<&String>| field.is_some_and(|f| f == k);
+            if names(g.signing_key.as_ref().and_then(|s| s.jwks_key.as_ref())) {
+                Some((by, "signingKey", "jwksKey"))
+            } else if names(g.ssh_key_pair.as_ref().and_then(|p| p.public_key.as_ref())) {
+                Some((by, "sshKeyPair", "publicKey"))
+            } else if names(g.private_key.as_ref().and_then(|p| p.public_key.as_ref())) {
+                Some((by, "privateKey", "publicKey"))
+            } else {
+                None
+            }
         }) {
-            Some((by, _)) => fields::path(&["spec", "keys", by, "signingKey", "jwksKey"]),
+            Some((by, kind, field)) => fields::path(&["spec", "keys", by, kind, field]),
             None => "spec.key".into(),
         },
+        SpecError::InvalidTemplate(t) => fields::path(&["spec", "keys", t.key(), "template"]),
         SpecError::DerivedKeyConflict { by, .. } => fields::path(&["spec", "keys", by]),
         SpecError::InvalidSigningKey { key: k, .. }
         | SpecError::InvalidGenerator { key: k, .. } => fields::path(&["spec", "keys", k]),

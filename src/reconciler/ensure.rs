@@ -88,7 +88,7 @@ pub async fn generate_missing(
 ) -> Result<(), ReconcileError> {
     let failed = |e: generate::Failed| ReconcileError::Random(e.to_string());
     for (key, g) in &v.spec.generated {
-        if data.contains_key(key) {
+        if data.contains_key(key) || g.kind.is_derived() {
             continue;
         }
         let value = if generate::costly(&g.kind) {
@@ -110,11 +110,44 @@ pub async fn generate_missing(
     Ok(())
 }
 
+/// Adds the keys `v` derives from its own values (JWKS, public keys,
+/// htpasswd lines, templates) to `data`, on the blocking pool when bcrypt
+/// is among them. A template that fails on these values is the spec's to
+/// fix (`InvalidTemplate`).
+pub async fn derive(
+    v: &Version,
+    data: &mut BTreeMap<String, ByteString>,
+    how: &Carried,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let failed = |e: generate::derive::DeriveError| match e {
+        generate::derive::DeriveError::Template(t) => ReconcileError::Spec(t.into()),
+        e => ReconcileError::Random(e.to_string()),
+    };
+    if !generate::derive::costly(&v.spec) {
+        return generate::derive::all(&v.spec, data, &how.previous_jwks).map_err(failed);
+    }
+    let _permit = ctx
+        .keygen
+        .acquire()
+        .await
+        .expect("the semaphore is never closed");
+    let (spec, previous) = (v.spec.clone(), how.previous_jwks.clone());
+    let mut values = std::mem::take(data);
+    let (values, result) = tokio::task::spawn_blocking(move || {
+        let result = generate::derive::all(&spec, &mut values, &previous);
+        (values, result)
+    })
+    .await
+    .map_err(|e| ReconcileError::Random(format!("deriving keys: {e}")))?;
+    *data = values;
+    result.map_err(failed)
+}
+
 /// The Secret for a new version, owned by the RandomSecret and by whatever
-/// already references the name. `values`: every generated key's value
-/// (carried over, or made by [`generate_missing`]); the keys derived from
-/// them (a signing key's JWKS) are computed here. `how`: how it came to hold
-/// them, for its record.
+/// already references the name. `values`: every key's value (generated or
+/// carried over by [`generate_missing`], derived by [`derive`]). `how`: how
+/// it came to hold them, for its record.
 pub fn build_secret(
     rs: &Subject,
     v: &Version,
@@ -124,24 +157,6 @@ pub fn build_secret(
 ) -> Result<Secret, ReconcileError> {
     let record = how.record(&v.spec);
     let mut data = values;
-    // Derived keys, from this version's own values (kept or new), so a
-    // version's bytes are fixed when it is made.
-    for (key, s) in v
-        .spec
-        .generated
-        .iter()
-        .filter_map(|(k, g)| Some((k, g.signing_key()?)))
-    {
-        let pem = data
-            .get(key)
-            .and_then(|v| std::str::from_utf8(&v.0).ok())
-            .unwrap_or_default();
-        let jwk = generate::keypair::public_jwk(s.algorithm, pem)
-            .map_err(|e| ReconcileError::Random(format!("keys.{key}: {e}")))?;
-        let previous = how.previous_jwks.get(key).map(|b| b.0.as_slice());
-        let jwks = generate::jwks::next(&jwk, previous, s.keep);
-        data.insert(s.jwks_key.clone(), ByteString(jwks));
-    }
     for (key, value) in &v.spec.statics {
         data.insert(key.clone(), ByteString(value.clone().into_bytes()));
     }
@@ -271,6 +286,7 @@ pub async fn version(
             let previous = super::carry::previous(rs, v, &api, ctx).await?;
             let (mut values, how) = super::carry::values(&v.spec, &previous);
             generate_missing(v, &mut values, ctx).await?;
+            derive(v, &mut values, &how, ctx).await?;
             let secret = build_secret(rs, v, values, &how, ctx)?;
             match api.create(&pp, &secret).await {
                 Ok(created) => {

@@ -6,9 +6,12 @@
 //! period, the key's own `keys.<k>.rotation` or `keys.<k>.rotateEvery`
 //! period, or a change of its generator
 //! (length, charset, symbols, password rules; bytes' length or encoding; a
-//! signing key's algorithm; a change of kind). A key new to the
-//! spec starts fresh. A signing key's `keep` and `jwksKey` change its JWKS,
-//! not its private key.
+//! signing key's algorithm; a key pair's algorithm, size, SSH comment or
+//! PEM encoding; a change of kind). A key new to the spec starts fresh. A
+//! signing key's `keep` and `jwksKey` change its JWKS, not its private key;
+//! a key pair's `publicKey` is where its public key goes, likewise kept.
+//! Derived keys (htpasswd lines, templates) are computed anew for every
+//! version from its own values: they have no lineage.
 //!
 //! [`Lineage`] is what that decision needs to know about a version: every
 //! version records its own (signed, `crate::version::record`), and the next
@@ -16,7 +19,7 @@
 //! --explain` and `diff` use too.
 
 use super::spec::{Class, Generated, Kind, VersionSpec};
-use crate::api::{Charset, Encoding, SigningAlgorithm};
+use crate::api::{Charset, Encoding, KeyAlgorithm, KeyEncoding, SigningAlgorithm};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -56,6 +59,14 @@ pub enum GeneratorLineage {
         #[serde(rename = "signingKey")]
         signing_key: SigningLineage,
     },
+    SshKeyPair {
+        #[serde(rename = "sshKeyPair")]
+        ssh_key_pair: PairLineage,
+    },
+    PrivateKey {
+        #[serde(rename = "privateKey")]
+        private_key: PairLineage,
+    },
     Bytes {
         bytes: BytesLineage,
     },
@@ -90,8 +101,22 @@ pub struct SigningLineage {
     pub jwks_key: String,
 }
 
+/// A key pair's generator: what its private key's bytes depend on (the
+/// public key's data key does not count). `comment` is an SSH key's, inside
+/// its private key file; `encoding` a PEM private key's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairLineage {
+    pub algorithm: KeyAlgorithm,
+    pub size: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub comment: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<KeyEncoding>,
+}
+
 impl KeyLineage {
-    fn of(g: &Generated) -> Self {
+    /// `None` for a derived key: it is computed anew, never carried.
+    fn of(g: &Generated) -> Option<Self> {
         let generator = match &g.kind {
             Kind::Chars(c) => GeneratorLineage::Chars {
                 length: c.length,
@@ -117,12 +142,29 @@ impl KeyLineage {
                     jwks_key: s.jwks_key.clone(),
                 },
             },
+            Kind::SshKeyPair(p) => GeneratorLineage::SshKeyPair {
+                ssh_key_pair: PairLineage {
+                    algorithm: p.shape.algorithm,
+                    size: p.shape.size,
+                    comment: p.comment.clone(),
+                    encoding: None,
+                },
+            },
+            Kind::PrivateKey(p) => GeneratorLineage::PrivateKey {
+                private_key: PairLineage {
+                    algorithm: p.shape.algorithm,
+                    size: p.shape.size,
+                    comment: String::new(),
+                    encoding: Some(p.encoding),
+                },
+            },
+            Kind::Htpasswd(_) | Kind::Template(_) => return None,
         };
-        KeyLineage {
+        Some(KeyLineage {
             generator,
             rotation: g.rotation.clone(),
             epoch: g.epoch,
-        }
+        })
     }
 }
 
@@ -136,6 +178,8 @@ impl GeneratorLineage {
             GeneratorLineage::SigningKey { signing_key } => {
                 format!("signingKey {}", signing_key.algorithm.as_str())
             }
+            GeneratorLineage::SshKeyPair { .. } => "sshKeyPair".into(),
+            GeneratorLineage::PrivateKey { .. } => "privateKey".into(),
         }
     }
 
@@ -199,12 +243,36 @@ impl GeneratorLineage {
                     )
                 })
             }
+            (G::SshKeyPair { ssh_key_pair: o }, G::SshKeyPair { ssh_key_pair: n })
+            | (G::PrivateKey { private_key: o }, G::PrivateKey { private_key: n }) => o.changed(n),
             (o, n) => Some(("kind", o.describe(), n.describe())),
         }
     }
 }
 
+impl PairLineage {
+    /// The first parameter that differs: (what, from, to).
+    fn changed(&self, new: &PairLineage) -> Option<(&'static str, String, String)> {
+        let shape = |p: &PairLineage| format!("{} {}", p.algorithm.as_str(), p.size);
+        let encoding = |p: &PairLineage| p.encoding.map_or("", KeyEncoding::as_str).to_string();
+        if (self.algorithm, self.size) != (new.algorithm, new.size) {
+            Some(("algorithm and size", shape(self), shape(new)))
+        } else if self.comment != new.comment {
+            Some((
+                "comment",
+                format!("{:?}", self.comment),
+                format!("{:?}", new.comment),
+            ))
+        } else if self.encoding != new.encoding {
+            Some(("encoding", encoding(self), encoding(new)))
+        } else {
+            None
+        }
+    }
+}
+
 impl Lineage {
+    /// Derived keys (htpasswd, templates) have none: never carried over.
     pub fn of(spec: &VersionSpec) -> Self {
         Lineage {
             rotation: spec.rotation.clone(),
@@ -212,7 +280,7 @@ impl Lineage {
             keys: spec
                 .generated
                 .iter()
-                .map(|(k, g)| (k.clone(), KeyLineage::of(g)))
+                .filter_map(|(k, g)| Some((k.clone(), KeyLineage::of(g)?)))
                 .collect(),
         }
     }

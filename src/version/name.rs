@@ -79,6 +79,38 @@ pub fn generate_line(k: &str, g: &Generated) -> String {
             out.push_str(&format!(":signingKey:{}:{}:", k.algorithm.as_str(), k.keep));
             s(&mut out, &k.jwks_key);
         }
+        Kind::SshKeyPair(p) => {
+            let shape = p.shape;
+            out.push_str(&format!(
+                ":sshKeyPair:{}:{}:",
+                shape.algorithm.as_str(),
+                shape.size
+            ));
+            s(&mut out, &p.comment);
+            out.push(':');
+            s(&mut out, &p.public_key);
+        }
+        Kind::PrivateKey(p) => {
+            let shape = p.shape;
+            out.push_str(&format!(
+                ":privateKey:{}:{}:{}:",
+                shape.algorithm.as_str(),
+                shape.size,
+                p.encoding.as_str()
+            ));
+            s(&mut out, &p.public_key);
+        }
+        // Derived kinds take no rotation, period or overlap of their own.
+        Kind::Htpasswd(h) => {
+            out.push_str(&format!(":htpasswd:bcrypt:{}:", h.cost));
+            s(&mut out, &h.username);
+            out.push(':');
+            s(&mut out, &h.password_from);
+        }
+        Kind::Template(t) => {
+            out.push_str(":template:");
+            s(&mut out, t);
+        }
     }
     // Only when on, so every name from before overlap existed stays.
     if g.previous {

@@ -4,9 +4,10 @@
 
 use crate::api::rules::{SYMBOLS_INVISIBLE, forbidden_symbol, valid_data_key};
 use crate::api::{
-    Charset, DEFAULT_JWKS_KEY, DEFAULT_SIGNING_KEEP, DEFAULT_SYMBOLS, Encoding, MAX_BYTES,
-    MAX_KEYS, MAX_LENGTH, MAX_SIGNING_KEEP, MAX_SYMBOLS, RandomSecretSpec, SHORT_FORM_KEY,
-    SHORT_FORM_LENGTH, SigningAlgorithm,
+    Charset, DEFAULT_BCRYPT_COST, DEFAULT_JWKS_KEY, DEFAULT_SIGNING_KEEP, DEFAULT_SYMBOLS,
+    Encoding, KeyAlgorithm, KeyEncoding, MAX_BCRYPT_COST, MAX_BCRYPT_PASSWORD, MAX_BYTES, MAX_KEYS,
+    MAX_LENGTH, MAX_SIGNING_KEEP, MAX_SYMBOLS, MAX_TEMPLATE, MIN_BCRYPT_COST, PUBLIC_KEY_SUFFIX,
+    RandomSecretSpec, SHORT_FORM_KEY, SHORT_FORM_LENGTH, SigningAlgorithm,
 };
 use std::collections::BTreeMap;
 
@@ -41,6 +42,79 @@ pub enum Kind {
     Uuid,
     /// A private key, and the JWKS of it and of the previous ones.
     SigningKey(SigningKey),
+    /// An SSH key pair: the private key (OpenSSH), the public key derived.
+    SshKeyPair(SshKeyPair),
+    /// A private key (PEM), the public key derived.
+    PrivateKey(PrivateKey),
+    /// Derived: an htpasswd line of another key's password.
+    Htpasswd(Htpasswd),
+    /// Derived: a template rendered from the version's other values.
+    Template(String),
+}
+
+/// An asymmetric key's algorithm and size (0 for Ed25519), defaults applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyShape {
+    pub algorithm: KeyAlgorithm,
+    pub size: u32,
+}
+
+/// `keys.<k>.sshKeyPair`, defaults applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SshKeyPair {
+    pub shape: KeyShape,
+    pub comment: String,
+    /// The data key holding the public key.
+    pub public_key: String,
+}
+
+/// `keys.<k>.privateKey`, defaults applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrivateKey {
+    pub shape: KeyShape,
+    pub encoding: KeyEncoding,
+    /// The data key holding the public key.
+    pub public_key: String,
+}
+
+/// `keys.<k>.htpasswd`, defaults applied (bcrypt is the only hash).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Htpasswd {
+    pub username: String,
+    /// The key of keys whose value is the password.
+    pub password_from: String,
+    pub cost: u32,
+}
+
+impl Kind {
+    /// Computed from the version's other values when it is made (never
+    /// generated, never carried over).
+    pub fn is_derived(&self) -> bool {
+        matches!(self, Kind::Htpasswd(_) | Kind::Template(_))
+    }
+
+    /// What it is, for explanations and `status`.
+    pub fn describe(&self) -> String {
+        match self {
+            Kind::Chars(c) => format!("random string, {} characters", c.length),
+            Kind::Bytes(b) => format!("{} random bytes, {}", b.length, b.encoding.as_str()),
+            Kind::Uuid => "UUID".into(),
+            Kind::SigningKey(s) => format!("{} signing key", s.algorithm.as_str()),
+            Kind::SshKeyPair(p) => format!("SSH key pair, {}", p.shape),
+            Kind::PrivateKey(p) => format!("private key, {}, {}", p.shape, p.encoding.as_str()),
+            Kind::Htpasswd(h) => format!("htpasswd line of keys.{}", h.password_from),
+            Kind::Template(_) => "template".into(),
+        }
+    }
+}
+
+impl std::fmt::Display for KeyShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.algorithm {
+            KeyAlgorithm::Ed25519 => f.write_str("ed25519"),
+            a => write!(f, "{} {}", a.as_str(), self.size),
+        }
+    }
 }
 
 /// A random string: `length` characters of the charset and the symbols.
@@ -176,14 +250,21 @@ impl Generated {
     }
 
     /// The data keys it writes besides its own (its overlap pair, its
-    /// JWKS), each with what it is.
+    /// JWKS, its public key), each with what it is.
     pub fn derived_keys(&self, key: &str) -> Vec<(String, &'static str)> {
         let mut out = Vec::new();
         if self.previous {
             out.push((previous_key(key), "previous value"));
         }
-        if let Some(s) = self.signing_key() {
-            out.push((s.jwks_key.clone(), "JWKS, signingKey.jwksKey"));
+        match &self.kind {
+            Kind::SigningKey(s) => out.push((s.jwks_key.clone(), "JWKS, signingKey.jwksKey")),
+            Kind::SshKeyPair(p) => {
+                out.push((p.public_key.clone(), "public key, sshKeyPair.publicKey"))
+            }
+            Kind::PrivateKey(p) => {
+                out.push((p.public_key.clone(), "public key, privateKey.publicKey"))
+            }
+            _ => {}
         }
         out
     }
@@ -237,6 +318,8 @@ pub enum SpecError {
     InvalidSigningKey { key: String, why: String },
     #[error("keys.{key}: {why}")]
     InvalidGenerator { key: String, why: String },
+    #[error(transparent)]
+    InvalidTemplate(#[from] crate::template::TemplateError),
     #[error("too many keys ({0}): at most {MAX_KEYS} generated and {MAX_KEYS} static")]
     TooManyKeys(usize),
     #[error(
@@ -295,6 +378,7 @@ impl SpecError {
             SpecError::InvalidSymbols { .. } => "InvalidSymbols",
             SpecError::InvalidSigningKey { .. } => "InvalidSigningKey",
             SpecError::InvalidGenerator { .. } => "InvalidGenerator",
+            SpecError::InvalidTemplate(_) => "InvalidTemplate",
             SpecError::InvalidBaseName { .. } => "InvalidSecretName",
             SpecError::NameTooLong(_) => "NameTooLong",
             SpecError::InvalidType(_) => "InvalidType",
@@ -428,10 +512,14 @@ fn kind(key: &str, g: &crate::api::Generator) -> Result<Kind, SpecError> {
         g.bytes.is_some(),
         g.uuid.is_some(),
         g.signing_key.is_some(),
+        g.ssh_key_pair.is_some(),
+        g.private_key.is_some(),
+        g.htpasswd.is_some(),
+        g.template.is_some(),
     ];
     if chosen.iter().filter(|x| **x).count() != 1 {
         return Err(invalid(
-            "set exactly one of length (a random string), bytes, uuid and signingKey",
+            "set exactly one of length (a random string), bytes, uuid, signingKey, sshKeyPair, privateKey, htpasswd and template",
         ));
     }
     if let Some(length) = g.length {
@@ -471,8 +559,117 @@ fn kind(key: &str, g: &crate::api::Generator) -> Result<Kind, SpecError> {
     if g.uuid.is_some() {
         return Ok(Kind::Uuid);
     }
-    let s = g.signing_key.as_ref().expect("one generator is chosen");
-    signing_key(key, s, g.previous.is_some()).map(Kind::SigningKey)
+    if let Some(s) = &g.signing_key {
+        return signing_key(key, s, g.previous.is_some()).map(Kind::SigningKey);
+    }
+    if g.previous.is_some() && (g.ssh_key_pair.is_some() || g.private_key.is_some()) {
+        return Err(invalid(
+            "previous is not for a key pair (sshKeyPair, privateKey): hand out the new public key before using the new private key instead",
+        ));
+    }
+    let public_key = |name: &Option<String>| -> Result<String, SpecError> {
+        let name = name
+            .clone()
+            .unwrap_or_else(|| format!("{key}{PUBLIC_KEY_SUFFIX}"));
+        if valid_data_key(&name) {
+            Ok(name)
+        } else {
+            Err(SpecError::InvalidKey(name))
+        }
+    };
+    if let Some(p) = &g.ssh_key_pair {
+        let comment = p.comment.clone().unwrap_or_default();
+        if comment.chars().any(char::is_control) || comment.chars().count() > 253 {
+            return Err(invalid(
+                "sshKeyPair.comment must be at most 253 characters, without control characters",
+            ));
+        }
+        return Ok(Kind::SshKeyPair(SshKeyPair {
+            shape: key_shape(key, "sshKeyPair.bits", p.type_.unwrap_or_default(), p.bits)?,
+            comment,
+            public_key: public_key(&p.public_key)?,
+        }));
+    }
+    if let Some(p) = &g.private_key {
+        let encoding = p.encoding.unwrap_or_default();
+        let fits = match encoding {
+            KeyEncoding::Pkcs8 => true,
+            KeyEncoding::Pkcs1 => p.algorithm == KeyAlgorithm::Rsa,
+            KeyEncoding::Sec1 => p.algorithm == KeyAlgorithm::Ecdsa,
+        };
+        if !fits {
+            return Err(invalid(&format!(
+                "privateKey.encoding {} is not for {} keys: pkcs1 is for rsa, sec1 for ecdsa, pkcs8 (the default) for any",
+                encoding.as_str(),
+                p.algorithm.as_str()
+            )));
+        }
+        return Ok(Kind::PrivateKey(PrivateKey {
+            shape: key_shape(key, "privateKey.size", p.algorithm, p.size)?,
+            encoding,
+            public_key: public_key(&p.public_key)?,
+        }));
+    }
+    if g.previous.is_some() || g.rotation.is_some() || g.rotate_every.is_some() {
+        return Err(invalid(
+            "htpasswd and template are derived from other keys: remove previous, rotation and rotateEvery (rotate the keys they read instead)",
+        ));
+    }
+    if let Some(h) = &g.htpasswd {
+        let user = &h.username;
+        if user.is_empty()
+            || user.chars().count() > 253
+            || user.contains(':')
+            || user.chars().any(char::is_control)
+        {
+            return Err(invalid(
+                "htpasswd.username must be 1 to 253 characters, without ':' or control characters",
+            ));
+        }
+        let cost = h.cost.unwrap_or(DEFAULT_BCRYPT_COST);
+        if !(MIN_BCRYPT_COST..=MAX_BCRYPT_COST).contains(&cost) {
+            return Err(invalid(&format!(
+                "htpasswd.cost {cost} is out of range: use {MIN_BCRYPT_COST} to {MAX_BCRYPT_COST}"
+            )));
+        }
+        return Ok(Kind::Htpasswd(Htpasswd {
+            username: user.clone(),
+            password_from: h.password_from.clone(),
+            cost: cost as u32,
+        }));
+    }
+    let text = g.template.clone().expect("one generator is chosen");
+    if text.is_empty() || text.chars().count() > MAX_TEMPLATE {
+        return Err(invalid(&format!(
+            "template must be 1 to {MAX_TEMPLATE} characters"
+        )));
+    }
+    Ok(Kind::Template(text))
+}
+
+/// An asymmetric key's size, checked, its default applied (`field` names
+/// it in errors).
+fn key_shape(
+    key: &str,
+    field: &str,
+    algorithm: KeyAlgorithm,
+    size: Option<i32>,
+) -> Result<KeyShape, SpecError> {
+    let sizes = algorithm.sizes();
+    let size = match size {
+        None => sizes.first().copied().unwrap_or(0),
+        Some(n) if sizes.iter().any(|s| *s as i64 == n as i64) => n as u32,
+        Some(n) => {
+            return Err(SpecError::InvalidGenerator {
+                key: key.to_string(),
+                why: format!(
+                    "{field} {n} is not a size of {} keys: ecdsa takes 256, 384 or 521 (default 256), rsa 2048, 3072 or 4096 (default 3072), ed25519 none",
+                    algorithm.as_str()
+                ),
+            });
+        }
+    };
+    Ok(KeyShape { algorithm, size })
 }
 
 /// `keys.<key>.signingKey`, checked, its defaults applied. `previous`: the
@@ -602,6 +799,7 @@ impl VersionSpec {
                 }
             }
         }
+        check_derivations(&generated_map, &statics, &derived)?;
         if generated_map.len() > MAX_KEYS || statics.len() > MAX_KEYS {
             return Err(SpecError::TooManyKeys(
                 generated_map.len().max(statics.len()),
@@ -658,10 +856,86 @@ impl VersionSpec {
                     let (pem, jwk) = crate::generate::keypair::max_sizes(s.algorithm);
                     pem + jwks_bytes(jwk, s.keep)
                 }
+                Kind::SshKeyPair(p) => pair_bytes(p.shape) + 2 * p.comment.len(),
+                Kind::PrivateKey(p) => pair_bytes(p.shape),
+                // The user, ':', and the 60 characters of a bcrypt hash.
+                Kind::Htpasswd(h) => h.username.len() + 62,
+                // What it renders to depends on the values: its text here,
+                // the real size when the version is made.
+                Kind::Template(t) => t.len(),
             })
             .sum();
         gen_bytes + self.statics.values().map(String::len).sum::<usize>()
     }
+}
+
+/// An upper bound of a key pair's private and public key, PEM or OpenSSH:
+/// an RSA private key holds about five numbers of the modulus' size.
+fn pair_bytes(shape: KeyShape) -> usize {
+    match shape.algorithm {
+        KeyAlgorithm::Rsa => (shape.size as usize / 8) * 8 + 1024,
+        _ => 1024,
+    }
+}
+
+/// What derived keys read, checked: an htpasswd line a random string of
+/// keys that bcrypt reads whole; templates their inputs, without a cycle
+/// (rendered here with stand-ins). `derived`: the data keys that
+/// generated keys write besides their own.
+fn check_derivations(
+    generated: &BTreeMap<String, Generated>,
+    statics: &BTreeMap<String, String>,
+    derived: &std::collections::BTreeSet<String>,
+) -> Result<(), SpecError> {
+    for (key, g) in generated {
+        let Kind::Htpasswd(h) = &g.kind else { continue };
+        let invalid = |why: String| SpecError::InvalidGenerator {
+            key: key.clone(),
+            why,
+        };
+        let from = &h.password_from;
+        match generated.get(from).map(|g| &g.kind) {
+            Some(Kind::Chars(c)) => {
+                let widest = c.symbols.chars().map(char::len_utf8).max().unwrap_or(1);
+                if c.length * widest > MAX_BCRYPT_PASSWORD {
+                    return Err(invalid(format!(
+                        "htpasswd.passwordFrom names keys.{from}, which may be longer than the {MAX_BCRYPT_PASSWORD} bytes bcrypt reads: use length {MAX_BCRYPT_PASSWORD} or less (ASCII symbols)"
+                    )));
+                }
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "htpasswd.passwordFrom names {from:?}, which is not a random string of keys (one with length): name one"
+                )));
+            }
+        }
+    }
+    let templates: BTreeMap<String, String> = generated
+        .iter()
+        .filter_map(|(k, g)| match &g.kind {
+            Kind::Template(t) => Some((k.clone(), t.clone())),
+            _ => None,
+        })
+        .collect();
+    if templates.is_empty() {
+        return Ok(());
+    }
+    // An overlap pair is absent from a first version: not readable.
+    let readable = generated
+        .iter()
+        .filter(|(k, _)| !templates.contains_key(*k))
+        .map(|(k, g)| {
+            let raw = matches!(&g.kind, Kind::Bytes(b) if b.encoding == Encoding::Raw);
+            (k, !raw)
+        })
+        .chain(
+            derived
+                .iter()
+                .filter(|k| !k.ends_with(PREVIOUS_SUFFIX))
+                .map(|k| (k, true)),
+        );
+    crate::template::check(&templates, readable, statics)?;
+    Ok(())
 }
 
 /// An upper bound of the size of a JWKS of `1 + keep` keys of at most `jwk` bytes each.

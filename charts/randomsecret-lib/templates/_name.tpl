@@ -33,12 +33,24 @@ fields:
             encoding: {}
             length: {}
         charset: {}
+        htpasswd:
+          fields:
+            algorithm: {}
+            cost: {}
+            passwordFrom: {}
+            username: {}
         length: {}
         minDigits: {}
         minLower: {}
         minSymbols: {}
         minUpper: {}
         previous: {}
+        privateKey:
+          fields:
+            algorithm: {}
+            encoding: {}
+            publicKey: {}
+            size: {}
         rotateEvery: {}
         rotation: {}
         signingKey:
@@ -46,8 +58,15 @@ fields:
             algorithm: {}
             jwksKey: {}
             keep: {}
+        sshKeyPair:
+          fields:
+            bits: {}
+            comment: {}
+            publicKey: {}
+            type: {}
         symbolCharacters: {}
         symbols: {}
+        template: {}
         uuid:
           fields: {}
   length: {}
@@ -167,6 +186,30 @@ bytes: strsim::osa_distance of the Rust CLI, for ASCII field names.
 {{- printf "%d:%s" (len .) . -}}
 {{- end -}}
 
+{{- /*
+The bits of an sshKeyPair (or the size of a privateKey) with its default by
+.algorithm: ecdsa 256, rsa 3072; ed25519 has none (0) and must leave it unset.
+*/ -}}
+{{- define "randomsecret.keyBits" -}}
+{{- $defaults := dict "ed25519" 0 "ecdsa" 256 "rsa" 3072 -}}
+{{- if not (hasKey $defaults .algorithm) -}}
+{{-   fail (printf "randomsecret-lib: RandomSecret %s: %s must be ed25519, ecdsa or rsa, got %s" .name .algorithmPath .algorithm) -}}
+{{- end -}}
+{{- $bits := get $defaults .algorithm -}}
+{{- if and .set (not (kindIs "invalid" .value)) -}}
+{{-   if eq .algorithm "ed25519" }}{{ fail (printf "randomsecret-lib: RandomSecret %s: %s is not for ed25519 (leave it unset), got %v" .name .path .value) }}{{ end -}}
+{{-   if or (not (or (kindIs "float64" .value) (kindIs "int64" .value) (kindIs "int" .value))) (ne (float64 .value) (float64 (int64 .value))) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: %s must be a whole number, got %v" .name .path .value) }}{{ end -}}
+{{-   $bits = int64 .value -}}
+{{- end -}}
+{{- $bits -}}
+{{- end -}}
+
+{{- /* Derived kinds (htpasswd, template) change when their inputs do: no previous, no rotation. */ -}}
+{{- define "randomsecret.underived" -}}
+{{- if .previous }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.previous is not for %s: it changes when its inputs do" .name .key .kind) }}{{ end -}}
+{{- if .rotation }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.rotation is not for %s: it changes when its inputs do" .name .key .kind) }}{{ end -}}
+{{- end -}}
+
 {{- define "randomsecret.canonical" -}}
 {{- $spec := .spec | default dict -}}
 {{- $defaultSymbols := "!@#$%^&*()-_=+[]{}|;:,.<>?/~`" -}}
@@ -206,6 +249,44 @@ bytes: strsim::osa_distance of the Rust CLI, for ASCII field names.
 {{-     if hasKey $g.signingKey "keep" }}{{ $keep = $g.signingKey.keep }}{{ end -}}
 {{-     $_ := set $gen $key (dict "signingKey" (dict "algorithm" (toString $g.signingKey.algorithm) "keep" $keep "jwksKey" (toString (default "jwks.json" $g.signingKey.jwksKey))) "previous" $previous "rotation" $rotation) -}}
 {{-   end -}}
+{{-   if and (hasKey $g "sshKeyPair") (not (kindIs "invalid" $g.sshKeyPair)) -}}
+{{-     $s := $g.sshKeyPair -}}
+{{-     if $previous }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.previous is not for an sshKeyPair" $.name $key) }}{{ end -}}
+{{-     $type := toString (default "ed25519" $s.type) -}}
+{{-     $bits := include "randomsecret.keyBits" (dict "name" $.name "path" (printf "spec.keys.%s.sshKeyPair.bits" $key) "algorithm" $type "algorithmPath" (printf "spec.keys.%s.sshKeyPair.type" $key) "value" $s.bits "set" (hasKey $s "bits")) -}}
+{{-     $_ := set $gen $key (dict "sshKeyPair" (dict "type" $type "bits" $bits "comment" (toString (default "" $s.comment)) "publicKey" (toString (default (printf "%s.pub" $key) $s.publicKey))) "rotation" $rotation) -}}
+{{-   end -}}
+{{-   if and (hasKey $g "privateKey") (not (kindIs "invalid" $g.privateKey)) -}}
+{{-     $p := $g.privateKey -}}
+{{-     if $previous }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.previous is not for a privateKey" $.name $key) }}{{ end -}}
+{{-     if not $p.algorithm }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.privateKey.algorithm is required (ed25519, ecdsa or rsa)" $.name $key) }}{{ end -}}
+{{-     $algorithm := toString $p.algorithm -}}
+{{-     $size := include "randomsecret.keyBits" (dict "name" $.name "path" (printf "spec.keys.%s.privateKey.size" $key) "algorithm" $algorithm "algorithmPath" (printf "spec.keys.%s.privateKey.algorithm" $key) "value" $p.size "set" (hasKey $p "size")) -}}
+{{-     $encoding := toString (default "pkcs8" $p.encoding) -}}
+{{-     if not (has $encoding (list "pkcs8" "pkcs1" "sec1")) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.privateKey.encoding must be pkcs8, pkcs1 or sec1, got %s" $.name $key $encoding) }}{{ end -}}
+{{-     if and (eq $encoding "pkcs1") (ne $algorithm "rsa") }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.privateKey.encoding pkcs1 is for rsa only, the algorithm is %s" $.name $key $algorithm) }}{{ end -}}
+{{-     if and (eq $encoding "sec1") (ne $algorithm "ecdsa") }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.privateKey.encoding sec1 is for ecdsa only, the algorithm is %s" $.name $key $algorithm) }}{{ end -}}
+{{-     $_ := set $gen $key (dict "privateKey" (dict "algorithm" $algorithm "size" $size "encoding" $encoding "publicKey" (toString (default (printf "%s.pub" $key) $p.publicKey))) "rotation" $rotation) -}}
+{{-   end -}}
+{{-   if and (hasKey $g "htpasswd") (not (kindIs "invalid" $g.htpasswd)) -}}
+{{-     $h := $g.htpasswd -}}
+{{-     include "randomsecret.underived" (dict "name" $.name "key" $key "kind" "an htpasswd" "previous" $previous "rotation" $rotation) -}}
+{{-     $algorithm := toString (default "bcrypt" $h.algorithm) -}}
+{{-     if ne $algorithm "bcrypt" }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.htpasswd.algorithm must be bcrypt, got %s" $.name $key $algorithm) }}{{ end -}}
+{{-     $cost := 10 -}}
+{{-     if and (hasKey $h "cost") (not (kindIs "invalid" $h.cost)) -}}
+{{-       $cost = $h.cost -}}
+{{-       if or (not (or (kindIs "float64" $cost) (kindIs "int64" $cost) (kindIs "int" $cost))) (ne (float64 $cost) (float64 (int64 $cost))) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.htpasswd.cost must be a whole number, got %v" $.name $key $cost) }}{{ end -}}
+{{-     end -}}
+{{-     if not $h.username }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.htpasswd.username is required" $.name $key) }}{{ end -}}
+{{-     if not $h.passwordFrom }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.htpasswd.passwordFrom is required (a key of keys with length)" $.name $key) }}{{ end -}}
+{{-     $_ := set $gen $key (dict "htpasswd" (dict "algorithm" $algorithm "cost" (int64 $cost) "username" (toString $h.username) "passwordFrom" (toString $h.passwordFrom))) -}}
+{{-   end -}}
+{{-   if and (hasKey $g "template") (not (kindIs "invalid" $g.template)) -}}
+{{-     include "randomsecret.underived" (dict "name" $.name "key" $key "kind" "a template" "previous" $previous "rotation" $rotation) -}}
+{{-     if not (kindIs "string" $g.template) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.template must be a string, got %v" $.name $key $g.template) }}{{ end -}}
+{{-     $_ := set $gen $key (dict "template" $g.template) -}}
+{{-   end -}}
 {{- end -}}
 randomsecret.io/v1
 type:{{ include "randomsecret.canonicalString" (default "Opaque" $spec.type) }}
@@ -216,6 +297,17 @@ rotation:{{ include "randomsecret.canonicalString" (toString (default "" $spec.r
 {{-     $s := $g.signingKey -}}
 {{-     if ne (float64 $s.keep) (float64 (int64 $s.keep)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.signingKey.keep must be a whole number, got %v" $.name $key $s.keep) }}{{ end -}}
 generate:{{ include "randomsecret.canonicalString" $key }}:signingKey:{{ $s.algorithm }}:{{ int64 $s.keep }}:{{ include "randomsecret.canonicalString" $s.jwksKey }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
+{{   else if hasKey $g "sshKeyPair" -}}
+{{-     $s := $g.sshKeyPair -}}
+generate:{{ include "randomsecret.canonicalString" $key }}:sshKeyPair:{{ $s.type }}:{{ $s.bits }}:{{ include "randomsecret.canonicalString" $s.comment }}:{{ include "randomsecret.canonicalString" $s.publicKey }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
+{{   else if hasKey $g "privateKey" -}}
+{{-     $p := $g.privateKey -}}
+generate:{{ include "randomsecret.canonicalString" $key }}:privateKey:{{ $p.algorithm }}:{{ $p.size }}:{{ $p.encoding }}:{{ include "randomsecret.canonicalString" $p.publicKey }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
+{{   else if hasKey $g "htpasswd" -}}
+{{-     $h := $g.htpasswd -}}
+generate:{{ include "randomsecret.canonicalString" $key }}:htpasswd:{{ $h.algorithm }}:{{ $h.cost }}:{{ include "randomsecret.canonicalString" $h.username }}:{{ include "randomsecret.canonicalString" $h.passwordFrom }}
+{{   else if hasKey $g "template" -}}
+generate:{{ include "randomsecret.canonicalString" $key }}:template:{{ include "randomsecret.canonicalString" $g.template }}
 {{   else if hasKey $g "bytes" -}}
 {{-     $length := $g.bytes.length -}}
 {{-     if ne (float64 $length) (float64 (int64 $length)) }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.bytes.length must be a whole number, got %v" $.name $key $length) }}{{ end -}}
