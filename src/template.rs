@@ -69,6 +69,16 @@ impl TemplateError {
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    // Values go out as they are: MiniJinja would otherwise pick HTML or
+    // JSON escaping from a name's extension (a key named config.json).
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    // A config file's last newline is part of it.
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .build()
+            .expect("the default delimiters"),
+    );
     env.set_fuel(Some(FUEL));
     env.add_filter("b64encode", |s: String| {
         data_encoding::BASE64.encode(s.as_bytes())
@@ -325,6 +335,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out["cfg"], r#"{"auths":{"r":{"auth":"bWU6czNjcmV0"}}}"#);
+    }
+
+    /// Keys named like files (config.json, page.html) render their values
+    /// as they are, and a template's last newline stays.
+    #[test]
+    fn no_escaping_by_name_and_the_last_newline_stays() {
+        let templates = map(&[
+            ("config.json", "{\"p\": \"{{ keys.p }}\"}\n"),
+            ("page.html", "{{ keys.p }}"),
+        ]);
+        let out = render_all(&templates, values(&[("p", "<a&'\">")]), &BTreeMap::new()).unwrap();
+        assert_eq!(out["config.json"], "{\"p\": \"<a&'\">\"}\n");
+        assert_eq!(out["page.html"], "<a&'\">");
     }
 
     #[test]
