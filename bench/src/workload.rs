@@ -222,6 +222,7 @@ async fn floor_version(
         referenced_by: vec![],
         // As the controller lists it: every key of a new or rotated version.
         rotated_keys: v.spec.generated.keys().cloned().collect(),
+        not_after: None,
         deleting: false,
     }];
     if let Some(mut old) = previous {

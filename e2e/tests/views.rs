@@ -251,6 +251,10 @@ async fn status_tree_through_two_rotations_and_a_rollback() -> Result<()> {
         "{tree}"
     );
     ensure!(
+        tree.contains("  keys: password (random string, 24 characters)\n"),
+        "each key's kind, never its value:\n{tree}"
+    );
+    ensure!(
         tree.contains(&format!("└── ReplicaSet/{rs2} (2 pods)")),
         "{tree}"
     );

@@ -142,6 +142,7 @@ pub const SHORT_FORM_LENGTH: i64 = 32;
     validation = Rule::new("has(self.key) || !(has(self.length) || has(self.specialChar)) || !has(self.static) || !('password' in self.static)").message("static.password collides with the short form's default key \"password\": set key to another name"),
     validation = Rule::new(format!("!has(self.keys) || self.keys.all(k, !has(self.keys[k].signingKey) || !({JWKS_KEY_OF_K} in self.keys || (has(self.static) && {JWKS_KEY_OF_K} in self.static)))").as_str()).message("a signingKey's jwksKey (default jwks.json) is also a key of keys or static: set signingKey.jwksKey to another name"),
     validation = Rule::new(format!("!has(self.keys) || self.keys.all(k, !(has(self.keys[k].sshKeyPair) || has(self.keys[k].privateKey)) || !({PUBLIC_KEY_OF_K} in self.keys || (has(self.static) && {PUBLIC_KEY_OF_K} in self.static)))").as_str()).message("a key pair's publicKey (default <key>.pub) is also a key of keys or static: set sshKeyPair.publicKey or privateKey.publicKey to another name"),
+    validation = Rule::new("!has(self.keys) || self.keys.all(k, !has(self.keys[k].certificate) || !has(self.keys[k].certificate.issuer) || (self.keys[k].certificate.issuer in self.keys && has(self.keys[self.keys[k].certificate.issuer].certificate) && has(self.keys[self.keys[k].certificate.issuer].certificate.isCA) && self.keys[self.keys[k].certificate.issuer].certificate.isCA))").message("certificate.issuer must name a key of keys that is a certificate with isCA: true"),
     validation = Rule::new("!has(self.keys) || self.keys.all(k, !has(self.keys[k].htpasswd) || (self.keys[k].htpasswd.passwordFrom in self.keys && has(self.keys[self.keys[k].htpasswd.passwordFrom].length)))").message("htpasswd.passwordFrom must name a key of keys that is a random string (has length)"),
     validation = Rule::new("!has(self.keys) || self.keys.all(k, !has(self.keys[k].htpasswd) || !(self.keys[k].htpasswd.passwordFrom in self.keys) || !has(self.keys[self.keys[k].htpasswd.passwordFrom].length) || self.keys[self.keys[k].htpasswd.passwordFrom].length <= 72)").message("htpasswd.passwordFrom names a random string longer than 72 characters, more than bcrypt reads: use length 72 or less"),
     validation = Rule::new(format!("!has(self.keys) || self.keys.all(k, !has(self.keys[k].signingKey) || self.keys.all(o, o == k || !has(self.keys[o].signingKey) || {JWKS_KEY_OF_K} != {JWKS_KEY_OF_O}))").as_str()).message("two signingKeys write their JWKS under the same jwksKey (default jwks.json): give each its own signingKey.jwksKey"),
@@ -248,10 +249,10 @@ pub struct RandomSecretSpec {
 #[serde(rename_all = "camelCase")]
 #[x_kube(
     validation = Rule::new("!has(self.symbolCharacters) || !has(self.symbols) || self.symbols").message("symbolCharacters is set but symbols is false: remove one of them"),
-    validation = Rule::new("[has(self.length), has(self.bytes), has(self.uuid), has(self.signingKey), has(self.sshKeyPair), has(self.privateKey), has(self.htpasswd), has(self.template)].filter(x, x).size() == 1").message("set exactly one of length (a random string), bytes, uuid, signingKey, sshKeyPair, privateKey, htpasswd and template"),
+    validation = Rule::new("[has(self.length), has(self.bytes), has(self.uuid), has(self.signingKey), has(self.sshKeyPair), has(self.privateKey), has(self.htpasswd), has(self.template), has(self.certificate)].filter(x, x).size() == 1").message("set exactly one of length (a random string), bytes, uuid, signingKey, sshKeyPair, privateKey, htpasswd, template and certificate"),
     validation = Rule::new("has(self.length) || !(has(self.charset) || has(self.symbols) || has(self.symbolCharacters) || has(self.minDigits) || has(self.minLower) || has(self.minUpper) || has(self.minSymbols))").message("charset, symbols, symbolCharacters and minDigits, minLower, minUpper, minSymbols are for random strings (length): remove them"),
     validation = Rule::new("!has(self.signingKey) || !has(self.previous)").message("previous is not for a signingKey: its previous public keys are in its JWKS (signingKey.keep)"),
-    validation = Rule::new("!(has(self.sshKeyPair) || has(self.privateKey)) || !has(self.previous)").message("previous is not for a key pair (sshKeyPair, privateKey): hand out the new public key before using the new private key instead"),
+    validation = Rule::new("!(has(self.sshKeyPair) || has(self.privateKey) || has(self.certificate)) || !has(self.previous)").message("previous is not for a key pair or certificate (sshKeyPair, privateKey, certificate): hand out the new public key or CA before using the new key instead"),
     validation = Rule::new("!(has(self.htpasswd) || has(self.template)) || !(has(self.previous) || has(self.rotation) || has(self.rotateEvery))").message("htpasswd and template are derived from other keys: remove previous, rotation and rotateEvery (rotate the keys they read instead)"),
     validation = Rule::new("!has(self.length) || (has(self.minDigits) ? self.minDigits : 0) + (has(self.minLower) ? self.minLower : 0) + (has(self.minUpper) ? self.minUpper : 0) + (has(self.minSymbols) ? self.minSymbols : 0) <= self.length").message("minDigits + minLower + minUpper + minSymbols is more than length: lower them or raise length"),
     validation = Rule::new(format!("!has(self.minDigits) || self.minDigits == 0 || {}", rules::charset_in("0123456789")).as_str()).message("minDigits needs digits in the alphabet: charset alphanumeric, numeric, hex, base64, base64url or ascii"),
@@ -261,7 +262,8 @@ pub struct RandomSecretSpec {
 )]
 pub struct Generator {
     /// Number of characters to generate (1 to 1048576): a random string.
-    /// Exactly one of length, bytes, uuid and signingKey.
+    /// Exactly one of length, bytes, uuid, signingKey, sshKeyPair,
+    /// privateKey, htpasswd, template and certificate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1048576))]
     pub length: Option<i64>,
@@ -366,14 +368,143 @@ pub struct Generator {
     /// string, a DSN, a .dockerconfigjson, a small config file): a MiniJinja
     /// template over `keys` (every value that keys writes, public keys,
     /// JWKS and other templates included) and `static`, e.g.
-    /// `postgres://{{ static.username }}:{{ keys.password | urlencode }}@db:5432/app`.
-    /// Filters: MiniJinja's built-ins (urlencode, tojson, ...) and
+    /// `postgres://{{ static.username }}:{{ keys.password | urlquote }}@db:5432/app`.
+    /// Filters: MiniJinja's built-ins (urlencode, which keeps '/', tojson,
+    /// ...), urlquote (all but RFC 3986's unreserved characters) and
     /// b64encode. Rendered when the version is made; a reference to a
     /// missing key, or a cycle between templates, is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 16384))]
     pub template: Option<String>,
+    /// An X.509 certificate instead of a random string: the certificate
+    /// (PEM) under this key and its private key under `privateKey`;
+    /// self-signed, or signed by the CA that another key of this
+    /// RandomSecret generates (`issuer`), so one version holds a whole
+    /// chain. Name the keys tls.crt, tls.key and ca.crt for a
+    /// kubernetes.io/tls Secret. Renewal is a rotation: a new certificate
+    /// comes with `rotation`, or `rotateEvery` in tracking mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<CertificateSpec>,
 }
+
+/// An X.509 certificate and its private key (`keys.<k>.certificate`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("!(has(self.isCA) && self.isCA) || !has(self.issuer)").message("a CA here is self-signed (a root): remove issuer, or isCA"),
+    validation = Rule::new("(has(self.isCA) && self.isCA) || has(self.commonName) || has(self.dnsNames) || has(self.ipAddresses)").message("a certificate that is not a CA needs a name: set commonName, dnsNames or ipAddresses"),
+    validation = Rule::new("!(has(self.isCA) && self.isCA) || !has(self.usages) || self.usages.exists(u, u == 'certSign')").message("a CA signs certificates: its usages must include certSign"),
+    validation = Rule::new("!has(self.keySize) || (has(self.keyAlgorithm) ? ((self.keyAlgorithm == 'ecdsa' && self.keySize in [256, 384]) || (self.keyAlgorithm == 'rsa' && self.keySize in [2048, 3072, 4096])) : self.keySize in [256, 384])").message("keySize: ecdsa takes 256 or 384 (default 256), rsa 2048, 3072 or 4096 (default 3072), ed25519 none"),
+)]
+pub struct CertificateSpec {
+    /// A certificate authority (default false): basic constraints CA,
+    /// usages certSign, crlSign and digitalSignature by default, valid
+    /// 87600h (10 years) by default. Self-signed.
+    #[serde(default, rename = "isCA", skip_serializing_if = "Option::is_none")]
+    pub is_ca: Option<bool>,
+    /// The key of keys that holds the CA certificate signing this one (a
+    /// certificate with isCA). Absent: self-signed. When the CA rotates,
+    /// this certificate does too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub issuer: Option<String>,
+    /// The subject's common name (at most 64 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    #[x_kube(validation = Rule::new(rules::rotation_rule().as_str()).message("commonName must not contain control characters"))]
+    pub common_name: Option<String>,
+    /// DNS names (subject alternative names); a leading `*.` for a
+    /// wildcard. At most 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 253)))]
+    #[x_kube(validation = Rule::new(format!("self.all(d, d.matches('{DNS_SAN}'))").as_str()).message("dnsNames: each must be a DNS name (lowercase letters, digits, '-' and '.'), optionally starting with '*.'"))]
+    pub dns_names: Option<Vec<String>>,
+    /// IP addresses (subject alternative names), IPv4 or IPv6. At most 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100), inner(length(min = 2, max = 45)))]
+    #[x_kube(validation = Rule::new("self.all(a, isIP(a))").message("ipAddresses: each must be an IPv4 or IPv6 address"))]
+    pub ip_addresses: Option<Vec<String>>,
+    /// What the key may be used for. Default: digitalSignature,
+    /// keyEncipherment and serverAuth; for a CA certSign, crlSign and
+    /// digitalSignature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 9))]
+    #[x_kube(validation = Rule::new("self.all(u, self.filter(v, v == u).size() == 1)").message("usages: list each usage once"))]
+    pub usages: Option<Vec<CertificateUsage>>,
+    /// How long it is valid from the moment the version is made (e.g.
+    /// 2160h; at least 1m and at most 876000h). Default 2160h (90 days),
+    /// 87600h (10 years) for a CA. A certificate signed by a CA ends no
+    /// later than the CA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = rules::MAX_PERIOD_TEXT))]
+    #[x_kube(
+        validation = Rule::new(rules::PERIOD_FORMAT_RULE).message("duration must be a duration such as 2160h, 90m or 1h30m"),
+        validation = Rule::new(rules::period_range_rule()).message("duration must be at least 1m and at most 876000h"),
+    )]
+    pub duration: Option<String>,
+    /// The key's algorithm: ecdsa (default, P-256), ed25519 or rsa.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_algorithm: Option<KeyAlgorithm>,
+    /// The key's size: ecdsa 256 or 384 (default 256); rsa 2048, 3072 or
+    /// 4096 (default 3072); none for ed25519.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_size: Option<i32>,
+    /// The data key that holds the private key (PEM, PKCS#8): default the
+    /// key's name with .crt replaced by .key (tls.crt: tls.key), else
+    /// `<key>.key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(rules::data_key_rule("self").as_str()).message("privateKey must be a valid Secret data key: letters, digits, '-', '_' and '.', not '.' or '..' and not starting with '..'"))]
+    pub private_key: Option<String>,
+    /// A data key that also gets the issuer's certificate (its own, when
+    /// self-signed), as ca.crt in a kubernetes.io/tls Secret. Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(rules::data_key_rule("self").as_str()).message("caCertificate must be a valid Secret data key: letters, digits, '-', '_' and '.', not '.' or '..' and not starting with '..'"))]
+    pub ca_certificate: Option<String>,
+}
+
+/// A DNS subject alternative name: lowercase labels, an optional leading wildcard.
+pub const DNS_SAN: &str =
+    "^(\\\\*\\\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+/// What a certificate's key may be used for (key usage and extended key usage).
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum CertificateUsage {
+    DigitalSignature,
+    KeyEncipherment,
+    KeyAgreement,
+    CertSign,
+    CrlSign,
+    ServerAuth,
+    ClientAuth,
+    CodeSigning,
+    EmailProtection,
+}
+
+impl CertificateUsage {
+    /// The name used in manifests and in the canonical form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CertificateUsage::DigitalSignature => "digitalSignature",
+            CertificateUsage::KeyEncipherment => "keyEncipherment",
+            CertificateUsage::KeyAgreement => "keyAgreement",
+            CertificateUsage::CertSign => "certSign",
+            CertificateUsage::CrlSign => "crlSign",
+            CertificateUsage::ServerAuth => "serverAuth",
+            CertificateUsage::ClientAuth => "clientAuth",
+            CertificateUsage::CodeSigning => "codeSigning",
+            CertificateUsage::EmailProtection => "emailProtection",
+        }
+    }
+}
+
+/// Default validity of a certificate and of a CA.
+pub const DEFAULT_CERT_DURATION: &str = "2160h";
+pub const DEFAULT_CA_DURATION: &str = "87600h";
 
 /// Key types of sshKeyPair and algorithms of privateKey.
 #[derive(
@@ -833,6 +964,10 @@ pub struct VersionStatus {
     /// When the Secret was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<Time>,
+    /// When the first certificate this version holds ends (keys of kind
+    /// certificate): renew by rotating before then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<Time>,
     /// The Secret's uid: which object the controller recorded (a Secret
     /// deleted and made again under the name is another one).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -177,11 +177,20 @@ pub struct Recorded {
     pub seed: u32,
     /// Its values could not be carried over from the version it superseded.
     pub uncarried: bool,
-    /// The keys this version rotated, joined by ',' (no data key has one).
-    pub rotated: Option<Box<Name>>,
     /// It has no record at all: made before carry-over (an invalid one is
     /// not missing, and is never replaced).
     pub missing: bool,
+    /// What only some versions record, boxed so the others pay 8 bytes.
+    more: Option<Box<More>>,
+}
+
+/// The rarer parts of a record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct More {
+    /// The keys this version rotated, joined by ',' (no data key has one).
+    rotated: Name,
+    /// When its first certificate ends (unix seconds), with one.
+    not_after: Option<i64>,
 }
 
 impl Recorded {
@@ -196,10 +205,15 @@ impl Recorded {
         };
         match Record::read(key, ns, name, text.map(String::as_str)) {
             Ok(r) => Recorded {
-                missing: false,
                 seed: r.lineage.seed(),
-                rotated: (!r.rotated.is_empty()).then(|| Box::new(r.rotated.join(",").into())),
+                more: (!r.rotated.is_empty() || r.not_after.is_some()).then(|| {
+                    Box::new(More {
+                        rotated: r.rotated.join(",").into(),
+                        not_after: r.not_after,
+                    })
+                }),
                 uncarried: r.uncarried,
+                missing: false,
             },
             Err(crate::version::record::Unusable::Missing) => Recorded {
                 missing: true,
@@ -211,11 +225,17 @@ impl Recorded {
 
     /// The keys this version rotated.
     pub fn rotated_keys(&self) -> Vec<String> {
-        self.rotated
+        self.more
             .iter()
-            .flat_map(|r| r.split(','))
+            .flat_map(|m| m.rotated.split(','))
+            .filter(|k| !k.is_empty())
             .map(String::from)
             .collect()
+    }
+
+    /// When its first certificate ends (unix seconds), if it holds one.
+    pub fn not_after(&self) -> Option<i64> {
+        self.more.as_ref()?.not_after
     }
 }
 
@@ -456,6 +476,18 @@ impl Secrets {
             .into_iter()
             .flatten()
             .filter_map(|n| Some((n.clone(), (**inner.versions.get(&rs.sibling(n))?).clone())))
+            .collect()
+    }
+
+    /// Every cached version that holds a certificate, by its verified
+    /// record: (Secret, its RandomSecret's name, when the first certificate
+    /// ends in unix seconds).
+    pub fn certificate_ends(&self) -> Vec<(Key, Name, i64)> {
+        let inner = self.inner.read().expect("secrets lock");
+        inner
+            .versions
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.randomsecret.clone()?, v.record.not_after()?)))
             .collect()
     }
 

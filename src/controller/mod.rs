@@ -195,8 +195,12 @@ async fn connect(
         metrics.events_dropped.clone(),
     );
     tokio::spawn(poster);
+    let caches = Arc::new(Caches::new(proof_key.clone()));
+    registry.register_collector(Box::new(crate::runtime::metrics::CertificateExpiry(
+        caches.clone(),
+    )));
     let shared = Shared {
-        caches: Arc::new(Caches::new(proof_key.clone())),
+        caches,
         client,
         events,
         metrics,

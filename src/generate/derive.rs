@@ -1,7 +1,7 @@
 //! The keys a version derives from its own values when it is made, never on
 //! a later reconcile, so a version's bytes never change: a signing key's
-//! JWKS, a key pair's public key, htpasswd lines, then templates (which may
-//! read every other value).
+//! JWKS, a key pair's public key, a certificate's issuer certificate,
+//! htpasswd lines, then templates (which may read every other value).
 
 use super::{Failed, jwks, keypair, pair};
 use crate::template::{self, TemplateError};
@@ -67,6 +67,13 @@ pub fn all(
             Kind::PrivateKey(p) => {
                 let public = pair::pem_public(p, &text(data, key)?).map_err(|e| fail(key)(&e))?;
                 (p.public_key.clone(), public.into_bytes())
+            }
+            Kind::Certificate(c) => {
+                let Some(name) = &c.ca_certificate else {
+                    continue;
+                };
+                let ca = text(data, c.issuer.as_deref().unwrap_or(key))?;
+                (name.clone(), ca.into_bytes())
             }
             _ => continue,
         };

@@ -1,9 +1,11 @@
 //! Random values from the OS CSPRNG: strings with unbiased (rejection)
 //! sampling and password rules, bytes and UUIDs (this file), signing keys
 //! and their public JWKs ([`keypair`]), a signing key's JWKS across
-//! versions ([`jwks`], pure), SSH and PEM key pairs ([`pair`]), and what a
-//! version derives from its values when it is made ([`derive`]).
+//! versions ([`jwks`], pure), SSH and PEM key pairs ([`pair`]), X.509
+//! certificates ([`cert`]), and what a version derives from its values
+//! when it is made ([`derive`]).
 
+pub mod cert;
 pub mod derive;
 pub mod jwks;
 pub mod keypair;
@@ -42,6 +44,10 @@ pub fn key_value(kind: &Kind) -> Result<Vec<u8>, Failed> {
         Kind::Htpasswd(_) | Kind::Template(_) => Err(Failed(
             "derived from other values, not generated (derive::all)".into(),
         )),
+        // Two values (and maybe a signer): cert::issue.
+        Kind::Certificate(_) => Err(Failed(
+            "a certificate comes with its private key (cert::issue)".into(),
+        )),
     }
 }
 
@@ -53,6 +59,7 @@ pub fn costly(kind: &Kind) -> bool {
         Kind::SigningKey(s) => s.algorithm == crate::api::SigningAlgorithm::RS256,
         Kind::SshKeyPair(p) => p.shape.algorithm == Rsa,
         Kind::PrivateKey(p) => p.shape.algorithm == Rsa,
+        Kind::Certificate(c) => c.key.algorithm == Rsa,
         _ => false,
     }
 }

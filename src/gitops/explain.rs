@@ -86,6 +86,29 @@ pub fn lines(v: &VersionSpec) -> Vec<Line> {
                 "htpasswd bcrypt cost {}, username {:?}, password keys.{}",
                 h.cost, h.username, h.password_from
             ),
+            Kind::Certificate(c) => format!(
+                "certificate{}{}, commonName {:?}, dnsNames {:?}, ipAddresses {:?}, usages {}, duration {}, key {}, privateKey {:?}{}",
+                if c.is_ca { " (CA)" } else { "" },
+                c.issuer
+                    .as_ref()
+                    .map(|i| format!(", issuer keys.{i}"))
+                    .unwrap_or_default(),
+                c.common_name,
+                c.dns_names,
+                c.ip_addresses,
+                c.usages
+                    .iter()
+                    .map(|u| u.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                c.duration,
+                c.key,
+                c.private_key,
+                c.ca_certificate
+                    .as_ref()
+                    .map(|n| format!(", caCertificate {n:?}"))
+                    .unwrap_or_default()
+            ),
             // Like a static value: the text may hold a literal credential.
             Kind::Template(t) => format!("template, {} bytes (text not shown)", t.len()),
         };
@@ -187,6 +210,13 @@ pub fn explain(object: &str, v: &Version) -> String {
                     Kind::PrivateKey(p) => format!(
                         "algorithm, size or encoding; {} is its public key",
                         p.public_key
+                    ),
+                    Kind::Certificate(c) => format!(
+                        "subject, names, usages, duration or key{}; renewal is a rotation",
+                        c.issuer
+                            .as_ref()
+                            .map(|i| format!(", or a new CA in keys.{i}"))
+                            .unwrap_or_default()
                     ),
                     Kind::Htpasswd(_) | Kind::Template(_) => unreachable!("derived, above"),
                 }

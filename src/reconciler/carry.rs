@@ -30,7 +30,7 @@ use super::{Context, ReconcileError, Subject};
 use crate::proof::Proof;
 use crate::version::carry::{self, Change, GeneratorLineage, Lineage, Rotated};
 use crate::version::record::{ANNOTATION_LINEAGE, Record, Unusable};
-use crate::version::{Version, VersionSpec, previous_key};
+use crate::version::{Kind, Version, VersionSpec, previous_key};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
@@ -84,6 +84,7 @@ impl Carried {
                 carry::rotated(&self.changes)
             },
             uncarried: self.unavailable.is_some(),
+            not_after: None,
         }
     }
 
@@ -135,10 +136,28 @@ pub fn values(spec: &VersionSpec, previous: &Previous) -> (BTreeMap<String, Byte
     for (k, change) in changes.iter_mut() {
         let old = |key: &str| data.and_then(|d| d.get(key)).cloned();
         if *change == Change::Kept {
-            match old(k) {
-                Some(v) => {
-                    out.insert(k.clone(), v);
-                }
+            // Its value, and what is kept with it: a certificate's private
+            // key, read where the previous record says it is.
+            let mut own = vec![(k.clone(), k.clone())];
+            if let (
+                Some(Kind::Certificate(c)),
+                Some(GeneratorLineage::Certificate { certificate }),
+            ) = (
+                spec.generated.get(k).map(|g| &g.kind),
+                previous
+                    .lineage
+                    .as_ref()
+                    .and_then(|l| l.keys.get(k))
+                    .map(|l| &l.generator),
+            ) {
+                own.push((certificate.private_key.clone(), c.private_key.clone()));
+            }
+            let values: Option<Vec<_>> = own
+                .iter()
+                .map(|(from, to)| Some((to.clone(), old(from)?)))
+                .collect();
+            match values {
+                Some(values) => out.extend(values),
                 // A record that names a key its data lacks: nothing to keep.
                 None => *change = Change::Rotated(Rotated::New),
             }
@@ -153,6 +172,25 @@ pub fn values(spec: &VersionSpec, previous: &Previous) -> (BTreeMap<String, Byte
             if let Some(v) = old(&from) {
                 out.insert(previous_key(k), v);
             }
+        }
+    }
+    // A certificate kept while its CA could not be (its data was missing)
+    // is signed again, like one whose CA rotated.
+    for (k, g) in &spec.generated {
+        let Kind::Certificate(c) = &g.kind else {
+            continue;
+        };
+        let Some(issuer) = &c.issuer else { continue };
+        let ca_rotated = matches!(changes.get(issuer), Some(Change::Rotated(_)));
+        if ca_rotated && changes.get(k) == Some(&Change::Kept) {
+            out.remove(k);
+            out.remove(&c.private_key);
+            changes.insert(
+                k.clone(),
+                Change::Rotated(Rotated::Issuer {
+                    issuer: issuer.clone(),
+                }),
+            );
         }
     }
     let previous_jwks = spec
@@ -332,6 +370,50 @@ mod tests {
         assert!(!previous_wanted(&spec(
             "keys: {sig: {signingKey: {algorithm: EdDSA, keep: 0}}}"
         )));
+    }
+
+    /// A kept certificate keeps its private key (read where the record
+    /// says, written where the spec now says); a new CA signs its leaves
+    /// again; a CA whose data is gone counts as new, and so do its leaves.
+    #[test]
+    fn certificates_keep_their_keys_and_follow_their_ca() {
+        let old = "keys: {ca.crt: {certificate: {isCA: true}}, tls.crt: {certificate: {issuer: ca.crt, commonName: db, privateKey: old.key}}, pw: {length: 8}}";
+        let d = [
+            ("ca.crt", "CA"),
+            ("ca.key", "CAKEY"),
+            ("tls.crt", "LEAF"),
+            ("old.key", "LEAFKEY"),
+            ("pw", "p"),
+        ];
+        let new = "keys: {ca.crt: {certificate: {isCA: true}}, tls.crt: {certificate: {issuer: ca.crt, commonName: db}}, pw: {length: 8}}";
+        let (out, c) = values(&spec(new), &read_from(old, &d));
+        assert_eq!(
+            out,
+            data(&[
+                ("ca.crt", "CA"),
+                ("ca.key", "CAKEY"),
+                ("tls.crt", "LEAF"),
+                ("tls.key", "LEAFKEY"),
+                ("pw", "p")
+            ])
+        );
+        assert!(c.changes.values().all(|c| *c == Change::Kept));
+        // The CA's own rotation token: the leaf is signed again, pw kept.
+        let rotated = new.replace("isCA: true}", "isCA: true}, rotation: '2'");
+        let (out, c) = values(&spec(&rotated), &read_from(old, &d));
+        assert_eq!(out, data(&[("pw", "p")]));
+        assert_eq!(
+            c.changes["tls.crt"].why("tls.crt"),
+            "rotated: signed again by the new certificate of keys.ca.crt"
+        );
+        // The CA's key is missing from the data: nothing of the chain is kept.
+        let partial: Vec<_> = d.iter().copied().filter(|(k, _)| *k != "ca.key").collect();
+        let (out, c) = values(&spec(new), &read_from(old, &partial));
+        assert_eq!(out, data(&[("pw", "p")]));
+        assert!(matches!(
+            c.changes["tls.crt"],
+            Change::Rotated(Rotated::Issuer { .. })
+        ));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::cache::secrets::Version as Cached;
 use crate::generate;
 use crate::proof::ANNOTATION_PROOF;
 use crate::runtime::status::Answer as _;
+use crate::version::Kind;
 use crate::version::Version;
 use crate::version::record::ANNOTATION_LINEAGE;
 use k8s_openapi::ByteString;
@@ -86,28 +87,77 @@ pub async fn generate_missing(
     data: &mut BTreeMap<String, ByteString>,
     ctx: &Context,
 ) -> Result<(), ReconcileError> {
-    let failed = |e: generate::Failed| ReconcileError::Random(e.to_string());
-    for (key, g) in &v.spec.generated {
+    let failed =
+        |key: &str, e: &dyn std::fmt::Display| ReconcileError::Random(format!("keys.{key}: {e}"));
+    // Certificates a CA signs come last: their CA's (kept or new) is there.
+    let mut keys: Vec<_> = v.spec.generated.iter().collect();
+    keys.sort_by_key(|(_, g)| matches!(&g.kind, Kind::Certificate(c) if c.issuer.is_some()));
+    for (key, g) in keys {
         if data.contains_key(key) || g.kind.is_derived() {
             continue;
         }
-        let value = if generate::costly(&g.kind) {
+        let kind = g.kind.clone();
+        let signer = match &kind {
+            Kind::Certificate(c) => c.issuer.as_ref().map(|i| signer_of(&v.spec, data, i)),
+            _ => None,
+        };
+        let signer = signer.transpose().map_err(|e| failed(key, &e))?;
+        let now = k8s_openapi::jiff::Timestamp::now().as_second();
+        let name = key.clone();
+        let make = move || -> Result<Vec<(String, Vec<u8>)>, String> {
+            match &kind {
+                Kind::Certificate(c) => {
+                    let s = signer
+                        .as_ref()
+                        .map(|(cert, key)| generate::cert::Signer { cert, key });
+                    let issued =
+                        generate::cert::issue(&name, c, s, now).map_err(|e| e.to_string())?;
+                    Ok(vec![
+                        (name, issued.cert.into_bytes()),
+                        (c.private_key.clone(), issued.key.into_bytes()),
+                    ])
+                }
+                kind => Ok(vec![(
+                    name,
+                    generate::key_value(kind).map_err(|e| e.to_string())?,
+                )]),
+            }
+        };
+        let values = if generate::costly(&g.kind) {
             let _permit = ctx
                 .keygen
                 .acquire()
                 .await
                 .expect("the semaphore is never closed");
-            let kind = g.kind.clone();
-            tokio::task::spawn_blocking(move || generate::key_value(&kind))
+            tokio::task::spawn_blocking(make)
                 .await
-                .map_err(|e| ReconcileError::Random(format!("keys.{key}: {e}")))?
-                .map_err(failed)?
+                .map_err(|e| failed(key, &e))?
         } else {
-            generate::key_value(&g.kind).map_err(failed)?
-        };
-        data.insert(key.clone(), ByteString(value));
+            make()
+        }
+        .map_err(|e| failed(key, &e))?;
+        for (name, value) in values {
+            data.insert(name, ByteString(value));
+        }
     }
     Ok(())
+}
+
+/// The certificate and private key of CA `issuer` in `data` (kept or new).
+fn signer_of(
+    spec: &crate::version::VersionSpec,
+    data: &BTreeMap<String, ByteString>,
+    issuer: &str,
+) -> Result<(String, String), String> {
+    let Some(Kind::Certificate(ca)) = spec.generated.get(issuer).map(|g| &g.kind) else {
+        return Err(format!("issuer keys.{issuer} is not a certificate"));
+    };
+    let text = |k: &str| {
+        data.get(k)
+            .and_then(|v| String::from_utf8(v.0.clone()).ok())
+            .ok_or_else(|| format!("issuer keys.{issuer} has no {k} yet"))
+    };
+    Ok((text(issuer)?, text(&ca.private_key)?))
 }
 
 /// Adds the keys `v` derives from its own values (JWKS, public keys,
@@ -155,8 +205,18 @@ pub fn build_secret(
     how: &Carried,
     ctx: &Context,
 ) -> Result<Secret, ReconcileError> {
-    let record = how.record(&v.spec);
+    let mut record = how.record(&v.spec);
     let mut data = values;
+    record.not_after = v
+        .spec
+        .generated
+        .iter()
+        .filter(|(_, g)| matches!(g.kind, Kind::Certificate(_)))
+        .filter_map(|(k, _)| {
+            let pem = std::str::from_utf8(&data.get(k)?.0).ok()?;
+            generate::cert::not_after_of(pem)
+        })
+        .min();
     for (key, value) in &v.spec.statics {
         data.insert(key.clone(), ByteString(value.clone().into_bytes()));
     }

@@ -11,6 +11,7 @@ use crate::runtime::status::Answer as _;
 use crate::version::Version;
 use crate::version::record::{ANNOTATION_LINEAGE, Record};
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{DeleteParams, Preconditions};
 use serde_json::json;
@@ -151,6 +152,11 @@ pub async fn apply(
             state: p.state,
             referenced_by: p.referenced_by,
             rotated_keys: cached.record.rotated_keys(),
+            not_after: cached
+                .record
+                .not_after()
+                .and_then(|s| k8s_openapi::jiff::Timestamp::from_second(s).ok())
+                .map(Time),
             deleting: deletion.deleting(),
         });
     }

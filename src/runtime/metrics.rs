@@ -195,3 +195,50 @@ mod tests {
         );
     }
 }
+
+/// `randomsecret_certificate_expiry_timestamp_seconds{namespace, randomsecret,
+/// secret}`: when the first certificate of each version that holds one
+/// ends, read from the Secrets cache at each scrape (from each version's
+/// signed record), so a series goes when its version does. One series per
+/// such version: bounded by the versions kept, never by values.
+pub struct CertificateExpiry(pub std::sync::Arc<crate::cache::Caches>);
+
+impl std::fmt::Debug for CertificateExpiry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CertificateExpiry")
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabels {
+    namespace: String,
+    randomsecret: String,
+    secret: String,
+}
+
+impl prometheus_client::collector::Collector for CertificateExpiry {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let ends = self.0.secrets.certificate_ends();
+        let name = format!("{}_certificate_expiry_timestamp_seconds", crate::api::NAME);
+        let mut family = encoder.encode_descriptor(
+            &name,
+            "When the first certificate of a version ends (unix seconds): renew by rotating before then",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for (secret, randomsecret, end) in ends {
+            let labels = VersionLabels {
+                namespace: secret.ns().to_string(),
+                randomsecret: randomsecret.to_string(),
+                secret: secret.name.to_string(),
+            };
+            ConstGauge::new(end).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}

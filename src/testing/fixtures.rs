@@ -199,6 +199,7 @@ impl VersionSecret {
             lineage: crate::version::carry::Lineage::of(&v.spec),
             rotated: Vec::new(),
             uncarried: false,
+            not_after: None,
         };
         s.meta["annotations"][crate::version::record::ANNOTATION_LINEAGE] =
             json!(record.sign(&proof_key(), NS, &v.secret_name));

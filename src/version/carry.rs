@@ -19,7 +19,9 @@
 //! --explain` and `diff` use too.
 
 use super::spec::{Class, Generated, Kind, VersionSpec};
-use crate::api::{Charset, Encoding, KeyAlgorithm, KeyEncoding, SigningAlgorithm};
+use crate::api::{
+    CertificateUsage, Charset, Encoding, KeyAlgorithm, KeyEncoding, SigningAlgorithm,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -66,6 +68,9 @@ pub enum GeneratorLineage {
     PrivateKey {
         #[serde(rename = "privateKey")]
         private_key: PairLineage,
+    },
+    Certificate {
+        certificate: CertificateLineage,
     },
     Bytes {
         bytes: BytesLineage,
@@ -114,6 +119,58 @@ pub struct PairLineage {
     pub encoding: Option<KeyEncoding>,
 }
 
+/// A certificate's generator: everything its bytes depend on, and where
+/// its private key is (kept with it: the next version reads it there).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateLineage {
+    #[serde(default, rename = "isCA")]
+    pub is_ca: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    #[serde(default)]
+    pub common_name: String,
+    #[serde(default)]
+    pub dns_names: Vec<String>,
+    #[serde(default)]
+    pub ip_addresses: Vec<String>,
+    pub usages: Vec<CertificateUsage>,
+    pub duration: String,
+    pub algorithm: KeyAlgorithm,
+    pub size: u32,
+    pub private_key: String,
+}
+
+impl CertificateLineage {
+    /// The first field that differs: (what, from, to).
+    fn changed(&self, new: &CertificateLineage) -> Option<(&'static str, String, String)> {
+        let fields = |c: &CertificateLineage| {
+            [
+                ("isCA", c.is_ca.to_string()),
+                ("issuer", format!("{:?}", c.issuer.as_deref().unwrap_or(""))),
+                ("commonName", format!("{:?}", c.common_name)),
+                ("dnsNames", format!("{:?}", c.dns_names)),
+                ("ipAddresses", format!("{:?}", c.ip_addresses)),
+                (
+                    "usages",
+                    c.usages
+                        .iter()
+                        .map(|u| u.as_str())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                ("duration", c.duration.clone()),
+                ("key", format!("{} {}", c.algorithm.as_str(), c.size)),
+            ]
+        };
+        fields(self)
+            .into_iter()
+            .zip(fields(new))
+            .find(|((_, a), (_, b))| a != b)
+            .map(|((what, a), (_, b))| (what, a, b))
+    }
+}
+
 impl KeyLineage {
     /// `None` for a derived key: it is computed anew, never carried.
     fn of(g: &Generated) -> Option<Self> {
@@ -158,6 +215,20 @@ impl KeyLineage {
                     encoding: Some(p.encoding),
                 },
             },
+            Kind::Certificate(c) => GeneratorLineage::Certificate {
+                certificate: CertificateLineage {
+                    is_ca: c.is_ca,
+                    issuer: c.issuer.clone(),
+                    common_name: c.common_name.clone(),
+                    dns_names: c.dns_names.clone(),
+                    ip_addresses: c.ip_addresses.clone(),
+                    usages: c.usages.clone(),
+                    duration: c.duration.clone(),
+                    algorithm: c.key.algorithm,
+                    size: c.key.size,
+                    private_key: c.private_key.clone(),
+                },
+            },
             Kind::Htpasswd(_) | Kind::Template(_) => return None,
         };
         Some(KeyLineage {
@@ -180,6 +251,7 @@ impl GeneratorLineage {
             }
             GeneratorLineage::SshKeyPair { .. } => "sshKeyPair".into(),
             GeneratorLineage::PrivateKey { .. } => "privateKey".into(),
+            GeneratorLineage::Certificate { .. } => "certificate".into(),
         }
     }
 
@@ -245,6 +317,7 @@ impl GeneratorLineage {
             }
             (G::SshKeyPair { ssh_key_pair: o }, G::SshKeyPair { ssh_key_pair: n })
             | (G::PrivateKey { private_key: o }, G::PrivateKey { private_key: n }) => o.changed(n),
+            (G::Certificate { certificate: o }, G::Certificate { certificate: n }) => o.changed(n),
             (o, n) => Some(("kind", o.describe(), n.describe())),
         }
     }
@@ -319,6 +392,8 @@ pub enum Rotated {
     KeyRotation { from: String, to: String },
     /// A new period of `keys.<k>.rotateEvery` (or it was turned on or off).
     KeyPeriod,
+    /// Its issuer, a CA of the same version, has a new certificate.
+    Issuer { issuer: String },
     /// The generator changed: which parameter, from, to.
     Generator {
         what: &'static str,
@@ -370,6 +445,9 @@ impl Change {
                 ),
                 Rotated::KeyPeriod => format!("rotated: a new keys.{key}.rotateEvery period"),
                 Rotated::Generator { what, from, to } => format!("rotated: {what} {from} -> {to}"),
+                Rotated::Issuer { issuer } => {
+                    format!("rotated: signed again by the new certificate of keys.{issuer}")
+                }
             },
         }
     }
@@ -378,10 +456,31 @@ impl Change {
 /// What the new version `new` does with each of its generated keys, given
 /// the lineage of the version it supersedes (`None`: the first version).
 pub fn plan(previous: Option<&Lineage>, new: &Lineage) -> BTreeMap<String, Change> {
-    new.keys
+    let mut out: BTreeMap<String, Change> = new
+        .keys
         .iter()
         .map(|(k, n)| (k.clone(), change(previous, new, k, n)))
-        .collect()
+        .collect();
+    // A certificate signed by a CA that gets a new certificate is signed
+    // again (the CA is a root, so one pass is the whole chain).
+    for (k, n) in &new.keys {
+        let GeneratorLineage::Certificate { certificate } = &n.generator else {
+            continue;
+        };
+        let Some(issuer) = &certificate.issuer else {
+            continue;
+        };
+        let issuer_rotated = matches!(out.get(issuer), Some(Change::Rotated(_)));
+        if issuer_rotated && out.get(k) == Some(&Change::Kept) {
+            out.insert(
+                k.clone(),
+                Change::Rotated(Rotated::Issuer {
+                    issuer: issuer.clone(),
+                }),
+            );
+        }
+    }
+    out
 }
 
 fn change(previous: Option<&Lineage>, new: &Lineage, key: &str, n: &KeyLineage) -> Change {

@@ -24,7 +24,7 @@ mod spec;
 pub use name::{Version, base_name, generate_line, hash_alphabet_contains, hash_canonical};
 pub use period::{parse_period, seconds_of};
 pub use spec::{
-    Bytes, Chars, Class, Generated, Htpasswd, KeyShape, Kind, MAX_ROTATION, MAX_SECRET_BYTES,
-    Minimums, PREVIOUS_SUFFIX, PrivateKey, SigningKey, SpecError, SshKeyPair, VersionSpec,
-    previous_key,
+    Bytes, Certificate, Chars, Class, Generated, Htpasswd, KeyShape, Kind, MAX_ROTATION,
+    MAX_SECRET_BYTES, Minimums, PREVIOUS_SUFFIX, PrivateKey, SigningKey, SpecError, SshKeyPair,
+    VersionSpec, previous_key,
 };

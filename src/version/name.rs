@@ -111,6 +111,31 @@ pub fn generate_line(k: &str, g: &Generated) -> String {
             out.push_str(":template:");
             s(&mut out, t);
         }
+        Kind::Certificate(c) => {
+            out.push_str(if c.is_ca {
+                ":certificate:ca:"
+            } else {
+                ":certificate:leaf:"
+            });
+            s(&mut out, c.issuer.as_deref().unwrap_or(""));
+            out.push(':');
+            s(&mut out, &c.common_name);
+            // Each list: its length, then its entries, as written.
+            for list in [&c.dns_names, &c.ip_addresses] {
+                out.push_str(&format!(":{}", list.len()));
+                for entry in list {
+                    out.push(':');
+                    s(&mut out, entry);
+                }
+            }
+            let usages: Vec<&str> = c.usages.iter().map(|u| u.as_str()).collect();
+            out.push_str(&format!(":{}:", usages.join(",")));
+            s(&mut out, &c.duration);
+            out.push_str(&format!(":{}:{}:", c.key.algorithm.as_str(), c.key.size));
+            s(&mut out, &c.private_key);
+            out.push(':');
+            s(&mut out, c.ca_certificate.as_deref().unwrap_or(""));
+        }
     }
     // Only when on, so every name from before overlap existed stays.
     if g.previous {

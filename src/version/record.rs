@@ -33,6 +33,9 @@ pub struct Record {
     /// be read and proven: every generated value is new.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub uncarried: bool,
+    /// When the first of its certificates ends (unix seconds), if it holds any.
+    #[serde(default, rename = "notAfter", skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<i64>,
 }
 
 /// Why a record could not be used.
@@ -53,6 +56,7 @@ impl Record {
             lineage: crate::version::carry::Lineage::of(spec),
             rotated: Vec::new(),
             uncarried: false,
+            not_after: None,
         }
     }
 
@@ -99,6 +103,7 @@ mod tests {
             lineage: Lineage::of(&VersionSpec::from_spec(&spec).unwrap()),
             rotated: vec!["a.b".into()],
             uncarried: true,
+            not_after: Some(1_800_000_000),
         }
     }
 

@@ -4,10 +4,10 @@
 
 use crate::api::rules::{SYMBOLS_INVISIBLE, forbidden_symbol, valid_data_key};
 use crate::api::{
-    Charset, DEFAULT_BCRYPT_COST, DEFAULT_JWKS_KEY, DEFAULT_SIGNING_KEEP, DEFAULT_SYMBOLS,
-    Encoding, KeyAlgorithm, KeyEncoding, MAX_BCRYPT_COST, MAX_BCRYPT_PASSWORD, MAX_BYTES, MAX_KEYS,
-    MAX_LENGTH, MAX_SIGNING_KEEP, MAX_SYMBOLS, MAX_TEMPLATE, MIN_BCRYPT_COST, PUBLIC_KEY_SUFFIX,
-    RandomSecretSpec, SHORT_FORM_KEY, SHORT_FORM_LENGTH, SigningAlgorithm,
+    CertificateUsage, Charset, DEFAULT_BCRYPT_COST, DEFAULT_JWKS_KEY, DEFAULT_SIGNING_KEEP,
+    DEFAULT_SYMBOLS, Encoding, KeyAlgorithm, KeyEncoding, MAX_BCRYPT_COST, MAX_BCRYPT_PASSWORD,
+    MAX_BYTES, MAX_KEYS, MAX_LENGTH, MAX_SIGNING_KEEP, MAX_SYMBOLS, MAX_TEMPLATE, MIN_BCRYPT_COST,
+    PUBLIC_KEY_SUFFIX, RandomSecretSpec, SHORT_FORM_KEY, SHORT_FORM_LENGTH, SigningAlgorithm,
 };
 use std::collections::BTreeMap;
 
@@ -50,6 +50,30 @@ pub enum Kind {
     Htpasswd(Htpasswd),
     /// Derived: a template rendered from the version's other values.
     Template(String),
+    /// An X.509 certificate and its private key.
+    Certificate(Certificate),
+}
+
+/// `keys.<k>.certificate`, defaults applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Certificate {
+    pub is_ca: bool,
+    /// The key of keys whose CA signs it (None: self-signed).
+    pub issuer: Option<String>,
+    pub common_name: String,
+    pub dns_names: Vec<String>,
+    /// As written (each parses as an IP address).
+    pub ip_addresses: Vec<String>,
+    /// Sorted by name, each once.
+    pub usages: Vec<CertificateUsage>,
+    /// As written (or the default), and in seconds.
+    pub duration: String,
+    pub seconds: u64,
+    pub key: KeyShape,
+    /// The data key holding its private key.
+    pub private_key: String,
+    /// A data key that also gets the issuer's certificate.
+    pub ca_certificate: Option<String>,
 }
 
 /// An asymmetric key's algorithm and size (0 for Ed25519), defaults applied.
@@ -104,6 +128,18 @@ impl Kind {
             Kind::PrivateKey(p) => format!("private key, {}, {}", p.shape, p.encoding.as_str()),
             Kind::Htpasswd(h) => format!("htpasswd line of keys.{}", h.password_from),
             Kind::Template(_) => "template".into(),
+            Kind::Certificate(c) => format!(
+                "{} certificate, {}, {}",
+                if c.is_ca {
+                    "CA"
+                } else if c.issuer.is_some() {
+                    "CA-signed"
+                } else {
+                    "self-signed"
+                },
+                c.key,
+                c.duration
+            ),
         }
     }
 }
@@ -263,6 +299,15 @@ impl Generated {
             }
             Kind::PrivateKey(p) => {
                 out.push((p.public_key.clone(), "public key, privateKey.publicKey"))
+            }
+            Kind::Certificate(c) => {
+                out.push((c.private_key.clone(), "private key, certificate.privateKey"));
+                if let Some(ca) = &c.ca_certificate {
+                    out.push((
+                        ca.clone(),
+                        "issuer's certificate, certificate.caCertificate",
+                    ));
+                }
             }
             _ => {}
         }
@@ -516,10 +561,11 @@ fn kind(key: &str, g: &crate::api::Generator) -> Result<Kind, SpecError> {
         g.private_key.is_some(),
         g.htpasswd.is_some(),
         g.template.is_some(),
+        g.certificate.is_some(),
     ];
     if chosen.iter().filter(|x| **x).count() != 1 {
         return Err(invalid(
-            "set exactly one of length (a random string), bytes, uuid, signingKey, sshKeyPair, privateKey, htpasswd and template",
+            "set exactly one of length (a random string), bytes, uuid, signingKey, sshKeyPair, privateKey, htpasswd, template and certificate",
         ));
     }
     if let Some(length) = g.length {
@@ -562,10 +608,15 @@ fn kind(key: &str, g: &crate::api::Generator) -> Result<Kind, SpecError> {
     if let Some(s) = &g.signing_key {
         return signing_key(key, s, g.previous.is_some()).map(Kind::SigningKey);
     }
-    if g.previous.is_some() && (g.ssh_key_pair.is_some() || g.private_key.is_some()) {
+    if g.previous.is_some()
+        && (g.ssh_key_pair.is_some() || g.private_key.is_some() || g.certificate.is_some())
+    {
         return Err(invalid(
-            "previous is not for a key pair (sshKeyPair, privateKey): hand out the new public key before using the new private key instead",
+            "previous is not for a key pair or certificate (sshKeyPair, privateKey, certificate): hand out the new public key or CA before using the new key instead",
         ));
+    }
+    if let Some(c) = &g.certificate {
+        return certificate(key, c).map(Kind::Certificate);
     }
     let public_key = |name: &Option<String>| -> Result<String, SpecError> {
         let name = name
@@ -645,6 +696,132 @@ fn kind(key: &str, g: &crate::api::Generator) -> Result<Kind, SpecError> {
         )));
     }
     Ok(Kind::Template(text))
+}
+
+/// `keys.<key>.certificate`, checked, its defaults applied.
+fn certificate(key: &str, c: &crate::api::CertificateSpec) -> Result<Certificate, SpecError> {
+    use crate::api::{CertificateUsage as U, DEFAULT_CA_DURATION, DEFAULT_CERT_DURATION};
+    let invalid = |why: String| SpecError::InvalidGenerator {
+        key: key.to_string(),
+        why,
+    };
+    let is_ca = c.is_ca.unwrap_or(false);
+    if is_ca && c.issuer.is_some() {
+        return Err(invalid(
+            "certificate: a CA here is self-signed (a root): remove issuer, or isCA".into(),
+        ));
+    }
+    let common_name = c.common_name.clone().unwrap_or_default();
+    if common_name.chars().count() > 64 || common_name.chars().any(char::is_control) {
+        return Err(invalid(
+            "certificate.commonName must be at most 64 characters, without control characters"
+                .into(),
+        ));
+    }
+    let dns_names = c.dns_names.clone().unwrap_or_default();
+    let ip_addresses = c.ip_addresses.clone().unwrap_or_default();
+    if dns_names.len() > 100 || ip_addresses.len() > 100 {
+        return Err(invalid(
+            "certificate: at most 100 dnsNames and 100 ipAddresses".into(),
+        ));
+    }
+    if let Some(bad) = dns_names.iter().find(|d| !dns_san(d)) {
+        return Err(invalid(format!(
+            "certificate.dnsNames: {bad:?} is not a DNS name (lowercase letters, digits, '-' and '.', optionally starting with '*.')"
+        )));
+    }
+    if let Some(bad) = ip_addresses
+        .iter()
+        .find(|a| a.parse::<std::net::IpAddr>().is_err())
+    {
+        return Err(invalid(format!(
+            "certificate.ipAddresses: {bad:?} is not an IPv4 or IPv6 address"
+        )));
+    }
+    if !is_ca && common_name.is_empty() && dns_names.is_empty() && ip_addresses.is_empty() {
+        return Err(invalid(
+            "a certificate that is not a CA needs a name: set commonName, dnsNames or ipAddresses"
+                .into(),
+        ));
+    }
+    let mut usages = c.usages.clone().unwrap_or_else(|| {
+        if is_ca {
+            vec![U::CertSign, U::CrlSign, U::DigitalSignature]
+        } else {
+            vec![U::DigitalSignature, U::KeyEncipherment, U::ServerAuth]
+        }
+    });
+    let written = usages.len();
+    usages.sort_by_key(|u| u.as_str());
+    usages.dedup();
+    if usages.len() != written {
+        return Err(invalid("certificate.usages: list each usage once".into()));
+    }
+    if is_ca && !usages.contains(&U::CertSign) {
+        return Err(invalid(
+            "a CA signs certificates: its usages must include certSign".into(),
+        ));
+    }
+    let duration = c.duration.clone().unwrap_or_else(|| {
+        if is_ca {
+            DEFAULT_CA_DURATION
+        } else {
+            DEFAULT_CERT_DURATION
+        }
+        .to_string()
+    });
+    let seconds = super::period::parse_period(&duration).map_err(|_| {
+        invalid(format!(
+            "certificate.duration {duration:?} must be a duration such as 2160h, 90m or 1h30m, at least 1m and at most 876000h"
+        ))
+    })?;
+    let algorithm = c.key_algorithm.unwrap_or(KeyAlgorithm::Ecdsa);
+    let key_shape = key_shape(key, "certificate.keySize", algorithm, c.key_size)?;
+    if key_shape.algorithm == KeyAlgorithm::Ecdsa && key_shape.size == 521 {
+        return Err(invalid(
+            "certificate.keySize 521: certificates take ecdsa 256 or 384 (P-521 signatures are not supported)".into(),
+        ));
+    }
+    let private_key = match &c.private_key {
+        Some(name) => name.clone(),
+        None => match key.strip_suffix(".crt") {
+            Some(stem) if !stem.is_empty() => format!("{stem}.key"),
+            _ => format!("{key}.key"),
+        },
+    };
+    for name in std::iter::once(&private_key).chain(c.ca_certificate.iter()) {
+        if !valid_data_key(name) {
+            return Err(SpecError::InvalidKey(name.clone()));
+        }
+    }
+    Ok(Certificate {
+        is_ca,
+        issuer: c.issuer.clone(),
+        common_name,
+        dns_names,
+        ip_addresses,
+        usages,
+        duration,
+        seconds,
+        key: key_shape,
+        private_key,
+        ca_certificate: c.ca_certificate.clone(),
+    })
+}
+
+/// A DNS subject alternative name: lowercase labels of letters, digits and
+/// '-' (not at either end), an optional leading `*.` (the CRD's rule).
+fn dns_san(name: &str) -> bool {
+    let name = name.strip_prefix("*.").unwrap_or(name);
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
 }
 
 /// An asymmetric key's size, checked, its default applied (`field` names
@@ -817,7 +994,9 @@ impl VersionSpec {
         {
             return Err(SpecError::InvalidType(secret_type));
         }
-        let has = |k: &str| generated_map.contains_key(k) || statics.contains_key(k);
+        let has = |k: &str| {
+            generated_map.contains_key(k) || statics.contains_key(k) || derived.contains(k)
+        };
         if let Some(needs) = missing_type_keys(&secret_type, has) {
             return Err(SpecError::TypeRequiresKeys { secret_type, needs });
         }
@@ -863,6 +1042,18 @@ impl VersionSpec {
                 // What it renders to depends on the values: its text here,
                 // the real size when the version is made.
                 Kind::Template(t) => t.len(),
+                // The certificate (names, a signature) and its key; and the
+                // issuer's certificate again under caCertificate.
+                Kind::Certificate(c) => {
+                    let names: usize = c
+                        .dns_names
+                        .iter()
+                        .chain(&c.ip_addresses)
+                        .map(|n| n.len() + 8)
+                        .sum();
+                    let one = 2048 + 2 * (names + c.common_name.len()) + 2 * pair_bytes(c.key);
+                    one * if c.ca_certificate.is_some() { 2 } else { 1 }
+                }
             })
             .sum();
         gen_bytes + self.statics.values().map(String::len).sum::<usize>()
@@ -887,6 +1078,21 @@ fn check_derivations(
     statics: &BTreeMap<String, String>,
     derived: &std::collections::BTreeSet<String>,
 ) -> Result<(), SpecError> {
+    for (key, g) in generated {
+        let Kind::Certificate(c) = &g.kind else {
+            continue;
+        };
+        let Some(issuer) = &c.issuer else { continue };
+        if !matches!(generated.get(issuer).map(|g| &g.kind), Some(Kind::Certificate(ca)) if ca.is_ca)
+        {
+            return Err(SpecError::InvalidGenerator {
+                key: key.clone(),
+                why: format!(
+                    "certificate.issuer names {issuer:?}, which is not a certificate of keys with isCA: true: name one"
+                ),
+            });
+        }
+    }
     for (key, g) in generated {
         let Kind::Htpasswd(h) = &g.kind else { continue };
         let invalid = |why: String| SpecError::InvalidGenerator {

@@ -40,6 +40,36 @@ pub struct RandomSecretView {
     pub conditions: Vec<ConditionView>,
     /// Current first, then the others newest first; released ones last.
     pub versions: Vec<VersionView>,
+    /// What each key of the spec holds (none when the spec does not read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<KeyView>,
+}
+
+/// A key of the spec and what it holds (never its value).
+#[derive(Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyView {
+    pub name: String,
+    pub kind: String,
+}
+
+/// The keys of `spec` and their kinds: generated ones, then static ones.
+fn key_views(spec: &serde_json::Value) -> Vec<KeyView> {
+    let Some(v) = serde_json::from_value(spec.clone())
+        .ok()
+        .and_then(|s| crate::version::VersionSpec::from_spec(&s).ok())
+    else {
+        return Vec::new();
+    };
+    let generated = v.generated.iter().map(|(k, g)| KeyView {
+        name: k.clone(),
+        kind: g.kind.describe(),
+    });
+    let statics = v.statics.keys().map(|k| KeyView {
+        name: k.clone(),
+        kind: "static".into(),
+    });
+    generated.chain(statics).collect()
 }
 
 #[derive(Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
@@ -71,6 +101,9 @@ pub struct VersionView {
     /// are no proof; only the controller can check its proof of creation).
     pub recorded: bool,
     pub holders: Vec<HolderView>,
+    /// When its first certificate ends (from the status), if it holds one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<Time>,
 }
 
 /// Why a version is kept, in the retention plan's terms.
@@ -251,10 +284,12 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
             };
             let meta = secrets.iter().find(|m| m.name.as_deref() == Some(&p.name));
             let deleting = meta.is_some_and(|m| m.deletion_timestamp.is_some());
-            let recorded = status.iter().flat_map(|s| &s.versions).any(|v| {
+            let entry = status.iter().flat_map(|s| &s.versions).find(|v| {
                 v.name == p.name && (v.uid.is_none() || v.uid == meta.and_then(|m| m.uid.clone()))
             });
+            let recorded = entry.is_some();
             VersionView {
+                not_after: entry.and_then(|v| v.not_after.clone()),
                 recorded,
                 secret: if deleting {
                     SecretPresence::Deleting
@@ -283,6 +318,7 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
                 secret: SecretPresence::Missing,
                 recorded: true,
                 holders: holder_views(&holders_of(&v.name)),
+                not_after: v.not_after.clone(),
             });
         }
     }
@@ -297,6 +333,7 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
                 secret: SecretPresence::Deleted,
                 recorded: true,
                 holders: holder_views(&holders_of(n)),
+                not_after: None,
             });
         }
     }
@@ -324,6 +361,7 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
         history,
         conditions,
         versions,
+        keys: key_views(&rs.spec),
     }
 }
 
@@ -414,10 +452,12 @@ pub(crate) mod fixtures {
             randomsecrets: vec![
                 randomsecret(
                     "db",
-                    json!({"keys": {"password": {"length": 16}}, "rotation": "2", "history": 1}),
+                    json!({"keys": {"password": {"length": 16}, "deploy": {"sshKeyPair": {"type": "ecdsa"}},
+                                    "dsn": {"template": "x{{ keys.password }}"}},
+                           "static": {"user": "app"}, "rotation": "2", "history": 1}),
                     json!({"observedGeneration": 4, "secretName": V2,
                         "versions": [
-                            {"name": V2, "hash": &V2[3..], "state": "current", "uid": format!("{V2}-uid")},
+                            {"name": V2, "hash": &V2[3..], "state": "current", "uid": format!("{V2}-uid"), "notAfter": "2026-03-01T00:00:00Z"},
                             {"name": V3, "hash": &V3[3..], "state": "retained", "uid": format!("{V3}-uid")},
                             {"name": V1, "hash": &V1[3..], "state": "retained", "uid": format!("{V1}-uid")},
                             {"name": V0, "hash": &V0[3..], "state": "retained", "uid": format!("{V0}-uid")}],

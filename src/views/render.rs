@@ -151,9 +151,33 @@ fn header(p: &Paint, rs: &RandomSecretView, now: Timestamp) -> String {
     line
 }
 
+/// When a version's first certificate ends: `certificate ends in 29d`
+/// (yellow within two weeks), or `certificate ended 3d ago` (red).
+fn expiry(p: &Paint, now: Timestamp, end: &Time) -> String {
+    let left = end.0.as_second() - now.as_second();
+    if left <= 0 {
+        let ago = age(now, end);
+        return p.fg(AnsiColor::Red, &format!("certificate ended {ago} ago"));
+    }
+    let text = format!("certificate ends in {}", age(end.0, &Time(now)));
+    if left < 14 * 24 * 3600 {
+        p.fg(AnsiColor::Yellow, &text)
+    } else {
+        text
+    }
+}
+
 /// One RandomSecret as a tree.
 fn tree_of(out: &mut String, p: &Paint, rs: &RandomSecretView, now: Timestamp) {
     let _ = writeln!(out, "{}", header(p, rs, now));
+    if !rs.keys.is_empty() {
+        let keys: Vec<String> = rs
+            .keys
+            .iter()
+            .map(|k| format!("{} ({})", k.name, k.kind))
+            .collect();
+        let _ = writeln!(out, "  {}", p.dim(&format!("keys: {}", keys.join(", "))));
+    }
     // The conditions that explain a RandomSecret that is not Ready.
     let not_ready = rs.condition("Ready").is_some_and(|c| c.status != "True");
     for c in &rs.conditions {
@@ -200,6 +224,9 @@ fn tree_of(out: &mut String, p: &Paint, rs: &RandomSecretView, now: Timestamp) {
         let why = why(v);
         if !why.is_empty() {
             line.push_str(&format!("  {}", p.dim(&why)));
+        }
+        if let Some(end) = &v.not_after {
+            line.push_str(&format!("  {}", expiry(p, now, end)));
         }
         let _ = writeln!(out, "{}", line.trim_end());
         let m = v.holders.len();
@@ -248,7 +275,8 @@ mod tests {
         let text = tree(&assemble(&fixtures::read()), now(), false);
         let expected = "\
 RandomSecret demo/db  Ready  4 live versions, history 1, age 5m
-├── db-c8h2d5q9bx  current       3m
+  keys: deploy (SSH key pair, ecdsa 256), dsn (template), password (random string, 16 characters), user (static)
+├── db-c8h2d5q9bx  current       3m  certificate ends in 58d
 │   └── ReplicaSet/web-2 (2 pods)
 ├── db-7b9fk2m4tg  retained      3m  kept: referenced
 │   └── ReplicaSet/web-3
@@ -260,6 +288,7 @@ RandomSecret demo/db  Ready  4 live versions, history 1, age 5m
 └── db-t2t2t2t2t2  released  deleted
 
 RandomSecret demo/taken  Not ready: SecretNameTaken  0 live versions, history 0, age 5m
+  keys: password (random string, 16 characters)
   Ready=False SecretNameTaken: Secret taken-5555555555 exists and was not created by randomsecret: rename it or set spec.secretName
   Stalled=True SecretNameTaken
   (no version)

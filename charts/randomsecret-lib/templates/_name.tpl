@@ -32,6 +32,19 @@ fields:
           fields:
             encoding: {}
             length: {}
+        certificate:
+          fields:
+            caCertificate: {}
+            commonName: {}
+            dnsNames: {}
+            duration: {}
+            ipAddresses: {}
+            isCA: {}
+            issuer: {}
+            keyAlgorithm: {}
+            keySize: {}
+            privateKey: {}
+            usages: {}
         charset: {}
         htpasswd:
           fields:
@@ -256,6 +269,23 @@ The bits of an sshKeyPair (or the size of a privateKey) with its default by
 {{-     $bits := include "randomsecret.keyBits" (dict "name" $.name "path" (printf "spec.keys.%s.sshKeyPair.bits" $key) "algorithm" $type "algorithmPath" (printf "spec.keys.%s.sshKeyPair.type" $key) "value" $s.bits "set" (hasKey $s "bits")) -}}
 {{-     $_ := set $gen $key (dict "sshKeyPair" (dict "type" $type "bits" $bits "comment" (toString (default "" $s.comment)) "publicKey" (toString (default (printf "%s.pub" $key) $s.publicKey))) "rotation" $rotation) -}}
 {{-   end -}}
+{{-   if and (hasKey $g "certificate") (not (kindIs "invalid" $g.certificate)) -}}
+{{-     $c := $g.certificate -}}
+{{-     if $previous }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.previous is not for a certificate" $.name $key) }}{{ end -}}
+{{-     $isCA := and (hasKey $c "isCA") $c.isCA -}}
+{{-     $algorithm := toString (default "ecdsa" $c.keyAlgorithm) -}}
+{{-     $size := include "randomsecret.keyBits" (dict "name" $.name "path" (printf "spec.keys.%s.certificate.keySize" $key) "algorithm" $algorithm "algorithmPath" (printf "spec.keys.%s.certificate.keyAlgorithm" $key) "value" $c.keySize "set" (hasKey $c "keySize")) -}}
+{{-     $usages := list "digitalSignature" "keyEncipherment" "serverAuth" -}}
+{{-     if $isCA }}{{ $usages = list "certSign" "crlSign" "digitalSignature" }}{{ end -}}
+{{-     if and (hasKey $c "usages") (not (kindIs "invalid" $c.usages)) }}{{ $usages = $c.usages }}{{ end -}}
+{{-     $duration := "2160h" -}}
+{{-     if $isCA }}{{ $duration = "87600h" }}{{ end -}}
+{{-     if $c.duration }}{{ $duration = toString $c.duration }}{{ end -}}
+{{-     $privateKey := printf "%s.key" $key -}}
+{{-     if and (hasSuffix ".crt" $key) (ne $key ".crt") }}{{ $privateKey = printf "%s.key" (trimSuffix ".crt" $key) }}{{ end -}}
+{{-     if $c.privateKey }}{{ $privateKey = toString $c.privateKey }}{{ end -}}
+{{-     $_ := set $gen $key (dict "certificate" (dict "ca" $isCA "issuer" (toString (default "" $c.issuer)) "commonName" (toString (default "" $c.commonName)) "dnsNames" (default list $c.dnsNames) "ipAddresses" (default list $c.ipAddresses) "usages" (sortAlpha $usages | join ",") "duration" $duration "algorithm" $algorithm "size" $size "privateKey" $privateKey "caCertificate" (toString (default "" $c.caCertificate))) "rotation" $rotation) -}}
+{{-   end -}}
 {{-   if and (hasKey $g "privateKey") (not (kindIs "invalid" $g.privateKey)) -}}
 {{-     $p := $g.privateKey -}}
 {{-     if $previous }}{{ fail (printf "randomsecret-lib: RandomSecret %s: spec.keys.%s.previous is not for a privateKey" $.name $key) }}{{ end -}}
@@ -300,6 +330,9 @@ generate:{{ include "randomsecret.canonicalString" $key }}:signingKey:{{ $s.algo
 {{   else if hasKey $g "sshKeyPair" -}}
 {{-     $s := $g.sshKeyPair -}}
 generate:{{ include "randomsecret.canonicalString" $key }}:sshKeyPair:{{ $s.type }}:{{ $s.bits }}:{{ include "randomsecret.canonicalString" $s.comment }}:{{ include "randomsecret.canonicalString" $s.publicKey }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
+{{   else if hasKey $g "certificate" -}}
+{{-     $c := $g.certificate -}}
+generate:{{ include "randomsecret.canonicalString" $key }}:certificate:{{ ternary "ca" "leaf" $c.ca }}:{{ include "randomsecret.canonicalString" $c.issuer }}:{{ include "randomsecret.canonicalString" $c.commonName }}:{{ len $c.dnsNames }}{{ range $c.dnsNames }}:{{ include "randomsecret.canonicalString" (toString .) }}{{ end }}:{{ len $c.ipAddresses }}{{ range $c.ipAddresses }}:{{ include "randomsecret.canonicalString" (toString .) }}{{ end }}:{{ $c.usages }}:{{ include "randomsecret.canonicalString" $c.duration }}:{{ $c.algorithm }}:{{ $c.size }}:{{ include "randomsecret.canonicalString" $c.privateKey }}:{{ include "randomsecret.canonicalString" $c.caCertificate }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
 {{   else if hasKey $g "privateKey" -}}
 {{-     $p := $g.privateKey -}}
 generate:{{ include "randomsecret.canonicalString" $key }}:privateKey:{{ $p.algorithm }}:{{ $p.size }}:{{ $p.encoding }}:{{ include "randomsecret.canonicalString" $p.publicKey }}{{ if $g.rotation }}:rotation:{{ include "randomsecret.canonicalString" $g.rotation }}{{ end }}
