@@ -414,14 +414,14 @@ pub struct CertificateSpec {
     #[x_kube(validation = Rule::new(rules::rotation_rule().as_str()).message("commonName must not contain control characters"))]
     pub common_name: Option<String>,
     /// DNS names (subject alternative names); a leading `*.` for a
-    /// wildcard. At most 100.
+    /// wildcard. At most 64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 253)))]
+    #[schemars(length(min = 1, max = 64), inner(length(min = 1, max = 253)))]
     #[x_kube(validation = Rule::new(format!("self.all(d, d.matches('{DNS_SAN}'))").as_str()).message("dnsNames: each must be a DNS name (lowercase letters, digits, '-' and '.'), optionally starting with '*.'"))]
     pub dns_names: Option<Vec<String>>,
-    /// IP addresses (subject alternative names), IPv4 or IPv6. At most 100.
+    /// IP addresses (subject alternative names), IPv4 or IPv6. At most 64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 100), inner(length(min = 2, max = 45)))]
+    #[schemars(length(min = 1, max = 64), inner(length(min = 2, max = 45)))]
     #[x_kube(validation = Rule::new("self.all(a, isIP(a))").message("ipAddresses: each must be an IPv4 or IPv6 address"))]
     pub ip_addresses: Option<Vec<String>>,
     /// What the key may be used for. Default: digitalSignature,

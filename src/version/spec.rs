@@ -720,9 +720,9 @@ fn certificate(key: &str, c: &crate::api::CertificateSpec) -> Result<Certificate
     }
     let dns_names = c.dns_names.clone().unwrap_or_default();
     let ip_addresses = c.ip_addresses.clone().unwrap_or_default();
-    if dns_names.len() > 100 || ip_addresses.len() > 100 {
+    if dns_names.len() > 64 || ip_addresses.len() > 64 {
         return Err(invalid(
-            "certificate: at most 100 dnsNames and 100 ipAddresses".into(),
+            "certificate: at most 64 dnsNames and 64 ipAddresses".into(),
         ));
     }
     if let Some(bad) = dns_names.iter().find(|d| !dns_san(d)) {
