@@ -719,8 +719,9 @@ mod tests {
         let mut ours = 0;
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
-            // Helm templates are not YAML until rendered.
-            if text.contains("{{") {
+            // Helm templates are not YAML until rendered (a template value
+            // of keys.<k>.template is, and is checked).
+            if file.components().any(|c| c.as_os_str() == "templates") {
                 continue;
             }
             let docs = documents(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
