@@ -245,7 +245,7 @@ mod tests {
         for needle in [
             "## RandomSecret",
             "## ClusterConnection",
-            "| `spec.keys.<key>.length` | integer (int64) | Number of characters to generate (1 to 1048576): a random string. Exactly one of length, bytes, uuid and signingKey. Value 1 to 1048576. |",
+            "| `spec.keys.<key>.length` | integer (int64) | Number of characters to generate (1 to 1048576): a random string. Exactly one of length, bytes, uuid, signingKey, sshKeyPair, privateKey, htpasswd, template and certificate. Value 1 to 1048576. |",
             "| `spec.keys.<key>.signingKey.algorithm` | string | **Required.**",
             "| `spec.push.clusters[].connectionRef.name` |",
             "*Rule* `!has(self.symbolCharacters) || !has(self.symbols) || self.symbols`",

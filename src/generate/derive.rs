@@ -86,14 +86,7 @@ pub fn all(
             data.insert(key.clone(), ByteString(line.into_bytes()));
         }
     }
-    let templates: BTreeMap<String, String> = spec
-        .generated
-        .iter()
-        .filter_map(|(k, g)| match &g.kind {
-            Kind::Template(t) => Some((k.clone(), t.clone())),
-            _ => None,
-        })
-        .collect();
+    let templates = crate::version::templates_of(&spec.generated);
     if templates.is_empty() {
         return Ok(());
     }

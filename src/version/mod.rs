@@ -26,5 +26,5 @@ pub use period::{parse_period, seconds_of};
 pub use spec::{
     Bytes, Certificate, Chars, Class, Generated, Htpasswd, KeyShape, Kind, MAX_ROTATION,
     MAX_SECRET_BYTES, Minimums, PREVIOUS_SUFFIX, PrivateKey, SigningKey, SpecError, SshKeyPair,
-    VersionSpec, previous_key,
+    VersionSpec, previous_key, templates_of,
 };

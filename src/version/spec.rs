@@ -1116,13 +1116,7 @@ fn check_derivations(
             }
         }
     }
-    let templates: BTreeMap<String, String> = generated
-        .iter()
-        .filter_map(|(k, g)| match &g.kind {
-            Kind::Template(t) => Some((k.clone(), t.clone())),
-            _ => None,
-        })
-        .collect();
+    let templates = templates_of(generated);
     if templates.is_empty() {
         return Ok(());
     }
@@ -1142,6 +1136,17 @@ fn check_derivations(
         );
     crate::template::check(&templates, readable, statics)?;
     Ok(())
+}
+
+/// The templates among `generated`: key to text.
+pub fn templates_of(generated: &BTreeMap<String, Generated>) -> BTreeMap<String, String> {
+    generated
+        .iter()
+        .filter_map(|(k, g)| match &g.kind {
+            Kind::Template(t) => Some((k.clone(), t.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// An upper bound of the size of a JWKS of `1 + keep` keys of at most `jwk` bytes each.
