@@ -776,12 +776,16 @@ fn certificate(key: &str, c: &crate::api::CertificateSpec) -> Result<Certificate
         ))
     })?;
     let algorithm = c.key_algorithm.unwrap_or(KeyAlgorithm::Ecdsa);
-    let key_shape = key_shape(key, "certificate.keySize", algorithm, c.key_size)?;
-    if key_shape.algorithm == KeyAlgorithm::Ecdsa && key_shape.size == 521 {
-        return Err(invalid(
-            "certificate.keySize 521: certificates take ecdsa 256 or 384 (P-521 signatures are not supported)".into(),
-        ));
-    }
+    // As privateKey's sizes, but no P-521 (ring cannot sign with it).
+    let key_shape = key_shape(key, "certificate.keySize", algorithm, c.key_size)
+        .ok()
+        .filter(|k| !(k.algorithm == KeyAlgorithm::Ecdsa && k.size == 521))
+        .ok_or_else(|| {
+            invalid(format!(
+                "certificate.keySize {}: ecdsa takes 256 or 384 (default 256), rsa 2048, 3072 or 4096 (default 3072), ed25519 none",
+                c.key_size.unwrap_or_default()
+            ))
+        })?;
     let private_key = match &c.private_key {
         Some(name) => name.clone(),
         None => match key.strip_suffix(".crt") {
