@@ -607,19 +607,22 @@ async fn push_retain_orphan_foreign_and_refusals() -> Result<()> {
 
     // Push removed from the spec: forgotten (finalizer gone), never deleted.
     patch_spec(&api, "forget", json!({"push": null})).await?;
+    // The push runner drops the finalizer and VaultSynced; the reconciler
+    // observes the new generation: two writers, in either order.
     let rs = wait_for(
         &api,
         "forget",
-        "no finalizer",
+        "no finalizer, and Ready for the new generation",
         |rs: Option<&RandomSecret>| {
-            rs.is_some_and(|rs| {
-                rs.metadata
-                    .finalizers
-                    .iter()
-                    .flatten()
-                    .all(|f| f != "randomsecret.io/push")
-                    && condition(rs, "VaultSynced").is_none()
-            })
+            is_ready(rs)
+                && rs.is_some_and(|rs| {
+                    rs.metadata
+                        .finalizers
+                        .iter()
+                        .flatten()
+                        .all(|f| f != "randomsecret.io/push")
+                        && condition(rs, "VaultSynced").is_none()
+                })
         },
     )
     .await?;
