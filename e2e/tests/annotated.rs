@@ -2,7 +2,12 @@
 //! `randomsecret.io/managed: "true"` and annotated get their missing keys
 //! from the shared controller of `e2e/run.sh` (no webhook), and nothing else
 //! is touched; the apiserver's audit log proves the controller made no
-//! request on an unlabelled Secret.
+//! request on an unlabelled Secret. Each kind (bytes, UUIDs, SSH key pairs,
+//! basic-auth) is checked by a tool nobody here wrote (`oracles`), and a
+//! Secret annotated for mittwald's kubernetes-secret-generator is filled
+//! once labelled.
+
+mod oracles;
 
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::Secret;
@@ -17,6 +22,10 @@ use randomsecret_e2e::{
 };
 use serde_json::{Value, json};
 use std::time::Duration;
+
+use oracles::{
+    basic_auth_checks, decoded_len, fernet_accepts, record_all, ssh_pair_checks, uuid_v4,
+};
 
 /// The controller's user (the chart's ServiceAccount, `e2e/lib.sh`).
 const CONTROLLER_USER: &str = "system:serviceaccount:randomsecret-system:e2e-randomsecret";
@@ -452,5 +461,223 @@ async fn audit_log_shows_no_request_on_unlabelled_secrets() -> Result<()> {
         on_labelled.iter().any(|v| v == "get") && on_labelled.iter().any(|v| v == "patch"),
         "the audit log shows no get and patch of the labelled Secret by {CONTROLLER_USER}: {on_labelled:?}"
     );
+    ns.delete().await
+}
+
+/// Waits until every key of `keys` holds a value; records every value.
+async fn filled_all(api: &Api<Secret>, name: &str, keys: &[&str]) -> Result<Secret> {
+    let s = filled(api, name, keys).await?;
+    record_all(&s)?;
+    Ok(s)
+}
+
+/// Every kind of `randomsecret.io/type` filled by the controller path, each
+/// value checked by a tool nobody here wrote; half a key pair is reported
+/// and left as it is.
+#[tokio::test]
+async fn every_kind_is_filled_and_checked_by_real_tools() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "annotated-kinds").await?;
+    let api: Api<Secret> = ns.api();
+    let made: &[(&str, Value, Value)] = &[
+        (
+            "fernet",
+            json!({ rules::GENERATE: "key", rules::TYPE: "bytes", rules::ENCODING: "base64url" }),
+            json!({}),
+        ),
+        (
+            "base32",
+            json!({ rules::GENERATE: "a,b", rules::TYPE: "bytes", rules::LENGTH: "20", rules::ENCODING: "base32" }),
+            json!({}),
+        ),
+        (
+            "uuid",
+            json!({ rules::GENERATE: "id", rules::TYPE: "uuid" }),
+            json!({}),
+        ),
+        ("ed25519", json!({ rules::TYPE: "ssh-keypair" }), json!({})),
+        (
+            "ecdsa",
+            json!({ rules::GENERATE: "id_ecdsa", rules::TYPE: "ssh-keypair", rules::ALGORITHM: "ecdsa", rules::BITS: "384" }),
+            json!({}),
+        ),
+        (
+            "rsa",
+            json!({ rules::TYPE: "ssh-keypair", rules::ALGORITHM: "rsa" }),
+            json!({}),
+        ),
+        (
+            "basic-auth",
+            json!({ rules::TYPE: "basic-auth" }),
+            json!({"stringData": {"username": "ops"}}),
+        ),
+        (
+            "half",
+            json!({ rules::TYPE: "ssh-keypair" }),
+            json!({"stringData": {"ssh-publickey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeep"}}),
+        ),
+    ];
+    for (name, annotations, rest) in made {
+        create(
+            &api,
+            &secret(name, true, annotations.clone(), rest.clone())?,
+        )
+        .await?;
+    }
+
+    // bytes: 32 base64url bytes are a Fernet key; base32 decodes to 20.
+    let s = filled_all(&api, "fernet", &["key"]).await?;
+    let key = value(&s, "key")?;
+    ensure!(key.len() == 44 && decoded_len(&key, "base64url")? == 32);
+    fernet_accepts(&key)?;
+    let s = filled_all(&api, "base32", &["a", "b"]).await?;
+    for k in ["a", "b"] {
+        ensure!(decoded_len(&value(&s, k)?, "base32")? == 20, "{k}");
+    }
+    ensure!(value(&s, "a")? != value(&s, "b")?);
+    // uuid: version 4.
+    let s = filled_all(&api, "uuid", &["id"]).await?;
+    uuid_v4(&value(&s, "id")?)?;
+    // SSH key pairs: under the conventional keys, or <key> and <key>.pub;
+    // the RSA one made off the runtime's threads.
+    let s = filled_all(&api, "ed25519", &["ssh-privatekey", "ssh-publickey"]).await?;
+    ssh_pair_checks(&s, "ssh-privatekey", "ssh-publickey", "ssh-ed25519", 256)?;
+    let s = filled_all(&api, "ecdsa", &["id_ecdsa", "id_ecdsa.pub"]).await?;
+    ssh_pair_checks(&s, "id_ecdsa", "id_ecdsa.pub", "ecdsa-sha2-nistp384", 384)?;
+    let s = filled_all(&api, "rsa", &["ssh-privatekey", "ssh-publickey"]).await?;
+    ssh_pair_checks(&s, "ssh-privatekey", "ssh-publickey", "ssh-rsa", 3072)?;
+    // basic-auth: the preset user kept, a password, and its bcrypt line.
+    let s = filled_all(&api, "basic-auth", &["auth", "password"]).await?;
+    let password = basic_auth_checks(&s, "ops")?;
+    assert_alphabet(&password, 32, Charset::Alphanumeric.chars())?;
+
+    // Half a pair: a Warning naming both keys, nothing written.
+    let e = wait_warning(&client, &ns.name, "half", "IncompletePair").await?;
+    let note = e.note.unwrap_or_default();
+    ensure!(
+        note.contains("\"ssh-publickey\" has a value but key \"ssh-privatekey\" is empty")
+            && !note.contains("AAAA"),
+        "{note}"
+    );
+    ensure!(data_keys(&api.get("half").await?) == ["ssh-publickey"]);
+    // Complete: a few seconds later nothing was written again.
+    let rv = api.get("rsa").await?.metadata.resource_version;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ensure!(
+        api.get("rsa").await?.metadata.resource_version == rv,
+        "written again"
+    );
+    ns.delete().await
+}
+
+/// A Secret annotated for mittwald's kubernetes-secret-generator is filled
+/// as mittwald would once it carries the label; one it already filled is
+/// left alone; its one-shot `regenerate` is reported as not read.
+#[tokio::test]
+async fn a_mittwald_secret_migrates_by_adding_the_label() -> Result<()> {
+    use rules::mittwald::*;
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "annotated-mittwald").await?;
+    let api: Api<Secret> = ns.api();
+    let made: &[(&str, bool, Value, Value)] = &[
+        (
+            "string",
+            true,
+            json!({ AUTOGENERATE: "password,token" }),
+            json!({"data": {"username": "c29tZXVzZXI="}}),
+        ),
+        (
+            "fernet",
+            true,
+            json!({ AUTOGENERATE: "key", LENGTH: "32B", ENCODING: "base64url" }),
+            json!({}),
+        ),
+        (
+            "hex",
+            true,
+            json!({ AUTOGENERATE: "k", LENGTH: "15", ENCODING: "hex" }),
+            json!({}),
+        ),
+        ("ssh", true, json!({ TYPE: "ssh-keypair" }), json!({})),
+        (
+            "auth",
+            true,
+            json!({ TYPE: "basic-auth", BASIC_AUTH_USERNAME: "ops" }),
+            json!({}),
+        ),
+        // Filled by mittwald before the migration, with its markers.
+        (
+            "done",
+            true,
+            json!({ AUTOGENERATE: "password", TYPE: "string", SECURE: "yes", GENERATED_AT: "2020-04-03T14:07:47+02:00" }),
+            json!({"data": {"password": "VFdWd1NVODNMMmh1TlhCcmFsTlRNSEZ3VTNWS1NrazA="}}),
+        ),
+        (
+            "regenerate",
+            true,
+            json!({ AUTOGENERATE: "password", REGENERATE: "true" }),
+            json!({"data": {"password": "a2VwdC1hcy1pdC1pcw=="}}),
+        ),
+        (
+            "unlabelled",
+            false,
+            json!({ AUTOGENERATE: "password" }),
+            json!({}),
+        ),
+    ];
+    for (name, labelled, annotations, rest) in made {
+        create(
+            &api,
+            &secret(name, *labelled, annotations.clone(), rest.clone())?,
+        )
+        .await?;
+    }
+    let done_rv = api.get("done").await?.metadata.resource_version;
+
+    // Strings: 40 characters of base64's alphabet; the username kept.
+    let s = filled_all(&api, "string", &["password", "token"]).await?;
+    for k in ["password", "token"] {
+        assert_alphabet(&value(&s, k)?, 40, Charset::Base64.chars())?;
+    }
+    ensure!(value(&s, "username")? == "someuser");
+    // 32B base64url: 32 bytes encoded whole, a Fernet key.
+    let s = filled_all(&api, "fernet", &["key"]).await?;
+    let key = value(&s, "key")?;
+    ensure!(decoded_len(&key, "base64url")? == 32);
+    fernet_accepts(&key)?;
+    let s = filled_all(&api, "hex", &["k"]).await?;
+    assert_alphabet(&value(&s, "k")?, 15, Charset::Hex.chars())?;
+    // ssh-keypair: RSA of 2048 bits (its default), under its keys.
+    let s = filled_all(&api, "ssh", &["ssh-privatekey", "ssh-publickey"]).await?;
+    ssh_pair_checks(&s, "ssh-privatekey", "ssh-publickey", "ssh-rsa", 2048)?;
+    // basic-auth: its user, a 40-character password, the bcrypt line.
+    let s = filled_all(&api, "auth", &["auth", "password", "username"]).await?;
+    let password = basic_auth_checks(&s, "ops")?;
+    assert_alphabet(&password, 40, Charset::Base64.chars())?;
+
+    // regenerate is not read: a Warning, the value kept.
+    let e = wait_warning(&client, &ns.name, "regenerate", "UnknownAnnotation").await?;
+    let note = e.note.unwrap_or_default();
+    ensure!(
+        note.contains("is not read") && note.contains("randomsecret.io/rotate"),
+        "{note}"
+    );
+    ensure!(value(&api.get("regenerate").await?, "password")? == "kept-as-it-is");
+    // What mittwald filled stays as it is, without a Warning; the
+    // unlabelled Secret is never touched.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ensure!(
+        api.get("done").await?.metadata.resource_version == done_rv,
+        "a Secret mittwald filled was written"
+    );
+    let events: Api<Event> = ns.api();
+    let all = events.list(&Default::default()).await?.items;
+    ensure!(
+        all.iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("done"))
+            .all(|e| e.type_.as_deref() != Some("Warning")),
+        "a Warning about a Secret mittwald filled"
+    );
+    ensure!(data_keys(&api.get("unlabelled").await?).is_empty());
     ns.delete().await
 }

@@ -243,8 +243,15 @@ async fn the_chart_renders_the_webhook() -> Result<()> {
     ensure!(
         hook["matchConditions"][0]["expression"]
             .as_str()
-            .is_some_and(|e| e.contains("randomsecret.io/generate")
-                && e.contains("secret.a-cup-of.coffee/enable"))
+            .is_some_and(|e| [
+                "'randomsecret.io/generate'",
+                "'randomsecret.io/type'",
+                "'secret.a-cup-of.coffee/enable'",
+                "'secret-generator.v1.mittwald.de/autogenerate'",
+                "'secret-generator.v1.mittwald.de/type'"
+            ]
+            .iter()
+            .all(|a| e.contains(&format!("{a} in object.metadata.annotations"))))
     );
     let role = find(&d, "Role", "-webhook")?;
     ensure!(

@@ -4,7 +4,7 @@
 //! again after a backoff). Leader only. Values live only between the plan
 //! and the patch: never cached, logged, or put in an Event or a metric.
 
-use super::rules::{self, Plan};
+use super::rules::{self, Fill, Plan};
 use super::tracked::Tracked;
 use crate::cache::{Key, Uid};
 use crate::reconciler::{LAPSED_RETRY, MANAGER};
@@ -13,9 +13,11 @@ use crate::runtime::leader::Leadership;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::runner::Next;
 use crate::runtime::status::Answer as _;
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use tracing::{info, warn};
@@ -90,10 +92,10 @@ impl Filler {
         if !self.leader.leading() {
             return Next::RequeueAfter(LAPSED_RETRY);
         }
-        let values = match fill.values() {
+        let values = match values(&fill).await {
             Ok(v) => v,
             Err(e) => {
-                warn!(secret = %key, error = %e, "the OS random source failed; retrying");
+                warn!(secret = %key, error = %e, "generating the values failed; retrying");
                 return Next::Retry;
             }
         };
@@ -194,6 +196,21 @@ impl Filler {
                 .publish(reference(secret), EventType::Warning, reason, ACTION, note);
         }
     }
+}
+
+/// The fill's values: made on the blocking pool when that is costly (an
+/// RSA key pair, bcrypt), so the runtime's threads stay free for other
+/// fills, reconciles and lease renewal. At most the fill runner's
+/// concurrency of them run at once.
+async fn values(fill: &Fill) -> Result<BTreeMap<String, ByteString>, String> {
+    if !fill.costly() {
+        return fill.values().map_err(|e| e.to_string());
+    }
+    let fill = fill.clone();
+    tokio::task::spawn_blocking(move || fill.values())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
 }
 
 /// The Event's subject: the Secret.
@@ -533,6 +550,96 @@ mod tests {
         assert_eq!(next, Next::AwaitChange);
         tokio::time::sleep(Duration::from_millis(100)).await;
         h.no_event();
+    }
+
+    #[tokio::test]
+    async fn a_key_pair_is_patched_whole_and_half_a_pair_warns() {
+        let mut h = harness();
+        seen(&h.filler.tracked, "5");
+        let secret = stored(
+            "5",
+            json!({crate::annotated::rules::TYPE: "ssh-keypair"}),
+            json!({}),
+        );
+        let next = h
+            .run(|mut api| async move {
+                answer(&mut api, Method::GET, 200, &secret).await;
+                let patch = answer(
+                    &mut api,
+                    Method::PATCH,
+                    200,
+                    &stored("6", json!({}), json!({})),
+                )
+                .await;
+                let data: std::collections::BTreeMap<String, ByteString> =
+                    serde_json::from_value(patch["data"].clone()).unwrap();
+                let text = |k: &str| String::from_utf8(data[k].0.clone()).unwrap();
+                assert_eq!(
+                    crate::generate::pair::ssh_public(&text("ssh-privatekey")).unwrap(),
+                    text("ssh-publickey")
+                );
+                api
+            })
+            .await;
+        assert_eq!(next, Next::AwaitChange);
+        let ev = h.event().await;
+        assert_eq!(
+            ev["note"],
+            "filled keys ssh-privatekey, ssh-publickey with random values"
+        );
+        // Half a pair: a Warning, no patch.
+        seen(&h.filler.tracked, "7");
+        let half = stored(
+            "7",
+            json!({crate::annotated::rules::TYPE: "ssh-keypair"}),
+            json!({"ssh-publickey": "SECRET-public"}),
+        );
+        let next = h
+            .run(|mut api| async move {
+                answer(&mut api, Method::GET, 200, &half).await;
+                api
+            })
+            .await;
+        assert_eq!(next, Next::AwaitChange);
+        h.no_request().await;
+        let ev = h.event().await;
+        assert_eq!(
+            (ev["type"].as_str(), ev["reason"].as_str()),
+            (Some("Warning"), Some("IncompletePair"))
+        );
+        assert!(!ev["note"].as_str().unwrap().contains("SECRET"), "{ev}");
+    }
+
+    #[tokio::test]
+    async fn basic_auth_is_made_off_the_runtime_threads() {
+        let mut h = harness();
+        seen(&h.filler.tracked, "5");
+        let secret = stored(
+            "5",
+            json!({crate::annotated::rules::TYPE: "basic-auth"}),
+            json!({"username": "ops"}),
+        );
+        let next = h
+            .run(|mut api| async move {
+                answer(&mut api, Method::GET, 200, &secret).await;
+                let patch = answer(
+                    &mut api,
+                    Method::PATCH,
+                    200,
+                    &stored("6", json!({}), json!({})),
+                )
+                .await;
+                let data: std::collections::BTreeMap<String, ByteString> =
+                    serde_json::from_value(patch["data"].clone()).unwrap();
+                assert_eq!(data.keys().collect::<Vec<_>>(), ["auth", "password"]);
+                let text = |k: &str| String::from_utf8(data[k].0.clone()).unwrap();
+                let auth = text("auth");
+                let hash = auth.strip_prefix("ops:").unwrap().trim_end();
+                assert!(bcrypt::verify(text("password"), hash).unwrap());
+                api
+            })
+            .await;
+        assert_eq!(next, Next::AwaitChange);
     }
 
     #[tokio::test]

@@ -4,11 +4,16 @@
 //!
 //! Rules that never bend:
 //! - only a Secret labelled `randomsecret.io/managed: "true"` that asks for
-//!   keys (`randomsecret.io/generate`, or the original operator's
-//!   `secret.a-cup-of.coffee/enable: "true"`) is looked at;
+//!   keys (`randomsecret.io/generate` or `randomsecret.io/type`, the original
+//!   operator's `secret.a-cup-of.coffee/enable: "true"`, or mittwald's
+//!   `secret-generator.v1.mittwald.de/autogenerate` or `/type`) is looked at;
 //! - a listed key with a non-empty value is never overwritten, except by an
 //!   explicit rotation (`randomsecret.io/rotate` differs from the token the
 //!   last fill recorded in `randomsecret.io/rotated`);
+//! - key pairs are made whole: an SSH private key and its public key (and a
+//!   basic-auth `auth` line and its `password`) are generated together or
+//!   not at all; when one has a value and the other not, neither is written
+//!   and the Secret is reported ([`Refusal::IncompletePair`]);
 //! - Secrets produced from a RandomSecret and immutable Secrets are never filled;
 //! - on UPDATE, a listed key the new object lacks but the old object had is
 //!   copied from the old one, never generated again (`kubectl replace` and
@@ -25,9 +30,13 @@
 //! No message ever holds a Secret value (annotation values are metadata and
 //! may be quoted, shortened).
 
+use super::kinds::{self, BasicAuth, GenerateError, Kind, Type};
 use crate::api::rules::valid_data_key;
-use crate::api::{Charset, DEFAULT_SYMBOLS, LABEL_NAME, MAX_KEYS, MAX_LENGTH};
-use crate::version::{Chars, MAX_ROTATION, MAX_SECRET_BYTES};
+use crate::api::{
+    Charset, DEFAULT_SYMBOLS, Encoding, KeyAlgorithm, LABEL_NAME, MAX_BCRYPT_PASSWORD, MAX_BYTES,
+    MAX_KEYS, MAX_LENGTH,
+};
+use crate::version::{Bytes, Chars, KeyShape, MAX_ROTATION, MAX_SECRET_BYTES};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -40,17 +49,30 @@ pub const PREFIX: &str = crate::api::PREFIX;
 pub const MANAGED_LABEL: &str = crate::api::key!("managed");
 /// The keys to fill, separated by commas.
 pub const GENERATE: &str = crate::api::key!("generate");
-/// Length of each generated value (default [`DEFAULT_LENGTH`]).
+/// What the keys get: `string` (default), `bytes`, `uuid`, `ssh-keypair`
+/// or `basic-auth` ([`kinds::Type`]).
+pub const TYPE: &str = crate::api::key!("type");
+/// Length of each generated value: characters of a string (default
+/// [`DEFAULT_LENGTH`]), bytes of `bytes`, characters of a basic-auth password.
 pub const LENGTH: &str = crate::api::key!("length");
 /// The alphabet: a CRD charset name (default alphanumeric).
 pub const CHARSET: &str = crate::api::key!("charset");
 /// `true` adds the default symbols to the alphabet (default false).
 pub const SYMBOLS: &str = crate::api::key!("symbols");
+/// How `bytes` are written: `raw`, `base64` (default), `base64url`,
+/// `base32`, `hex`.
+pub const ENCODING: &str = crate::api::key!("encoding");
+/// An SSH key pair's algorithm: `ed25519` (default), `ecdsa`, `rsa`.
+pub const ALGORITHM: &str = crate::api::key!("algorithm");
+/// An SSH key's size: ecdsa 256 (default), 384, 521; rsa 3072 (default),
+/// 2048, 4096.
+pub const BITS: &str = crate::api::key!("bits");
 /// A rotation token, set by the user: changing it regenerates every listed key.
 pub const ROTATE: &str = crate::api::key!("rotate");
 /// The rotation token of the last fill, recorded by randomsecret.
 pub const ROTATED: &str = crate::api::key!("rotated");
 pub const DEFAULT_LENGTH: usize = 32;
+pub const DEFAULT_BYTES: usize = 32;
 
 /// The original operator's annotations, read as aliases when the label is
 /// present, with its defaults (from its source: `pkg/types/types.go` and
@@ -71,24 +93,65 @@ pub mod alias {
     pub const DEFAULT_SPECIAL_CHAR: bool = true;
 }
 
+/// mittwald's kubernetes-secret-generator annotations, read as aliases when
+/// the label is present, with its defaults (from its source, v3.4.1:
+/// `pkg/controller/secret/{types,secret_controller,secret_string,secret_ssh,secret_basic_auth}.go`
+/// and the flag defaults of `cmd/manager/main.go`).
+pub mod mittwald {
+    /// The prefix of mittwald's annotations.
+    pub const PREFIX: &str = "secret-generator.v1.mittwald.de/";
+    /// The keys of a `string` Secret, separated by commas.
+    pub const AUTOGENERATE: &str = "secret-generator.v1.mittwald.de/autogenerate";
+    /// `string` (default), `ssh-keypair` or `basic-auth`.
+    pub const TYPE: &str = "secret-generator.v1.mittwald.de/type";
+    /// A string's length in characters, or with the suffix `B` (or `b`)
+    /// in bytes before encoding; an SSH key's RSA size in bits.
+    pub const LENGTH: &str = "secret-generator.v1.mittwald.de/length";
+    /// `base64` (default), `base64url`, `base32`, `hex`, `raw`.
+    pub const ENCODING: &str = "secret-generator.v1.mittwald.de/encoding";
+    /// The user of a basic-auth Secret (default `admin`).
+    pub const BASIC_AUTH_USERNAME: &str = "secret-generator.v1.mittwald.de/basic-auth-username";
+    /// Its markers on what it filled: read by nothing, never reported.
+    pub const SECURE: &str = "secret-generator.v1.mittwald.de/secure";
+    pub const GENERATED_AT: &str = "secret-generator.v1.mittwald.de/autogenerate-generated-at";
+    /// Its one-shot regeneration: not read (see [`super::NOT_READ`]).
+    pub const REGENERATE: &str = "secret-generator.v1.mittwald.de/regenerate";
+    /// `--secret-length`'s default.
+    pub const DEFAULT_LENGTH: usize = 40;
+    /// `--ssh-key-length`'s default: its SSH keys are RSA of this size.
+    pub const DEFAULT_SSH_BITS: u32 = 2048;
+}
+
 pub use crate::api::PURPOSE;
 
-/// Every key under [`PREFIX`] or [`alias::PREFIX`] the project defines:
-/// annotation mode's, and the labels, annotations and finalizers of the
-/// other features, none of which is reported as unknown on a Secret. A test
-/// checks that every such string in `src/` is listed here: add a new one.
+/// Every key under [`PREFIX`], [`alias::PREFIX`] or [`mittwald::PREFIX`]
+/// the project defines: annotation mode's, and the labels, annotations and
+/// finalizers of the other features, none of which is reported as unknown
+/// on a Secret. A test checks that every such string in `src/` is listed
+/// here (or in [`NOT_READ`]): add a new one.
 pub const KNOWN: &[&str] = &[
     MANAGED_LABEL,
     GENERATE,
+    TYPE,
     LENGTH,
     CHARSET,
     SYMBOLS,
+    ENCODING,
+    ALGORITHM,
+    BITS,
     ROTATE,
     ROTATED,
     alias::ENABLE,
     alias::KEY,
     alias::LENGTH,
     alias::SPECIAL_CHAR,
+    mittwald::AUTOGENERATE,
+    mittwald::TYPE,
+    mittwald::LENGTH,
+    mittwald::ENCODING,
+    mittwald::BASIC_AUTH_USERNAME,
+    mittwald::SECURE,
+    mittwald::GENERATED_AT,
     PURPOSE,
     crate::api::LABEL_NAME,
     crate::api::LABEL_HASH,
@@ -107,18 +170,37 @@ pub const KNOWN: &[&str] = &[
     crate::push::targets::ANNOTATION,
 ];
 
+/// Annotations of the generators we read aliases of that randomsecret does
+/// not read, and what to do instead: reported like unknown ones, with this.
+pub const NOT_READ: &[(&str, &str)] = &[(
+    mittwald::REGENERATE,
+    "randomsecret regenerates every key when randomsecret.io/rotate changes: set it to a new token (and remove this one)",
+)];
+
 /// What a user sets on an annotated Secret: the keys a suggestion may name.
 const SETTABLE: &[&str] = &[
     GENERATE,
+    TYPE,
     LENGTH,
     CHARSET,
     SYMBOLS,
+    ENCODING,
+    ALGORITHM,
+    BITS,
     ROTATE,
     alias::ENABLE,
     alias::KEY,
     alias::LENGTH,
     alias::SPECIAL_CHAR,
+    mittwald::AUTOGENERATE,
+    mittwald::TYPE,
+    mittwald::LENGTH,
+    mittwald::ENCODING,
+    mittwald::BASIC_AUTH_USERNAME,
 ];
+
+/// The prefixes whose annotations are checked for unknown keys.
+const PREFIXES: [&str; 3] = [PREFIX, alias::PREFIX, mittwald::PREFIX];
 
 /// Most edits between a misspelt prefix and ours (`randomsecrets.io/`).
 const PREFIX_EDITS: usize = 2;
@@ -126,6 +208,8 @@ const PREFIX_EDITS: usize = 2;
 const NOTE_BYTES: usize = 1024;
 /// Most unknown annotations named one by one in admission warnings.
 const WARNINGS: usize = 5;
+/// Longest user name of a basic-auth Secret.
+const MAX_USERNAME: usize = 253;
 
 /// Longest annotation text quoted in a message.
 const QUOTE: usize = 64;
@@ -152,6 +236,14 @@ pub enum Refusal {
     ProducedByRandomSecret(String),
     /// `immutable: true`: the keys it lacks can never be added.
     Immutable { missing: Vec<String> },
+    /// One key of a pair (an SSH private or public key; basic-auth's `auth`
+    /// line without its `password` or `username`) has a value and the
+    /// other has none: neither is written (a pair is made whole, a value is
+    /// never overwritten).
+    IncompletePair {
+        have: Vec<String>,
+        lack: Vec<String>,
+    },
 }
 
 impl Refusal {
@@ -166,6 +258,13 @@ impl Refusal {
                 "not filled: this Secret is immutable, so {} can never be written; create it again without immutable: true (or with every key set)",
                 list(missing)
             ),
+            Refusal::IncompletePair { have, lack } => format!(
+                "not filled: {} {} a value but {} {} empty, and a pair is only made whole, never overwritten: set the empty one, or empty the other for a new pair (or change {ROTATE})",
+                list(have),
+                if have.len() == 1 { "has" } else { "have" },
+                list(lack),
+                if lack.len() == 1 { "is" } else { "are" },
+            ),
         }
     }
 
@@ -174,6 +273,7 @@ impl Refusal {
         match self {
             Refusal::ProducedByRandomSecret(_) => "ProducedByRandomSecret",
             Refusal::Immutable { .. } => "Immutable",
+            Refusal::IncompletePair { .. } => "IncompletePair",
         }
     }
 }
@@ -181,28 +281,103 @@ impl Refusal {
 /// What the annotations ask for, parsed and checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// The listed keys, in order, each once.
+    /// Every data key the kind writes, in order, each once: the listed
+    /// keys; an SSH pair's private and public key; basic-auth's username,
+    /// password and auth.
     pub keys: Vec<String>,
-    pub generator: Chars,
+    pub kind: Kind,
+    /// The keys grouped as they are made.
+    groups: Vec<Group>,
     /// `randomsecret.io/rotate`, "" when absent.
     pub rotate: String,
+}
+
+/// Keys made together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Group {
+    One(String),
+    Pair { private: String, public: String },
+    BasicAuth,
 }
 
 /// The keys one fill writes. Its `Debug` shows key names, never values.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Fill {
-    generator: Chars,
-    generate: Vec<String>,
+    kind: Kind,
+    steps: Vec<Step>,
     copy: BTreeMap<String, ByteString>,
     rotated: Option<String>,
+    /// The token to write when the steps are left to the controller: the
+    /// one recorded before, when the new object lost it.
+    restore: Option<String>,
     rotation: bool,
+}
+
+/// What one fill makes.
+#[derive(Clone, PartialEq, Eq)]
+enum Step {
+    /// A value of a one-key kind.
+    One(String),
+    /// An SSH key pair.
+    Pair { private: String, public: String },
+    /// basic-auth's auth line for `user` (written to `username` too when
+    /// `write_user`) and the password (`None`: a new one; else the value
+    /// the Secret holds).
+    BasicAuth {
+        user: String,
+        write_user: bool,
+        password: Option<Vec<u8>>,
+    },
+}
+
+impl Step {
+    fn keys(&self) -> Vec<&str> {
+        match self {
+            Step::One(k) => vec![k.as_str()],
+            Step::Pair { private, public } => vec![private.as_str(), public.as_str()],
+            Step::BasicAuth {
+                write_user,
+                password,
+                ..
+            } => {
+                let mut keys = vec![kinds::AUTH_KEY];
+                if password.is_none() {
+                    keys.push(kinds::PASSWORD_KEY);
+                }
+                if *write_user {
+                    keys.push(kinds::USERNAME_KEY);
+                }
+                keys
+            }
+        }
+    }
+
+    /// The most bytes it writes to `key`.
+    fn size_of(&self, kind: &Kind, key: &str) -> usize {
+        match (self, kind) {
+            (Step::Pair { private, .. }, _) => {
+                let (private_max, public_max) = Kind::pair_sizes();
+                if key == private {
+                    private_max
+                } else {
+                    public_max
+                }
+            }
+            (Step::BasicAuth { user, .. }, Kind::BasicAuth(a)) => match key {
+                kinds::AUTH_KEY => Kind::auth_size(user),
+                kinds::USERNAME_KEY => user.len(),
+                _ => a.password.size(),
+            },
+            _ => kind.size(),
+        }
+    }
 }
 
 impl fmt::Debug for Fill {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Fill")
-            .field("generator", &self.generator)
-            .field("generate", &self.generate)
+            .field("kind", &self.kind)
+            .field("generate", &self.generated_keys())
             .field("copy", &self.copy.keys().collect::<Vec<_>>())
             .field("rotated", &self.rotated)
             .field("rotation", &self.rotation)
@@ -211,19 +386,54 @@ impl fmt::Debug for Fill {
 }
 
 impl Fill {
-    /// The values to write: the copied ones and newly generated ones (OS CSPRNG).
-    pub fn values(&self) -> Result<BTreeMap<String, ByteString>, rand::rngs::SysError> {
+    /// The values to write: the copied ones and newly generated ones (OS
+    /// CSPRNG). Costly for an RSA key pair and for basic-auth (bcrypt):
+    /// see [`Fill::costly`].
+    pub fn values(&self) -> Result<BTreeMap<String, ByteString>, GenerateError> {
         let mut out = self.copy.clone();
-        for k in &self.generate {
-            let v = crate::generate::value(&self.generator)?;
-            out.insert(k.clone(), ByteString(v.into_bytes()));
+        let mut put = |k: &str, v: Vec<u8>| out.insert(k.to_string(), ByteString(v));
+        for step in &self.steps {
+            match (step, &self.kind) {
+                (Step::One(k), kind) => put(k, kind.value()?),
+                (Step::Pair { private, public }, Kind::SshKeyPair(shape)) => {
+                    let (private_key, public_key) = kinds::ssh_pair(*shape, public)?;
+                    put(private, private_key.into_bytes());
+                    put(public, public_key.into_bytes())
+                }
+                (
+                    Step::BasicAuth {
+                        user,
+                        write_user,
+                        password,
+                    },
+                    Kind::BasicAuth(a),
+                ) => {
+                    let password = match password {
+                        Some(given) => given.clone(),
+                        None => {
+                            let new = a.password.value()?;
+                            put(kinds::PASSWORD_KEY, new.clone());
+                            new
+                        }
+                    };
+                    // Checked by the plan: a given one is text; a new one is ASCII.
+                    let text = String::from_utf8(password)
+                        .map_err(|_| GenerateError::text("the password is not text"))?;
+                    put(kinds::AUTH_KEY, kinds::htpasswd(user, &text)?.into_bytes());
+                    if *write_user {
+                        put(kinds::USERNAME_KEY, user.clone().into_bytes());
+                    }
+                    None
+                }
+                _ => return Err(GenerateError::text("a step of another kind")),
+            };
         }
         Ok(out)
     }
 
-    /// Keys that get new values.
-    pub fn generated_keys(&self) -> &[String] {
-        &self.generate
+    /// Keys that get new values, in the order they are made.
+    pub fn generated_keys(&self) -> Vec<&str> {
+        self.steps.iter().flat_map(Step::keys).collect()
     }
 
     /// Keys copied from the old object (UPDATE only).
@@ -233,10 +443,7 @@ impl Fill {
 
     /// Every key the fill writes, in order.
     pub fn keys(&self) -> Vec<&str> {
-        let mut all: Vec<&str> = self
-            .copied_keys()
-            .chain(self.generate.iter().map(String::as_str))
-            .collect();
+        let mut all: Vec<&str> = self.copied_keys().chain(self.generated_keys()).collect();
         all.sort_unstable();
         all
     }
@@ -251,8 +458,51 @@ impl Fill {
         self.rotation
     }
 
-    pub fn generator(&self) -> &Chars {
-        &self.generator
+    /// What the keys get.
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    /// Whether making the values takes enough CPU (an RSA key; bcrypt) to
+    /// belong off the async runtime's threads.
+    pub fn costly(&self) -> bool {
+        !self.steps.is_empty() && self.kind.costly()
+    }
+
+    /// The most bytes the fill writes.
+    pub fn size(&self) -> usize {
+        let made: usize = self
+            .steps
+            .iter()
+            .flat_map(|s| s.keys().into_iter().map(move |k| s.size_of(&self.kind, k)))
+            .sum();
+        made + self.copy.values().map(|v| v.0.len()).sum::<usize>()
+    }
+
+    /// For the webhook, which makes no RSA key: when this fill makes RSA
+    /// key pairs, the fill without them (copies only, and the token the
+    /// Secret had, so that the controller's fill after admission sees what
+    /// this one saw) and the keys left to the controller. `None` when it
+    /// makes none.
+    pub fn without_rsa(&self) -> Option<(Fill, Vec<String>)> {
+        let rsa = matches!(self.kind, Kind::SshKeyPair(s) if s.algorithm == KeyAlgorithm::Rsa);
+        if !rsa || self.steps.is_empty() {
+            return None;
+        }
+        let left = self
+            .generated_keys()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let rest = Fill {
+            kind: self.kind.clone(),
+            steps: Vec::new(),
+            copy: self.copy.clone(),
+            rotated: self.restore.clone(),
+            restore: self.restore.clone(),
+            rotation: false,
+        };
+        Some((rest, left))
     }
 }
 
@@ -264,12 +514,19 @@ pub fn labelled(labels: Option<&BTreeMap<String, String>>) -> bool {
         == Some("true")
 }
 
-/// Whether the annotations ask for keys (the new annotation, or the alias
-/// enabled). Checks nothing else: [`parse`] does.
+/// Whether the annotations ask for keys: ours (`generate` or `type`), the
+/// original operator's enabled, or mittwald's (`autogenerate`, or a
+/// non-empty `type`). Checks nothing else: [`parse`] does.
 pub fn asks(annotations: Option<&BTreeMap<String, String>>) -> bool {
-    annotations.is_some_and(|a| {
-        a.contains_key(GENERATE) || a.get(alias::ENABLE).map(String::as_str) == Some("true")
-    })
+    annotations.is_some_and(asks_in)
+}
+
+fn asks_in(a: &BTreeMap<String, String>) -> bool {
+    a.contains_key(GENERATE)
+        || a.contains_key(TYPE)
+        || a.get(alias::ENABLE).map(String::as_str) == Some("true")
+        || a.contains_key(mittwald::AUTOGENERATE)
+        || a.get(mittwald::TYPE).is_some_and(|t| !t.is_empty())
 }
 
 /// Whether a Secret's metadata opts it in: the label and the annotation.
@@ -356,6 +613,9 @@ pub struct Unknown {
 impl Unknown {
     /// What is wrong and what to use instead; names keys, never values.
     pub fn message(&self) -> String {
+        if let Some((_, instead)) = NOT_READ.iter().find(|(k, _)| *k == self.key) {
+            return format!("annotation {} is not read: {instead}", quote(&self.key));
+        }
         let what = format!("unknown annotation {} is ignored", quote(&self.key));
         match self.suggestion {
             Some(s) => format!("{what}: did you mean {s}?"),
@@ -363,19 +623,23 @@ impl Unknown {
                 "{what}: the original operator's annotations are {}enable, key, length and special-char",
                 alias::PREFIX
             ),
+            None if self.key.starts_with(mittwald::PREFIX) => format!(
+                "{what}: randomsecret reads mittwald's autogenerate, type, length, encoding and basic-auth-username"
+            ),
             None => format!(
-                "{what}: annotation mode reads {PREFIX}generate, length, charset, symbols and rotate"
+                "{what}: annotation mode reads {PREFIX}generate, length, charset, symbols, type, encoding, algorithm, bits and rotate"
             ),
         }
     }
 }
 
 /// The annotations of a Secret annotation mode handles (labelled, not a
-/// RandomSecret's version) under `randomsecret.io/` or
-/// `secret.a-cup-of.coffee/` that no rule knows, each with the nearest
-/// settable key when one is near; also a key whose prefix is a near miss of
-/// ours (`randomsecrets.io/length`), but only when its name matches one of
-/// ours. Sorted by key. Both paths report them; nothing else changes.
+/// RandomSecret's version) under `randomsecret.io/`,
+/// `secret.a-cup-of.coffee/` or `secret-generator.v1.mittwald.de/` that no
+/// rule knows, each with the nearest settable key when one is near; also a
+/// key whose prefix is a near miss of ours (`randomsecrets.io/length`), but
+/// only when its name matches one of ours. Sorted by key. Both paths report
+/// them; nothing else changes.
 pub fn unknown_annotations(meta: &ObjectMeta) -> Vec<Unknown> {
     unknown_keys(meta).collect()
 }
@@ -394,7 +658,7 @@ fn unknown_key(key: &str) -> Option<Unknown> {
         return None;
     }
     let (prefix, name) = key.split_at(key.find('/')? + 1);
-    if prefix == PREFIX || prefix == alias::PREFIX {
+    if PREFIXES.contains(&prefix) {
         return Some(Unknown {
             key: key.to_string(),
             suggestion: suggest(prefix, name),
@@ -402,7 +666,7 @@ fn unknown_key(key: &str) -> Option<Unknown> {
     }
     // A misspelt prefix is reported only with a suggestion: a domain that
     // merely looks like ours, with names of its own, is not ours to judge.
-    let ours = [PREFIX, alias::PREFIX]
+    let ours = PREFIXES
         .into_iter()
         .find(|p| edits(prefix, p, PREFIX_EDITS).is_some())?;
     Some(Unknown {
@@ -413,7 +677,7 @@ fn unknown_key(key: &str) -> Option<Unknown> {
 
 /// The settable key under `prefix` whose name is nearest to `name` (a third
 /// of its length in edits, at least one; the first of equals), else one of
-/// the other prefix with exactly that name (`secret.a-cup-of.coffee/generate`
+/// another prefix with exactly that name (`secret.a-cup-of.coffee/generate`
 /// means `randomsecret.io/generate`).
 fn suggest(prefix: &str, name: &str) -> Option<&'static str> {
     let under = |k: &'static str, p: &str| k.strip_prefix(p).map(|n| (k, n));
@@ -482,34 +746,323 @@ pub fn unknown_warnings(unknown: &[Unknown]) -> Vec<String> {
     out
 }
 
+/// Whose annotations name the keys (or the type): its defaults apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Ours,
+    Original,
+    Mittwald,
+}
+
+/// The annotation a parameter was read from, and its value.
+type Source<'a> = Option<(&'static str, &'a str)>;
+
 /// Parses the annotations: `Ok(None)` when they ask for nothing, else the
 /// request or every problem found, joined, each saying what to fix.
 ///
-/// New names win over aliases; aliases are read only with
-/// `secret.a-cup-of.coffee/enable: "true"`. Defaults are those of the form
-/// that names the keys: the alias form's symbols default to on.
+/// Each parameter is read from our annotation, else from the original
+/// operator's (only with `secret.a-cup-of.coffee/enable: "true"`), else from
+/// mittwald's; an empty alias value means its default, as in both. The
+/// defaults are those of the form that names the keys (for `ssh-keypair`
+/// and `basic-auth`, the type): the original operator's symbols default to
+/// on, mittwald's strings are 40 characters of base64's alphabet, its SSH
+/// keys RSA of 2048 bits. An annotation of ours (or the original
+/// operator's) that the kind does not read is a problem; one of mittwald's
+/// is ignored, as mittwald ignores it.
 pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
+    if !asks_in(a) {
+        return Ok(None);
+    }
     let get = |k: &str| a.get(k).map(String::as_str);
-    let aliased = get(alias::ENABLE) == Some("true");
+    let original = get(alias::ENABLE) == Some("true");
+    let alias_of = |k: &'static str| get(k).filter(|v| !v.is_empty()).map(|v| (k, v));
+    let original_of = |k: &'static str| alias_of(k).filter(|_| original);
+    let ours = |k: &'static str| get(k).map(|v| (k, v));
     let mut problems = Vec::new();
 
-    let (keys, by_alias) = match (get(GENERATE), aliased) {
-        (Some(list), _) => (parse_keys(GENERATE, list, &mut problems), false),
+    let (type_, type_form) = match (get(TYPE), alias_of(mittwald::TYPE)) {
+        (Some(v), _) => (parse_type(TYPE, v, &mut problems), Form::Ours),
+        (None, Some((k, v))) => (parse_type(k, v, &mut problems), Form::Mittwald),
+        (None, None) => (Type::String, Form::Ours),
+    };
+    let made_whole = matches!(type_, Type::SshKeyPair | Type::BasicAuth);
+
+    // The keys, and whose form names them.
+    let (listed, keys_form) = match (get(GENERATE), original) {
+        (Some(list), _) => (Some(parse_keys(GENERATE, list, &mut problems)), Form::Ours),
         (None, true) => {
             let key = get(alias::KEY).unwrap_or(alias::DEFAULT_KEY);
-            (parse_keys(alias::KEY, key, &mut problems), true)
+            let keys = parse_keys(alias::KEY, key, &mut problems);
+            (Some(keys), Form::Original)
         }
-        (None, false) => return Ok(None),
+        (None, false) => match get(mittwald::AUTOGENERATE) {
+            // mittwald reads it for strings only.
+            Some(list) if !made_whole => {
+                let keys = parse_keys(mittwald::AUTOGENERATE, list, &mut problems);
+                (Some(keys), Form::Mittwald)
+            }
+            _ => (None, type_form),
+        },
+    };
+    let form = if made_whole { type_form } else { keys_form };
+    let type_annotation = if type_form == Form::Mittwald {
+        mittwald::TYPE
+    } else {
+        TYPE
+    };
+    if made_whole && original {
+        problems.push(format!(
+            "{} makes random strings, not {} {}: remove it",
+            alias::ENABLE,
+            type_annotation,
+            type_.as_str()
+        ));
+    }
+
+    // Parameters: ours, else the original operator's, else mittwald's.
+    let length = ours(LENGTH)
+        .or_else(|| original_of(alias::LENGTH))
+        .or_else(|| alias_of(mittwald::LENGTH));
+    let symbols = ours(SYMBOLS).or_else(|| original_of(alias::SPECIAL_CHAR));
+    let encoding = ours(ENCODING).or_else(|| alias_of(mittwald::ENCODING));
+
+    // What the kind does not read: a problem when it is ours (or the
+    // original operator's, named explicitly).
+    let reads: &[&str] = match type_ {
+        Type::String => &[LENGTH, CHARSET, SYMBOLS, alias::LENGTH, alias::SPECIAL_CHAR],
+        Type::Bytes => &[LENGTH, ENCODING, alias::LENGTH],
+        Type::Uuid => &[],
+        Type::SshKeyPair => &[ALGORITHM, BITS],
+        Type::BasicAuth => &[LENGTH, CHARSET, SYMBOLS],
+    };
+    let settable = [
+        ours(LENGTH),
+        ours(CHARSET),
+        ours(SYMBOLS),
+        ours(ENCODING),
+        ours(ALGORITHM),
+        ours(BITS),
+        original_of(alias::LENGTH),
+        original_of(alias::SPECIAL_CHAR),
+    ];
+    for (k, _) in settable.into_iter().flatten() {
+        // The original operator's with a key pair: already a problem (enable).
+        let original_on_pair = made_whole && k.starts_with(alias::PREFIX);
+        if !reads.contains(&k) && !original_on_pair {
+            problems.push(format!(
+                "{k} is not read with {type_annotation} {}: remove it{}",
+                type_.as_str(),
+                unread_hint(k, type_)
+            ));
+        }
+    }
+    if type_ == Type::BasicAuth && get(GENERATE).is_some() {
+        problems.push(format!(
+            "{GENERATE} is not read with {type_annotation} basic-auth, which writes the keys {}, {} and {}: remove it",
+            kinds::USERNAME_KEY,
+            kinds::PASSWORD_KEY,
+            kinds::AUTH_KEY
+        ));
+    }
+
+    let default_length = if form == Form::Mittwald {
+        mittwald::DEFAULT_LENGTH
+    } else {
+        DEFAULT_LENGTH
+    };
+    let kind = match type_ {
+        Type::String => text_kind(
+            a,
+            form,
+            length,
+            symbols,
+            encoding,
+            default_length,
+            &mut problems,
+        ),
+        Type::Bytes => {
+            let n = match length {
+                Some((k, v)) => parse_length(k, v, MAX_BYTES as usize, &mut problems).0,
+                None if form == Form::Mittwald => mittwald::DEFAULT_LENGTH,
+                None => DEFAULT_BYTES,
+            };
+            Kind::Bytes(Bytes {
+                length: n,
+                encoding: parse_encoding(encoding, &mut problems),
+            })
+        }
+        Type::Uuid => Kind::Uuid,
+        Type::SshKeyPair => Kind::SshKeyPair(key_shape(a, type_form, &mut problems)),
+        Type::BasicAuth => {
+            let password = text_kind(
+                a,
+                form,
+                length,
+                symbols,
+                encoding,
+                default_length,
+                &mut problems,
+            );
+            let (username, named) = match alias_of(mittwald::BASIC_AUTH_USERNAME) {
+                Some((k, v)) => {
+                    if let Some(why) = bad_user(v) {
+                        problems.push(format!("{k} {} {why}", quote(v)));
+                    }
+                    (v.to_string(), true)
+                }
+                None => (kinds::DEFAULT_USERNAME.to_string(), false),
+            };
+            if let Some(why) = bad_password(&password) {
+                problems.push(why);
+            }
+            Kind::BasicAuth(BasicAuth {
+                username,
+                named,
+                password: Box::new(password),
+            })
+        }
     };
 
-    // An empty alias value means "default", as in the original operator.
-    let alias_of = |k: &str| get(k).filter(|v| aliased && !v.is_empty());
-    let length = match (get(LENGTH), alias_of(alias::LENGTH)) {
-        (Some(v), _) => parse_length(LENGTH, v, &mut problems),
-        (None, Some(v)) => parse_length(alias::LENGTH, v, &mut problems),
-        (None, None) => DEFAULT_LENGTH,
+    // The keys' groups.
+    let groups: Vec<Group> = match (&kind, listed) {
+        (Kind::BasicAuth(_), _) => vec![Group::BasicAuth],
+        (Kind::SshKeyPair(_), listed) => listed
+            .unwrap_or_else(|| vec![kinds::SSH_PRIVATE_KEY.to_string()])
+            .into_iter()
+            .map(|private| Group::Pair {
+                public: kinds::public_key_of(&private),
+                private,
+            })
+            .collect(),
+        (_, Some(keys)) => keys.into_iter().map(Group::One).collect(),
+        (_, None) => {
+            problems.push(format!(
+                "{type_annotation} {} names no key: list the keys to fill in {}, separated by commas",
+                type_.as_str(),
+                if type_form == Form::Mittwald {
+                    mittwald::AUTOGENERATE
+                } else {
+                    GENERATE
+                }
+            ));
+            Vec::new()
+        }
     };
-    let charset = match get(CHARSET) {
+    let mut keys: Vec<String> = Vec::new();
+    for g in &groups {
+        match g {
+            Group::One(k) => keys.push(k.clone()),
+            Group::Pair { private, public } => {
+                if !valid_data_key(public) {
+                    problems.push(format!(
+                        "{GENERATE}: the public key of {} would be {}, not a valid Secret data key: use a shorter key",
+                        quote(private),
+                        quote(public)
+                    ));
+                }
+                for k in [private, public] {
+                    if keys.contains(k) {
+                        problems.push(format!(
+                            "{GENERATE}: key {} would hold two values (a private key, and the public key of another): rename one",
+                            quote(k)
+                        ));
+                    } else {
+                        keys.push(k.clone());
+                    }
+                }
+            }
+            Group::BasicAuth => keys.extend(
+                [kinds::USERNAME_KEY, kinds::PASSWORD_KEY, kinds::AUTH_KEY].map(String::from),
+            ),
+        }
+    }
+
+    let rotate = get(ROTATE).unwrap_or_default();
+    if let Some(why) = bad_token(rotate) {
+        problems.push(format!("{ROTATE} {why}"));
+    }
+    if let Some(why) = get(ROTATED).and_then(bad_token) {
+        problems.push(format!(
+            "{ROTATED} {why} (it is written by randomsecret: remove it)"
+        ));
+    }
+    // Every value at its largest must fit in a Secret (1 MiB).
+    let most = match &kind {
+        Kind::SshKeyPair(_) | Kind::BasicAuth(_) => groups.len().saturating_mul(kind.size()),
+        _ => keys.len().saturating_mul(kind.size()),
+    };
+    if problems.is_empty() && most > MAX_SECRET_BYTES {
+        problems.push(format!(
+            "{} keys of up to {} bytes each exceed the 1 MiB a Secret holds: lower {LENGTH} or list fewer keys",
+            keys.len(),
+            kind.size()
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    Ok(Some(Request {
+        keys,
+        kind,
+        groups,
+        rotate: rotate.to_string(),
+    }))
+}
+
+/// What to use instead of an annotation type `t` does not read.
+fn unread_hint(k: &str, t: Type) -> &'static str {
+    match (k, t) {
+        (ENCODING, Type::String | Type::BasicAuth) => {
+            " (a string's alphabet is randomsecret.io/charset; randomsecret.io/type bytes takes an encoding)"
+        }
+        (CHARSET | SYMBOLS, Type::Bytes) => " (bytes take randomsecret.io/encoding)",
+        (LENGTH, Type::SshKeyPair) => " (a key's size is randomsecret.io/bits)",
+        _ => "",
+    }
+}
+
+/// A string's kind (a basic-auth password's too): characters of a charset
+/// (ours), or mittwald's encoded random bytes: cut to the length, or whole
+/// with a length in bytes (`32B`). mittwald's applies when its form names
+/// the keys, or its encoding or a length in bytes is given, unless a
+/// charset or symbols are.
+fn text_kind(
+    a: &BTreeMap<String, String>,
+    form: Form,
+    length: Source,
+    symbols: Source,
+    encoding: Source,
+    default_length: usize,
+    problems: &mut Vec<String>,
+) -> Kind {
+    let charset = a.get(CHARSET).map(String::as_str);
+    let (n, in_bytes) = match length {
+        Some((k, v)) => parse_length(k, v, MAX_LENGTH as usize, problems),
+        None => (default_length, false),
+    };
+    let encoded = charset.is_none()
+        && symbols.is_none()
+        && (form == Form::Mittwald || in_bytes || encoding.is_some_and(|(k, _)| k != ENCODING));
+    if encoded {
+        let encoding = parse_encoding(encoding, problems);
+        if in_bytes {
+            if n > MAX_BYTES as usize {
+                problems.push(format!(
+                    "{} {n}B is more bytes than the {MAX_BYTES} a value may have: lower it",
+                    mittwald::LENGTH
+                ));
+            }
+            return Kind::Bytes(Bytes {
+                length: n,
+                encoding,
+            });
+        }
+        return Kind::Cut(Bytes {
+            length: n,
+            encoding,
+        });
+    }
+    let charset = match charset {
         None => Charset::Alphanumeric,
         Some(v) => Charset::ALL
             .into_iter()
@@ -524,56 +1077,142 @@ pub fn parse(a: &BTreeMap<String, String>) -> Result<Option<Request>, String> {
                 Charset::Alphanumeric
             }),
     };
-    let symbols = match (get(SYMBOLS), alias_of(alias::SPECIAL_CHAR)) {
-        (Some("true"), _) => true,
-        (Some("false"), _) => false,
-        (Some(v), _) => {
+    let symbols = match symbols {
+        Some((SYMBOLS, "true")) => true,
+        Some((SYMBOLS, "false")) => false,
+        Some((k, v)) if k == SYMBOLS => {
             problems.push(format!("{SYMBOLS} {} must be true or false", quote(v)));
             false
         }
-        (None, Some(v)) => go_bool(v).unwrap_or_else(|| {
-            problems.push(format!(
-                "{} {} must be true or false",
-                alias::SPECIAL_CHAR,
-                quote(v)
-            ));
+        Some((k, v)) => go_bool(v).unwrap_or_else(|| {
+            problems.push(format!("{k} {} must be true or false", quote(v)));
             false
         }),
-        (None, None) => by_alias && alias::DEFAULT_SPECIAL_CHAR,
+        None => form == Form::Original && alias::DEFAULT_SPECIAL_CHAR,
     };
-    let rotate = get(ROTATE).unwrap_or_default();
-    if let Some(why) = bad_token(rotate) {
-        problems.push(format!("{ROTATE} {why}"));
-    }
-    if let Some(why) = get(ROTATED).and_then(bad_token) {
-        problems.push(format!(
-            "{ROTATED} {why} (it is written by randomsecret: remove it)"
-        ));
-    }
-    // Every listed value at full length must fit in a Secret (1 MiB).
-    if problems.is_empty() && keys.len().saturating_mul(length) > MAX_SECRET_BYTES {
-        problems.push(format!(
-            "{} keys of {length} characters exceed the 1 MiB a Secret holds: lower {LENGTH} or list fewer keys",
-            keys.len()
-        ));
-    }
-    if !problems.is_empty() {
-        return Err(problems.join("; "));
-    }
-    Ok(Some(Request {
-        keys,
-        generator: Chars {
-            length,
-            charset,
-            symbols: if symbols {
-                DEFAULT_SYMBOLS.to_string()
-            } else {
-                String::new()
-            },
-            min: Default::default(),
+    Kind::Chars(Chars {
+        length: n,
+        charset,
+        symbols: if symbols {
+            DEFAULT_SYMBOLS.to_string()
+        } else {
+            String::new()
         },
-        rotate: rotate.to_string(),
-    }))
+        min: Default::default(),
+    })
+}
+
+/// An SSH key pair's algorithm and size: ours, else mittwald's (RSA, its
+/// `/length` in bits, default 2048), else ed25519.
+fn key_shape(
+    a: &BTreeMap<String, String>,
+    type_form: Form,
+    problems: &mut Vec<String>,
+) -> KeyShape {
+    let get = |k: &str| a.get(k).map(String::as_str);
+    let mittwald = type_form == Form::Mittwald;
+    let algorithm = match get(ALGORITHM) {
+        Some(v) => KeyAlgorithm::ALL
+            .into_iter()
+            .find(|alg| alg.as_str() == v)
+            .unwrap_or_else(|| {
+                problems.push(format!(
+                    "{ALGORITHM} {} is not a key algorithm: use ed25519, ecdsa or rsa",
+                    quote(v)
+                ));
+                KeyAlgorithm::Ed25519
+            }),
+        None if mittwald => KeyAlgorithm::Rsa,
+        None => KeyAlgorithm::Ed25519,
+    };
+    let sizes = algorithm.sizes();
+    let mittwald_bits = get(mittwald::LENGTH)
+        .filter(|v| mittwald && !v.is_empty())
+        .map(|v| (mittwald::LENGTH, v));
+    let size = match get(BITS).map(|v| (BITS, v)).or(mittwald_bits) {
+        Some((k, v)) => {
+            let n = if k == mittwald::LENGTH {
+                // Its ParseByteLength: a `B` suffix is allowed, and ignored.
+                v.strip_suffix(['b', 'B']).unwrap_or(v)
+            } else {
+                v
+            };
+            match n.parse::<u32>() {
+                Ok(n) if sizes.contains(&n) => n,
+                _ if sizes.is_empty() => {
+                    problems.push(format!(
+                        "{k}: an {} key has no size: remove it",
+                        algorithm.as_str()
+                    ));
+                    0
+                }
+                _ => {
+                    let mut ordered = sizes.to_vec();
+                    ordered.sort_unstable();
+                    let names: Vec<String> = ordered.iter().map(u32::to_string).collect();
+                    problems.push(format!(
+                        "{k} {} is not a size of an {} key: use {}",
+                        quote(v),
+                        algorithm.as_str(),
+                        names.join(", ")
+                    ));
+                    sizes[0]
+                }
+            }
+        }
+        None if mittwald && algorithm == KeyAlgorithm::Rsa => mittwald::DEFAULT_SSH_BITS,
+        None => sizes.first().copied().unwrap_or(0),
+    };
+    KeyShape { algorithm, size }
+}
+
+/// Why a user name cannot be in an htpasswd line.
+fn bad_user(v: &str) -> Option<&'static str> {
+    if v.contains(':') || v.chars().any(char::is_control) {
+        Some("cannot be in an htpasswd line: use a name without ':' and control characters")
+    } else if v.chars().count() > MAX_USERNAME {
+        Some("is longer than 253 characters: use a shorter name")
+    } else {
+        None
+    }
+}
+
+/// Why a basic-auth password of `kind` cannot be hashed by bcrypt.
+fn bad_password(kind: &Kind) -> Option<String> {
+    let encoding = match kind {
+        Kind::Cut(b) | Kind::Bytes(b) => Some(b.encoding),
+        _ => None,
+    };
+    if encoding == Some(Encoding::Raw) {
+        return Some(format!(
+            "a basic-auth password must be text, not raw bytes: use another {} (base64, base64url, base32 or hex)",
+            mittwald::ENCODING
+        ));
+    }
+    (kind.size() > MAX_BCRYPT_PASSWORD).then(|| {
+        format!(
+            "a basic-auth password of {} bytes is longer than the {MAX_BCRYPT_PASSWORD} bcrypt reads: use a length of at most {MAX_BCRYPT_PASSWORD}",
+            kind.size()
+        )
+    })
+}
+
+/// The state of one listed key: the value the new object holds, the value
+/// the stored object held (UPDATE, a key it managed), or none.
+#[derive(Clone, Copy)]
+enum State<'a> {
+    Own(&'a [u8]),
+    Stored(&'a [u8]),
+    Empty,
+}
+
+impl<'a> State<'a> {
+    fn value(self) -> Option<&'a [u8]> {
+        match self {
+            State::Own(v) | State::Stored(v) => Some(v),
+            State::Empty => None,
+        }
+    }
 }
 
 /// What `new` needs; `old` is the stored object on UPDATE (None on CREATE
@@ -606,26 +1245,124 @@ pub fn plan<T: Object + ?Sized>(new: &T, old: Option<&T>) -> Plan {
         !request.rotate.is_empty() && recorded.as_ref().is_some_and(|r| *r != request.rotate);
 
     let managed = old.map(managed_keys).unwrap_or_default();
-    let mut generate = Vec::new();
+    let state = |k: &str| -> State {
+        if let Some(v) = new.value(k).filter(|v| !v.is_empty()) {
+            return State::Own(v);
+        }
+        let stored = old.filter(|_| managed.iter().any(|m| m == k));
+        match stored.and_then(|o| o.value(k)).filter(|v| !v.is_empty()) {
+            Some(v) => State::Stored(v),
+            None => State::Empty,
+        }
+    };
+    let mut steps = Vec::new();
     let mut copy = BTreeMap::new();
-    for k in &request.keys {
-        if rotation {
-            generate.push(k.clone());
-        } else if new.value(k).is_none_or(|v| v.is_empty()) {
-            let stored = old.filter(|_| managed.contains(k)).and_then(|o| o.value(k));
-            match stored.filter(|v| !v.is_empty()) {
-                Some(v) => {
-                    copy.insert(k.clone(), ByteString(v.to_vec()));
+    let mut copy_stored = |k: &str, s: State| {
+        if let State::Stored(v) = s {
+            copy.insert(k.to_string(), ByteString(v.to_vec()));
+        }
+    };
+    for group in &request.groups {
+        match group {
+            Group::One(k) if rotation => steps.push(Step::One(k.clone())),
+            Group::One(k) => match state(k) {
+                State::Empty => steps.push(Step::One(k.clone())),
+                s => copy_stored(k, s),
+            },
+            Group::Pair { private, public } if rotation => steps.push(Step::Pair {
+                private: private.clone(),
+                public: public.clone(),
+            }),
+            Group::Pair { private, public } => {
+                let pair = [
+                    (private.as_str(), state(private)),
+                    (public.as_str(), state(public)),
+                ];
+                if pair.iter().all(|(_, s)| s.value().is_none()) {
+                    steps.push(Step::Pair {
+                        private: private.clone(),
+                        public: public.clone(),
+                    });
+                    continue;
                 }
-                None => generate.push(k.clone()),
+                if let Some(refusal) = incomplete(&pair, old) {
+                    return Plan::Refused(refusal);
+                }
+                for (k, s) in pair {
+                    copy_stored(k, s);
+                }
+            }
+            Group::BasicAuth => {
+                let Kind::BasicAuth(auth) = &request.kind else {
+                    continue;
+                };
+                let [user, password, line] =
+                    [kinds::USERNAME_KEY, kinds::PASSWORD_KEY, kinds::AUTH_KEY]
+                        .map(|k| (k, state(k)));
+                if !rotation && line.1.value().is_some() {
+                    // Complete only with the password and the user it hashes.
+                    let all = [user, password, line];
+                    if let Some(refusal) = incomplete(&all, old) {
+                        return Plan::Refused(refusal);
+                    }
+                    for (k, s) in all {
+                        copy_stored(k, s);
+                    }
+                    continue;
+                }
+                // A new auth line: of the password and user the Secret holds
+                // (never overwritten; copied on UPDATE), else new ones.
+                let given_user = user.1.value();
+                let name = match given_user {
+                    Some(v) => match std::str::from_utf8(v)
+                        .ok()
+                        .filter(|u| bad_user(u).is_none())
+                    {
+                        Some(u) => u.to_string(),
+                        None => {
+                            return Plan::Invalid(format!(
+                                "key {} must be a user name an htpasswd line can hold (text without ':' and control characters, at most 253 characters) for {} to be made",
+                                kinds::USERNAME_KEY,
+                                kinds::AUTH_KEY
+                            ));
+                        }
+                    },
+                    None => auth.username.clone(),
+                };
+                if auth.named && given_user.is_some() && name != auth.username {
+                    return Plan::Invalid(format!(
+                        "key {} holds another user than {} names: make them the same, or remove one",
+                        kinds::USERNAME_KEY,
+                        mittwald::BASIC_AUTH_USERNAME
+                    ));
+                }
+                let given_password = if rotation { None } else { password.1.value() };
+                if let Some(v) = given_password
+                    && (std::str::from_utf8(v).is_err() || v.len() > MAX_BCRYPT_PASSWORD)
+                {
+                    return Plan::Invalid(format!(
+                        "key {} must be text of at most {MAX_BCRYPT_PASSWORD} bytes (what bcrypt reads) for {} to be made from it: shorten it, or remove it for a new one",
+                        kinds::PASSWORD_KEY,
+                        kinds::AUTH_KEY
+                    ));
+                }
+                copy_stored(user.0, user.1);
+                if given_password.is_some() {
+                    copy_stored(password.0, password.1);
+                }
+                steps.push(Step::BasicAuth {
+                    user: name,
+                    write_user: given_user.is_none(),
+                    password: given_password.map(<[u8]>::to_vec),
+                });
             }
         }
     }
-    let fills = !generate.is_empty() || !copy.is_empty();
+    let fills = !steps.is_empty() || !copy.is_empty();
     // The token to record: the new one on a rotation; else the one recorded;
     // else (a first fill, or the first token a complete Secret carries) the
     // one asked for, so that a later change of it is a rotation.
-    let wanted = match recorded {
+    let wanted = match recorded.clone() {
         Some(r) if !rotation => Some(r),
         _ if fills || !request.rotate.is_empty() => Some(request.rotate.clone()),
         _ => None,
@@ -634,23 +1371,33 @@ pub fn plan<T: Object + ?Sized>(new: &T, old: Option<&T>) -> Plan {
     if !fills && rotated.is_none() {
         return Plan::Complete;
     }
+    let written: BTreeSet<&str> = steps
+        .iter()
+        .flat_map(Step::keys)
+        .chain(copy.keys().map(String::as_str))
+        .collect();
     if new.is_immutable() {
         if !fills {
             return Plan::Complete; // only the token to record: nothing to refuse
         }
-        let mut missing: Vec<String> = copy.keys().cloned().collect();
-        missing.extend(generate.iter().cloned());
-        missing.sort();
+        let missing = written.iter().map(|k| k.to_string()).collect();
         return Plan::Refused(Refusal::Immutable { missing });
     }
     // The whole Secret must stay within 1 MiB.
     let others = new.bytes_besides(&request.keys);
-    let added = generate.len() * request.generator.length
+    let made: usize = steps
+        .iter()
+        .flat_map(|s| {
+            let kind = &request.kind;
+            s.keys().into_iter().map(move |k| s.size_of(kind, k))
+        })
+        .sum();
+    let added = made
         + copy.values().map(|v| v.0.len()).sum::<usize>()
         + request
             .keys
             .iter()
-            .filter(|k| !generate.contains(*k) && !copy.contains_key(k.as_str()))
+            .filter(|k| !written.contains(k.as_str()))
             .filter_map(|k| new.value(k).map(<[u8]>::len))
             .sum::<usize>();
     if others + added > MAX_SECRET_BYTES {
@@ -659,12 +1406,43 @@ pub fn plan<T: Object + ?Sized>(new: &T, old: Option<&T>) -> Plan {
             others + added
         ));
     }
+    let restore = recorded.filter(|r| recorded_here.as_ref() != Some(r));
     Plan::Fill(Fill {
-        generator: request.generator,
-        generate,
+        kind: request.kind,
+        steps,
         copy,
         rotated,
+        restore,
         rotation,
+    })
+}
+
+/// Keys made together that hold values: a refusal when one lacks a value,
+/// or when a value the new object sets would join another copied from the
+/// stored object (a changed private key with the stored public key). `None`
+/// when they are whole and may be kept (or copied).
+fn incomplete<T: Object + ?Sized>(keys: &[(&str, State)], old: Option<&T>) -> Option<Refusal> {
+    let of = |f: &dyn Fn(&State) -> bool| -> Vec<String> {
+        keys.iter()
+            .filter(|(_, s)| f(s))
+            .map(|(k, _)| k.to_string())
+            .collect()
+    };
+    let lack = of(&|s| s.value().is_none());
+    if !lack.is_empty() {
+        return Some(Refusal::IncompletePair {
+            have: of(&|s| s.value().is_some()),
+            lack,
+        });
+    }
+    let copied = of(&|s| matches!(s, State::Stored(_)));
+    let changed = keys.iter().any(|(k, s)| match s {
+        State::Own(v) => old.and_then(|o| o.value(k)) != Some(*v),
+        _ => false,
+    });
+    (!copied.is_empty() && changed).then(|| Refusal::IncompletePair {
+        have: of(&|s| matches!(s, State::Own(_))),
+        lack: copied,
     })
 }
 
@@ -710,15 +1488,73 @@ fn parse_keys(annotation: &str, list: &str, problems: &mut Vec<String>) -> Vec<S
     keys
 }
 
-fn parse_length(annotation: &str, v: &str, problems: &mut Vec<String>) -> usize {
-    match v.parse::<u64>() {
-        Ok(n) if (1..=MAX_LENGTH as u64).contains(&n) => n as usize,
-        _ => {
+fn parse_type(annotation: &'static str, v: &str, problems: &mut Vec<String>) -> Type {
+    let mittwald = annotation == mittwald::TYPE;
+    let types: Vec<Type> = Type::ALL
+        .into_iter()
+        .filter(|t| !mittwald || t.in_mittwald())
+        .collect();
+    if let Some(t) = types.iter().find(|t| t.as_str() == v) {
+        return *t;
+    }
+    let names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
+    let more = if mittwald && Type::ALL.iter().any(|t| t.as_str() == v) {
+        format!(" (set {TYPE} for {v})")
+    } else {
+        String::new()
+    };
+    problems.push(format!(
+        "{annotation} {} is not a type: use one of {}{more}",
+        quote(v),
+        names.join(", ")
+    ));
+    Type::String
+}
+
+fn parse_encoding(source: Source, problems: &mut Vec<String>) -> Encoding {
+    let Some((k, v)) = source else {
+        return Encoding::Base64;
+    };
+    Encoding::ALL
+        .into_iter()
+        .find(|e| e.as_str() == v)
+        .unwrap_or_else(|| {
+            let names: Vec<&str> = Encoding::ALL.iter().map(|e| e.as_str()).collect();
             problems.push(format!(
-                "{annotation} {} must be a whole number from 1 to {MAX_LENGTH}",
+                "{k} {} is not an encoding: use one of {}",
+                quote(v),
+                names.join(", ")
+            ));
+            Encoding::Base64
+        })
+}
+
+/// A length from 1 to `max`, and whether it is in bytes: mittwald's takes
+/// the suffix `B` (or `b`) for that, as its `ParseByteLength` does.
+fn parse_length(
+    annotation: &str,
+    v: &str,
+    max: usize,
+    problems: &mut Vec<String>,
+) -> (usize, bool) {
+    let (digits, in_bytes) = match v.strip_suffix(['b', 'B']) {
+        Some(d) if annotation == mittwald::LENGTH => (d, true),
+        _ => (v, false),
+    };
+    let all_digits = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    match digits.parse::<u64>() {
+        Ok(n) if all_digits && (1..=max as u64).contains(&n) => (n as usize, in_bytes),
+        _ => {
+            let suffix = if annotation == mittwald::LENGTH {
+                ", optionally followed by B for bytes before encoding"
+            } else {
+                ""
+            };
+            problems.push(format!(
+                "{annotation} {} must be a whole number from 1 to {max}{suffix}",
                 quote(v)
             ));
-            DEFAULT_LENGTH
+            (DEFAULT_LENGTH, in_bytes)
         }
     }
 }
@@ -754,7 +1590,7 @@ fn quote(v: &str) -> String {
 }
 
 /// Key names for a message.
-fn list(keys: &[String]) -> String {
+pub(crate) fn list(keys: &[String]) -> String {
     let shown: Vec<String> = keys.iter().map(|k| quote(k)).collect();
     match shown.len() {
         1 => format!("key {}", shown[0]),
@@ -797,6 +1633,14 @@ mod tests {
         match p {
             Plan::Fill(f) => f,
             other => panic!("expected a fill, got {other:?}"),
+        }
+    }
+
+    /// The string generator of a fill of strings.
+    fn chars(f: &Fill) -> &Chars {
+        match f.kind() {
+            Kind::Chars(c) => c,
+            other => panic!("expected strings, got {other:?}"),
         }
     }
 
@@ -853,7 +1697,7 @@ mod tests {
     fn defaults_are_32_alphanumeric_without_symbols() {
         let f = fill(plan(&secret(&[(GENERATE, "k")], &[]), None));
         assert_eq!(
-            f.generator(),
+            chars(&f),
             &Chars {
                 length: 32,
                 charset: Charset::Alphanumeric,
@@ -865,7 +1709,7 @@ mod tests {
             &secret(&[(GENERATE, "k"), (SYMBOLS, "true")], &[]),
             None,
         ));
-        assert_eq!(f.generator().symbols, DEFAULT_SYMBOLS);
+        assert_eq!(chars(&f).symbols, DEFAULT_SYMBOLS);
     }
 
     #[test]
@@ -1106,7 +1950,7 @@ mod tests {
         let f = fill(plan(&s, None));
         assert_eq!(f.generated_keys(), ["password"]);
         assert_eq!(
-            f.generator(),
+            chars(&f),
             &Chars {
                 length: 32,
                 charset: Charset::Alphanumeric,
@@ -1125,7 +1969,7 @@ mod tests {
         );
         let f = fill(plan(&s, None));
         assert_eq!(f.generated_keys(), ["password"]);
-        assert_eq!(f.generator().length, 32);
+        assert_eq!(chars(&f).length, 32);
         let s = secret(
             &[
                 (alias::ENABLE, "true"),
@@ -1135,10 +1979,7 @@ mod tests {
             &[],
         );
         let f = fill(plan(&s, None));
-        assert_eq!(
-            (f.generator().length, f.generator().symbols.as_str()),
-            (8, "")
-        );
+        assert_eq!((chars(&f).length, chars(&f).symbols.as_str()), (8, ""));
     }
 
     #[test]
@@ -1157,10 +1998,7 @@ mod tests {
         );
         let f = fill(plan(&s, None));
         assert_eq!(f.generated_keys(), ["new"]);
-        assert_eq!(
-            (f.generator().length, f.generator().symbols.as_str()),
-            (10, "")
-        );
+        assert_eq!((chars(&f).length, chars(&f).symbols.as_str()), (10, ""));
         // Keys from the new annotation take the alias parameters it leaves unset.
         let s = secret(
             &[
@@ -1171,13 +2009,10 @@ mod tests {
             &[],
         );
         let f = fill(plan(&s, None));
-        assert_eq!(
-            (f.generator().length, f.generator().symbols.as_str()),
-            (8, "")
-        );
+        assert_eq!((chars(&f).length, chars(&f).symbols.as_str()), (8, ""));
         // Without enable, alias parameters are not read.
         let s = secret(&[(alias::LENGTH, "8"), (GENERATE, "k")], &[]);
-        assert_eq!(fill(plan(&s, None)).generator().length, 32);
+        assert_eq!(chars(&fill(plan(&s, None))).length, 32);
     }
 
     #[test]
@@ -1292,7 +2127,7 @@ mod tests {
         );
         // A typo changes nothing else: the fill takes the default.
         let s = secret(&[(GENERATE, "k"), ("randomsecret.io/lenght", "12")], &[]);
-        assert_eq!(fill(plan(&s, None)).generator().length, DEFAULT_LENGTH);
+        assert_eq!(chars(&fill(plan(&s, None))).length, DEFAULT_LENGTH);
     }
 
     #[test]
@@ -1459,7 +2294,7 @@ mod tests {
                         found.insert((format!("{PREFIX}{name}"), path.display().to_string()));
                     }
                 }
-                for prefix in [PREFIX, alias::PREFIX] {
+                for prefix in PREFIXES {
                     let quoted = format!("\"{prefix}");
                     for (at, _) in line.match_indices(&quoted) {
                         let rest = &line[at + 1..];
@@ -1485,12 +2320,706 @@ mod tests {
         let missing: Vec<String> = found
             .iter()
             .filter(|(k, _)| !KNOWN.contains(&k.as_str()))
+            .filter(|(k, _)| !NOT_READ.iter().any(|(n, _)| n == k))
             .map(|(k, at)| format!("{k} ({at})"))
             .collect();
         assert!(
             missing.is_empty(),
             "add these keys to annotated::rules::KNOWN: {missing:?}"
         );
+    }
+
+    // ---- Kinds: randomsecret.io/type, encoding, algorithm, bits ----
+
+    fn text_of(values: &BTreeMap<String, ByteString>, k: &str) -> String {
+        String::from_utf8(values[k].0.clone()).unwrap()
+    }
+
+    fn refused(p: Plan) -> Refusal {
+        match p {
+            Plan::Refused(r) => r,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bytes_are_length_bytes_in_the_encoding() {
+        let s = secret(
+            &[
+                (GENERATE, "fernet"),
+                (TYPE, "bytes"),
+                (ENCODING, "base64url"),
+            ],
+            &[],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(
+            f.kind(),
+            &Kind::Bytes(Bytes {
+                length: 32,
+                encoding: Encoding::Base64url
+            })
+        );
+        let v = f.values().unwrap();
+        let raw = data_encoding::BASE64URL.decode(&v["fernet"].0).unwrap();
+        assert_eq!(raw.len(), 32);
+        // Every encoding, a length in bytes; default base64.
+        for e in Encoding::ALL {
+            let s = secret(
+                &[
+                    (GENERATE, "k"),
+                    (TYPE, "bytes"),
+                    (LENGTH, "20"),
+                    (ENCODING, e.as_str()),
+                ],
+                &[],
+            );
+            let v = fill(plan(&s, None)).values().unwrap();
+            let raw = match e.codec() {
+                Some(c) => c.decode(&v["k"].0).unwrap(),
+                None => v["k"].0.clone(),
+            };
+            assert_eq!(raw.len(), 20, "{e:?}");
+        }
+        let s = secret(&[(GENERATE, "k"), (TYPE, "bytes")], &[]);
+        assert!(
+            matches!(fill(plan(&s, None)).kind(), Kind::Bytes(b) if b.encoding == Encoding::Base64)
+        );
+    }
+
+    #[test]
+    fn uuids_are_version_4() {
+        let s = secret(
+            &[(GENERATE, "id,other"), (TYPE, "uuid")],
+            &[("other", "kept")],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(f.generated_keys(), ["id"]);
+        let v = f.values().unwrap();
+        let u = uuid::Uuid::parse_str(&text_of(&v, "id")).unwrap();
+        assert_eq!(u.get_version_num(), 4);
+    }
+
+    #[test]
+    fn an_ssh_key_pair_is_made_whole_under_the_conventional_keys() {
+        let s = secret(&[(TYPE, "ssh-keypair")], &[]);
+        assert!(asks(s.metadata.annotations.as_ref()), "type alone asks");
+        let f = fill(plan(&s, None));
+        assert_eq!(f.generated_keys(), ["ssh-privatekey", "ssh-publickey"]);
+        assert_eq!(
+            f.kind(),
+            &Kind::SshKeyPair(KeyShape {
+                algorithm: KeyAlgorithm::Ed25519,
+                size: 0
+            })
+        );
+        assert!(!f.costly() && f.without_rsa().is_none());
+        let v = f.values().unwrap();
+        let private = text_of(&v, "ssh-privatekey");
+        assert_eq!(
+            crate::generate::pair::ssh_public(&private).unwrap(),
+            text_of(&v, "ssh-publickey"),
+            "the public key is the private key's"
+        );
+        let done = apply(&s, &f);
+        assert_eq!(plan(&done, None), Plan::Complete);
+        // Listed keys: one pair each, the public key beside it as <key>.pub.
+        let s = secret(
+            &[
+                (GENERATE, "id_deploy, ssh-privatekey"),
+                (TYPE, "ssh-keypair"),
+                (ALGORITHM, "ecdsa"),
+                (BITS, "384"),
+            ],
+            &[],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(
+            f.keys(),
+            [
+                "id_deploy",
+                "id_deploy.pub",
+                "ssh-privatekey",
+                "ssh-publickey"
+            ]
+        );
+        let v = f.values().unwrap();
+        assert!(text_of(&v, "id_deploy.pub").starts_with("ecdsa-sha2-nistp384 "));
+        // Defaults of each algorithm.
+        for (alg, size) in [("ecdsa", 256), ("rsa", 3072)] {
+            let s = secret(&[(TYPE, "ssh-keypair"), (ALGORITHM, alg)], &[]);
+            let Kind::SshKeyPair(shape) = *fill(plan(&s, None)).kind() else {
+                panic!()
+            };
+            assert_eq!(shape.size, size, "{alg}");
+        }
+    }
+
+    #[test]
+    fn half_a_key_pair_is_reported_never_completed_or_overwritten() {
+        for (have, lack) in [
+            ("ssh-privatekey", "ssh-publickey"),
+            ("ssh-publickey", "ssh-privatekey"),
+        ] {
+            let s = secret(&[(TYPE, "ssh-keypair")], &[(have, "SECRET-half")]);
+            let r = refused(plan(&s, None));
+            assert_eq!(
+                r,
+                Refusal::IncompletePair {
+                    have: vec![have.into()],
+                    lack: vec![lack.into()]
+                }
+            );
+            assert_eq!(r.reason(), "IncompletePair");
+            let m = r.message();
+            assert!(
+                m.contains(have) && m.contains(lack) && !m.contains("SECRET"),
+                "{m}"
+            );
+        }
+        // Both set: complete; a rotation makes both again.
+        let s = secret(
+            &[(TYPE, "ssh-keypair"), (ROTATED, "")],
+            &[("ssh-privatekey", "a"), ("ssh-publickey", "b")],
+        );
+        assert_eq!(plan(&s, None), Plan::Complete);
+        let mut asked = s.clone();
+        asked
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(ROTATE.into(), "1".into());
+        let f = fill(plan(&asked, None));
+        assert!(f.is_rotation());
+        assert_eq!(f.generated_keys(), ["ssh-privatekey", "ssh-publickey"]);
+        // One pair of two incomplete: nothing is written.
+        let s = secret(
+            &[(GENERATE, "a,b"), (TYPE, "ssh-keypair")],
+            &[("b.pub", "x")],
+        );
+        assert_eq!(refused(plan(&s, None)).reason(), "IncompletePair");
+    }
+
+    #[test]
+    fn update_copies_a_pair_whole_or_not_at_all() {
+        let annotations = [(TYPE, "ssh-keypair"), (ROTATED, "")];
+        let old = secret(
+            &annotations,
+            &[
+                ("ssh-privatekey", "old-private"),
+                ("ssh-publickey", "old-public"),
+            ],
+        );
+        // A replace without the pair: both copied.
+        let f = fill(plan(&secret(&annotations, &[]), Some(&old)));
+        assert_eq!(
+            f.copied_keys().collect::<Vec<_>>(),
+            ["ssh-privatekey", "ssh-publickey"]
+        );
+        assert!(f.generated_keys().is_empty());
+        // Without the public key only, the private key unchanged: copied.
+        let new = secret(&annotations, &[("ssh-privatekey", "old-private")]);
+        let f = fill(plan(&new, Some(&old)));
+        assert_eq!(f.copied_keys().collect::<Vec<_>>(), ["ssh-publickey"]);
+        // A new private key with the stored public key would not match: refused.
+        let new = secret(&annotations, &[("ssh-privatekey", "new-private")]);
+        assert_eq!(
+            refused(plan(&new, Some(&old))),
+            Refusal::IncompletePair {
+                have: vec!["ssh-privatekey".into()],
+                lack: vec!["ssh-publickey".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn basic_auth_writes_username_password_and_a_bcrypt_line() {
+        let s = secret(&[(TYPE, "basic-auth")], &[]);
+        let f = fill(plan(&s, None));
+        assert_eq!(f.keys(), ["auth", "password", "username"]);
+        assert!(f.costly(), "bcrypt");
+        let v = f.values().unwrap();
+        let password = text_of(&v, "password");
+        assert_eq!(password.len(), 32);
+        assert!(password.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_eq!(text_of(&v, "username"), "admin");
+        let line = text_of(&v, "auth");
+        let hash = line.strip_prefix("admin:").unwrap().trim_end();
+        assert!(hash.starts_with("$2y$10$"), "{line}");
+        assert!(bcrypt::verify(&password, hash).unwrap());
+        let done = apply(&s, &f);
+        assert_eq!(plan(&done, None), Plan::Complete);
+
+        // A preset user and password are kept: only the line is made.
+        let s = secret(
+            &[(TYPE, "basic-auth")],
+            &[("username", "ops"), ("password", "preset-pw")],
+        );
+        let f = fill(plan(&s, None));
+        assert_eq!(f.keys(), ["auth"]);
+        let line = text_of(&f.values().unwrap(), "auth");
+        let hash = line.strip_prefix("ops:").unwrap().trim_end();
+        assert!(bcrypt::verify("preset-pw", hash).unwrap());
+
+        // The password's length and alphabet are ours.
+        let s = secret(
+            &[(TYPE, "basic-auth"), (LENGTH, "20"), (CHARSET, "hex")],
+            &[],
+        );
+        let v = fill(plan(&s, None)).values().unwrap();
+        let p = text_of(&v, "password");
+        assert!(p.len() == 20 && p.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn basic_auth_with_a_line_and_no_password_is_reported() {
+        let s = secret(&[(TYPE, "basic-auth")], &[("auth", "admin:$2y$10$SECRET")]);
+        let r = refused(plan(&s, None));
+        assert_eq!(
+            r,
+            Refusal::IncompletePair {
+                have: vec!["auth".into()],
+                lack: vec!["username".into(), "password".into()]
+            }
+        );
+        assert!(!r.message().contains("SECRET"), "{}", r.message());
+        // All three: complete (a Secret mittwald filled).
+        let s = secret(
+            &[(mittwald::TYPE, "basic-auth")],
+            &[("auth", "a:h"), ("username", "a"), ("password", "p")],
+        );
+        assert_eq!(plan(&s, None), Plan::Complete);
+        // A preset password bcrypt cannot read, or a user an htpasswd line
+        // cannot hold: invalid, quoting neither.
+        let long = "SECRET".repeat(13);
+        let why = invalid(plan(
+            &secret(&[(TYPE, "basic-auth")], &[("password", &long)]),
+            None,
+        ));
+        assert!(
+            why.contains("at most 72 bytes") && !why.contains("SECRET"),
+            "{why}"
+        );
+        let why = invalid(plan(
+            &secret(&[(TYPE, "basic-auth")], &[("username", "SECRET:x")]),
+            None,
+        ));
+        assert!(
+            why.contains("key username") && !why.contains("SECRET"),
+            "{why}"
+        );
+    }
+
+    // ---- mittwald's annotations, read as aliases ----
+
+    #[test]
+    fn mittwald_strings_are_40_characters_of_base64_by_default() {
+        let s = secret(&[(mittwald::AUTOGENERATE, "password,token")], &[]);
+        assert!(asks(s.metadata.annotations.as_ref()));
+        let f = fill(plan(&s, None));
+        assert_eq!(
+            f.kind(),
+            &Kind::Cut(Bytes {
+                length: 40,
+                encoding: Encoding::Base64
+            })
+        );
+        assert_eq!(f.generated_keys(), ["password", "token"]);
+        let v = f.values().unwrap();
+        for k in ["password", "token"] {
+            let t = text_of(&v, k);
+            assert_eq!(t.len(), 40);
+            assert!(
+                t.chars().all(|c| Charset::Base64.chars().contains(c)),
+                "{t}"
+            );
+        }
+        // The type it adds after its first fill changes nothing.
+        let s = secret(
+            &[
+                (mittwald::AUTOGENERATE, "password"),
+                (mittwald::TYPE, "string"),
+            ],
+            &[],
+        );
+        assert_eq!(fill(plan(&s, None)).kind(), f.kind());
+        // Length and encoding: characters of the encoding, cut.
+        let s = secret(
+            &[
+                (mittwald::AUTOGENERATE, "k"),
+                (mittwald::LENGTH, "15"),
+                (mittwald::ENCODING, "hex"),
+            ],
+            &[],
+        );
+        let v = fill(plan(&s, None)).values().unwrap();
+        let t = text_of(&v, "k");
+        assert!(
+            t.len() == 15 && t.chars().all(|c| c.is_ascii_hexdigit()),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn mittwald_b_suffix_is_a_length_in_bytes_encoded_whole() {
+        for (length, encoding, raw, out) in [
+            ("32B", "base64url", 32, 44),
+            ("32b", "base64", 32, 44),
+            ("16B", "hex", 16, 32),
+            ("10B", "base32", 10, 16),
+            ("24B", "raw", 24, 24),
+        ] {
+            let s = secret(
+                &[
+                    (mittwald::AUTOGENERATE, "k"),
+                    (mittwald::LENGTH, length),
+                    (mittwald::ENCODING, encoding),
+                ],
+                &[],
+            );
+            let f = fill(plan(&s, None));
+            let Kind::Bytes(b) = f.kind() else {
+                panic!("{length}: {:?}", f.kind())
+            };
+            assert_eq!(b.length, raw);
+            let v = f.values().unwrap();
+            assert_eq!(v["k"].0.len(), out, "{length} {encoding}");
+            if let Some(codec) = b.encoding.codec() {
+                assert_eq!(codec.decode(&v["k"].0).unwrap().len(), raw);
+            }
+        }
+        // Our own length takes no suffix.
+        let why = invalid(plan(
+            &secret(&[(GENERATE, "k"), (LENGTH, "32B")], &[]),
+            None,
+        ));
+        assert!(why.contains("whole number from 1 to 1048576"), "{why}");
+    }
+
+    #[test]
+    fn mittwald_ssh_keys_are_rsa_of_its_length_in_bits() {
+        let s = secret(&[(mittwald::TYPE, "ssh-keypair")], &[]);
+        let f = fill(plan(&s, None));
+        assert_eq!(
+            f.kind(),
+            &Kind::SshKeyPair(KeyShape {
+                algorithm: KeyAlgorithm::Rsa,
+                size: 2048
+            })
+        );
+        assert_eq!(f.generated_keys(), ["ssh-privatekey", "ssh-publickey"]);
+        assert!(f.costly());
+        // Its length is the key's size; its encoding and autogenerate are
+        // not read for key pairs (as mittwald does not).
+        let s = secret(
+            &[
+                (mittwald::TYPE, "ssh-keypair"),
+                (mittwald::LENGTH, "4096"),
+                (mittwald::ENCODING, "hex"),
+                (mittwald::AUTOGENERATE, "password"),
+            ],
+            &[],
+        );
+        let f = fill(plan(&s, None));
+        assert!(matches!(f.kind(), Kind::SshKeyPair(k) if k.size == 4096));
+        assert_eq!(f.generated_keys(), ["ssh-privatekey", "ssh-publickey"]);
+        let why = invalid(plan(
+            &secret(
+                &[(mittwald::TYPE, "ssh-keypair"), (mittwald::LENGTH, "1024")],
+                &[],
+            ),
+            None,
+        ));
+        assert!(why.contains("use 2048, 3072, 4096"), "{why}");
+        // Ours win: an ed25519 key for a mittwald-typed Secret.
+        let s = secret(
+            &[(mittwald::TYPE, "ssh-keypair"), (ALGORITHM, "ed25519")],
+            &[],
+        );
+        assert!(
+            matches!(fill(plan(&s, None)).kind(), Kind::SshKeyPair(k) if k.algorithm == KeyAlgorithm::Ed25519)
+        );
+    }
+
+    #[test]
+    fn mittwald_basic_auth_with_its_username_and_password_defaults() {
+        let s = secret(
+            &[
+                (mittwald::TYPE, "basic-auth"),
+                (mittwald::BASIC_AUTH_USERNAME, "ops"),
+            ],
+            &[],
+        );
+        let f = fill(plan(&s, None));
+        let Kind::BasicAuth(a) = f.kind() else {
+            panic!()
+        };
+        assert_eq!((a.username.as_str(), a.named), ("ops", true));
+        assert_eq!(
+            *a.password,
+            Kind::Cut(Bytes {
+                length: 40,
+                encoding: Encoding::Base64
+            })
+        );
+        let v = f.values().unwrap();
+        assert_eq!(text_of(&v, "username"), "ops");
+        let password = text_of(&v, "password");
+        assert_eq!(password.len(), 40);
+        let line = text_of(&v, "auth");
+        let hash = line.strip_prefix("ops:").unwrap().trim_end();
+        assert!(bcrypt::verify(&password, hash).unwrap());
+        // A username key that names another user than the annotation: invalid.
+        let s = secret(
+            &[
+                (mittwald::TYPE, "basic-auth"),
+                (mittwald::BASIC_AUTH_USERNAME, "ops"),
+            ],
+            &[("username", "SECRET-someone")],
+        );
+        let why = invalid(plan(&s, None));
+        assert!(
+            why.contains("another user") && !why.contains("SECRET"),
+            "{why}"
+        );
+        // Its raw encoding cannot be a password; nor can more than 72 bytes.
+        for (k, v, expect) in [
+            (mittwald::ENCODING, "raw", "must be text"),
+            (mittwald::LENGTH, "73", "at most 72"),
+            (mittwald::LENGTH, "60B", "at most 72"),
+            (mittwald::BASIC_AUTH_USERNAME, "a:b", "htpasswd line"),
+        ] {
+            let why = invalid(plan(
+                &secret(&[(mittwald::TYPE, "basic-auth"), (k, v)], &[]),
+                None,
+            ));
+            assert!(why.contains(expect), "{k}={v}: {why}");
+        }
+    }
+
+    #[test]
+    fn a_mittwald_secret_migrates_by_adding_the_label() {
+        // Already filled by mittwald (its markers included): complete.
+        let s = secret(
+            &[
+                (mittwald::AUTOGENERATE, "password"),
+                (mittwald::TYPE, "string"),
+                (mittwald::SECURE, "yes"),
+                (mittwald::GENERATED_AT, "2020-04-03T14:07:47+02:00"),
+            ],
+            &[("password", "kept")],
+        );
+        assert_eq!(unknown_annotations(&s.metadata), []);
+        assert_eq!(plan(&s, None), Plan::Complete);
+        // Not filled yet: filled as mittwald would (40 characters of base64).
+        let mut empty = s.clone();
+        empty.data = None;
+        let f = fill(plan(&empty, None));
+        assert_eq!(f.generated_keys(), ["password"]);
+        assert!(matches!(f.kind(), Kind::Cut(b) if b.length == 40));
+        // Without the label: nothing.
+        let mut unlabelled = s.clone();
+        unlabelled.metadata.labels = None;
+        assert_eq!(plan(&unlabelled, None), Plan::NotManaged);
+        // An empty type asks for nothing, as in mittwald.
+        assert_eq!(
+            plan(&secret(&[(mittwald::TYPE, "")], &[]), None),
+            Plan::NotManaged
+        );
+    }
+
+    #[test]
+    fn bad_kind_values_say_what_to_fix() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (
+                &[(TYPE, "password")],
+                "is not a type: use one of string, bytes, uuid, ssh-keypair, basic-auth",
+            ),
+            (&[(TYPE, "")], "is not a type"),
+            (
+                &[(TYPE, "uuid")],
+                "names no key: list the keys to fill in randomsecret.io/generate",
+            ),
+            (
+                &[(mittwald::TYPE, "string")],
+                "names no key: list the keys to fill in secret-generator.v1.mittwald.de/autogenerate",
+            ),
+            (
+                &[(mittwald::TYPE, "bytes")],
+                "use one of string, ssh-keypair, basic-auth (set randomsecret.io/type for bytes)",
+            ),
+            (&[(mittwald::TYPE, "sshkeypair")], "is not a type"),
+            (
+                &[(GENERATE, "k"), (TYPE, "bytes"), (ENCODING, "base58")],
+                "use one of raw, base64, base64url, base32, hex",
+            ),
+            (
+                &[
+                    (mittwald::AUTOGENERATE, "k"),
+                    (mittwald::ENCODING, "base58"),
+                ],
+                "is not an encoding",
+            ),
+            (
+                &[(GENERATE, "k"), (TYPE, "bytes"), (LENGTH, "524289")],
+                "from 1 to 524288",
+            ),
+            (
+                &[(mittwald::AUTOGENERATE, "k"), (mittwald::LENGTH, "0B")],
+                "optionally followed by B",
+            ),
+            (
+                &[(mittwald::AUTOGENERATE, "k"), (mittwald::LENGTH, "-5")],
+                "optionally followed by B",
+            ),
+            (
+                &[(GENERATE, "k"), (ENCODING, "hex")],
+                "randomsecret.io/encoding is not read with randomsecret.io/type string: remove it (a string's alphabet is randomsecret.io/charset",
+            ),
+            (
+                &[(GENERATE, "k"), (TYPE, "bytes"), (CHARSET, "hex")],
+                "charset is not read with randomsecret.io/type bytes",
+            ),
+            (
+                &[(GENERATE, "k"), (TYPE, "uuid"), (LENGTH, "8")],
+                "length is not read with randomsecret.io/type uuid",
+            ),
+            (
+                &[(TYPE, "ssh-keypair"), (LENGTH, "4096")],
+                "(a key's size is randomsecret.io/bits)",
+            ),
+            (
+                &[(TYPE, "ssh-keypair"), (ALGORITHM, "dsa")],
+                "use ed25519, ecdsa or rsa",
+            ),
+            (
+                &[(TYPE, "ssh-keypair"), (BITS, "256")],
+                "an ed25519 key has no size",
+            ),
+            (
+                &[(TYPE, "ssh-keypair"), (ALGORITHM, "rsa"), (BITS, "1024")],
+                "use 2048, 3072, 4096",
+            ),
+            (
+                &[(TYPE, "ssh-keypair"), (ALGORITHM, "ecdsa"), (BITS, "255")],
+                "use 256, 384, 521",
+            ),
+            (
+                &[(GENERATE, "k"), (ALGORITHM, "rsa")],
+                "algorithm is not read with randomsecret.io/type string",
+            ),
+            (
+                &[(TYPE, "basic-auth"), (GENERATE, "auth")],
+                "is not read with randomsecret.io/type basic-auth, which writes the keys username, password and auth",
+            ),
+            (&[(TYPE, "basic-auth"), (LENGTH, "73")], "at most 72"),
+            (
+                &[(TYPE, "ssh-keypair"), (alias::ENABLE, "true")],
+                "makes random strings",
+            ),
+            (
+                &[(TYPE, "ssh-keypair"), (GENERATE, "a,a.pub")],
+                "would hold two values",
+            ),
+            (
+                &[(TYPE, "ssh-keypair"), (GENERATE, &"k".repeat(252))],
+                "not a valid Secret data key",
+            ),
+            (
+                &[(GENERATE, "a,b"), (TYPE, "bytes"), (LENGTH, "400000")],
+                "exceed the 1 MiB",
+            ),
+        ];
+        for (annotations, expect) in cases {
+            let why = invalid(plan(&secret(annotations, &[]), None));
+            assert!(why.contains(expect), "{annotations:?}: {why}");
+        }
+    }
+
+    #[test]
+    fn the_webhook_leaves_rsa_pairs_to_the_controller() {
+        let s = secret(&[(mittwald::TYPE, "ssh-keypair")], &[]);
+        let f = fill(plan(&s, None));
+        let (rest, left) = f.without_rsa().unwrap();
+        assert_eq!(left, ["ssh-privatekey", "ssh-publickey"]);
+        assert!(rest.keys().is_empty() && rest.rotated().is_none());
+        assert!(rest.values().unwrap().is_empty());
+        // An UPDATE that lost the record: the rest puts it back, so the
+        // controller's fill sees the rotation this one saw.
+        let old = secret(
+            &[(TYPE, "ssh-keypair"), (ALGORITHM, "rsa"), (ROTATED, "1")],
+            &[("ssh-privatekey", "a"), ("ssh-publickey", "b")],
+        );
+        let new = secret(
+            &[(TYPE, "ssh-keypair"), (ALGORITHM, "rsa"), (ROTATE, "2")],
+            &[("ssh-privatekey", "a"), ("ssh-publickey", "b")],
+        );
+        let f = fill(plan(&new, Some(&old)));
+        assert!(f.is_rotation() && f.rotated() == Some("2"));
+        let (rest, _) = f.without_rsa().unwrap();
+        assert_eq!(rest.rotated(), Some("1"));
+        let mut stored = new.clone();
+        stored
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(ROTATED.into(), "1".into());
+        assert!(
+            fill(plan(&stored, None)).is_rotation(),
+            "the controller rotates"
+        );
+        // A copy on UPDATE is no RSA generation: nothing is left.
+        let f = fill(plan(
+            &secret(&[(mittwald::TYPE, "ssh-keypair")], &[]),
+            Some(&old),
+        ));
+        assert!(f.without_rsa().is_none(), "{f:?}");
+    }
+
+    #[test]
+    fn mittwald_annotations_are_checked_for_typos() {
+        assert_eq!(
+            suggestion("secret-generator.v1.mittwald.de/lenght"),
+            Some(mittwald::LENGTH)
+        );
+        assert_eq!(
+            suggestion("secret-generator.v1.mittwald.de/autogenrate"),
+            Some(mittwald::AUTOGENERATE)
+        );
+        assert_eq!(
+            suggestion("secret-generator.v1.mittwald.de/generate"),
+            Some(mittwald::AUTOGENERATE)
+        );
+        assert_eq!(suggestion("randomsecret.io/username"), None);
+        assert_eq!(suggestion("randomsecret.io/typ"), Some(TYPE));
+        assert_eq!(suggestion("randomsecret.io/encodng"), Some(ENCODING));
+        assert_eq!(
+            suggestion("secret-generator.v1.mittwald.io/type"),
+            Some(mittwald::TYPE)
+        );
+        let found = unknown(&[mittwald::REGENERATE]);
+        assert_eq!(found.len(), 1);
+        let m = found[0].message();
+        assert!(
+            m.contains("is not read") && m.contains("randomsecret.io/rotate"),
+            "{m}"
+        );
+        let m = unknown(&["secret-generator.v1.mittwald.de/owner"])[0].message();
+        assert!(
+            m.contains("randomsecret reads mittwald's autogenerate, type, length, encoding and basic-auth-username"),
+            "{m}"
+        );
+        // Every message fits the apiserver's 256 characters per warning.
+        let long = [
+            format!("{}{}", mittwald::PREFIX, "a".repeat(63)),
+            format!("{}{}", alias::PREFIX, "a".repeat(63)),
+            format!("{PREFIX}{}", "a".repeat(63)),
+            mittwald::REGENERATE.to_string(),
+        ];
+        let keys: Vec<&str> = long.iter().map(String::as_str).collect();
+        for w in unknown_warnings(&unknown(&keys)) {
+            assert!(w.len() + "randomsecret: ".len() <= 256, "{} {w}", w.len());
+        }
     }
 
     impl Plan {

@@ -4,7 +4,7 @@
 //! calls: everything needed is in the request (the old object on UPDATE).
 
 use super::review::{self, Object, Operation};
-use crate::annotated::rules::{self, Plan};
+use crate::annotated::rules::{self, Fill, Plan};
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation};
 use k8s_openapi::ByteString;
@@ -159,27 +159,77 @@ fn planned(resp: Response, new: &Object, old: Option<&Object>) -> (Response, Out
         Plan::NotManaged | Plan::Complete => (resp, Outcome::Unchanged),
         Plan::Refused(r) => warn(resp, r.message()),
         Plan::Invalid(what) => warn(resp, format!("the Secret was not filled: {what}")),
-        Plan::Fill(fill) => match fill.values() {
-            Err(e) => warn(resp, format!("the Secret was not filled: {e}")),
-            Ok(values) if values.is_empty() => (resp, Outcome::Unchanged),
-            Ok(values) => {
-                let patch = fill_patch(
-                    new.has_data,
-                    new.meta.annotations.is_some(),
-                    &values,
-                    fill.rotated(),
-                );
-                drop(values);
-                let uid = resp.uid.clone();
-                match resp.with_patch(&patch) {
-                    Ok(r) => (r, Outcome::Filled),
-                    Err(e) => warn(
-                        Response::allowed(uid),
-                        format!("the Secret was not filled: {e}"),
-                    ),
+        Plan::Fill(fill) => {
+            // No RSA key at admission: the controller makes them once the
+            // Secret is stored; this fill writes the rest (copies on UPDATE).
+            let (fill, resp, left) = match fill.without_rsa() {
+                Some((rest, left)) => (rest, resp.warn(left_to_controller(&left)), true),
+                None => (fill, resp, false),
+            };
+            filled(resp, new, &fill, left)
+        }
+    }
+}
+
+/// The warning about RSA keys left to the controller: the keys (at most
+/// two named) and why, within the apiserver's 256 characters per warning.
+fn left_to_controller(keys: &[String]) -> String {
+    let named = match keys {
+        [a, b] => rules::list(&[a.clone(), b.clone()]),
+        [a, b, rest @ ..] => format!(
+            "{} and {} more",
+            rules::list(&[a.clone(), b.clone()]),
+            rest.len()
+        ),
+        _ => rules::list(keys),
+    };
+    let text = format!(
+        "{named} left to the controller, which makes RSA keys right after the Secret is stored (too slow for admission)"
+    );
+    if text.len() + WHO.len() + 2 <= 256 {
+        return text;
+    }
+    format!(
+        "{} keys (RSA key pairs) left to the controller, which makes RSA keys right after the Secret is stored (too slow for admission)",
+        keys.len()
+    )
+}
+
+/// The answer with `fill`'s values as the patch (`deferred`: keys were left
+/// to the controller, already said in a warning).
+fn filled(resp: Response, new: &Object, fill: &Fill, deferred: bool) -> (Response, Outcome) {
+    let warn = |resp: Response, text: String| (resp.warn(text), Outcome::Warned);
+    let nothing = if deferred {
+        Outcome::Warned
+    } else {
+        Outcome::Unchanged
+    };
+    match fill.values() {
+        Err(e) => warn(resp, format!("the Secret was not filled: {e}")),
+        Ok(values) if values.is_empty() && (!deferred || fill.rotated().is_none()) => {
+            (resp, nothing)
+        }
+        Ok(values) => {
+            let patch = fill_patch(
+                new.has_data,
+                new.meta.annotations.is_some(),
+                &values,
+                fill.rotated(),
+            );
+            let wrote = !values.is_empty();
+            drop(values);
+            let uid = resp.uid.clone();
+            let warnings = resp.warnings.clone();
+            match resp.with_patch(&patch) {
+                Ok(r) if wrote => (r, Outcome::Filled),
+                Ok(r) => (r, nothing),
+                Err(e) => {
+                    let mut resp = Response::allowed(uid);
+                    resp.warnings = warnings;
+                    warn(resp, format!("the Secret was not filled: {e}"))
                 }
             }
-        },
+        }
     }
 }
 
@@ -195,7 +245,9 @@ pub fn fill_patch(
 ) -> Patch {
     let json = |v: &ByteString| serde_json::to_value(v).unwrap_or_default();
     let add = |path: PointerBuf, value| PatchOperation::Add(AddOperation { path, value });
-    let mut ops = if !has_data {
+    let mut ops = if values.is_empty() {
+        Vec::new()
+    } else if !has_data {
         let all: serde_json::Map<String, serde_json::Value> =
             values.iter().map(|(k, v)| (k.clone(), json(v))).collect();
         vec![add(PointerBuf::from_tokens(["data"]), all.into())]
@@ -525,6 +577,120 @@ mod tests {
             assert!(matches!(outcome, Outcome::Unchanged | Outcome::Unreadable));
             assert_eq!(serde_json::to_value(out).unwrap()["response"]["uid"], "d");
         }
+    }
+
+    /// A labelled Secret with `annotations` and `data` (base64 values).
+    fn with(annotations: serde_json::Value, data: serde_json::Value) -> serde_json::Value {
+        json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "ns",
+                "labels": {"randomsecret.io/managed": "true"},
+                "annotations": annotations},
+            "data": data,
+        })
+    }
+
+    fn text(obj: &serde_json::Value, key: &str) -> String {
+        let v: ByteString = serde_json::from_value(obj["data"][key].clone()).unwrap();
+        String::from_utf8(v.0).unwrap()
+    }
+
+    #[test]
+    fn an_ssh_key_pair_is_filled_whole_at_admission() {
+        let s = with(json!({"randomsecret.io/type": "ssh-keypair"}), json!({}));
+        let (obj, outcome, out) = patched(&request("CREATE", s, json!(null)));
+        assert_eq!(outcome, Outcome::Filled);
+        assert!(out["response"].get("warnings").is_none(), "{out}");
+        let private = text(&obj, "ssh-privatekey");
+        assert_eq!(
+            crate::generate::pair::ssh_public(&private).unwrap(),
+            text(&obj, "ssh-publickey")
+        );
+        // Half a pair: a warning, nothing written.
+        let half = with(
+            json!({"randomsecret.io/type": "ssh-keypair"}),
+            json!({"ssh-publickey": "U0VDUkVU"}),
+        );
+        let (obj, outcome, out) = patched(&request("CREATE", half.clone(), json!(null)));
+        assert_eq!((outcome, obj), (Outcome::Warned, half));
+        let w = out["response"]["warnings"][0].as_str().unwrap();
+        assert!(w.contains("\"ssh-privatekey\" is empty"), "{w}");
+        echoes_nothing("half", &out);
+    }
+
+    #[test]
+    fn an_rsa_key_pair_is_left_to_the_controller_with_a_warning() {
+        let s = with(
+            json!({"secret-generator.v1.mittwald.de/type": "ssh-keypair"}),
+            json!({"other": "eA=="}),
+        );
+        let (obj, outcome, out) = patched(&request("CREATE", s.clone(), json!(null)));
+        assert_eq!(outcome, Outcome::Warned);
+        assert_eq!(obj, s, "nothing written");
+        let w = out["response"]["warnings"].as_array().unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(
+            w[0],
+            "randomsecret: keys \"ssh-privatekey\", \"ssh-publickey\" left to the controller, which makes RSA keys right after the Secret is stored (too slow for admission)"
+        );
+        // On UPDATE a stored pair is still copied (never made again).
+        let old = with(
+            json!({"randomsecret.io/type": "ssh-keypair", "randomsecret.io/algorithm": "rsa", "randomsecret.io/rotated": ""}),
+            json!({"ssh-privatekey": "cHJpdg==", "ssh-publickey": "cHVi"}),
+        );
+        let new = with(
+            json!({"randomsecret.io/type": "ssh-keypair", "randomsecret.io/algorithm": "rsa"}),
+            json!({}),
+        );
+        let (obj, outcome, out) = patched(&request("UPDATE", new, old));
+        assert_eq!(outcome, Outcome::Filled);
+        assert!(out["response"].get("warnings").is_none(), "{out}");
+        assert_eq!(obj["data"]["ssh-privatekey"], "cHJpdg==");
+        assert_eq!(
+            obj["metadata"]["annotations"]["randomsecret.io/rotated"],
+            ""
+        );
+        // Many keys: counted, within 256 characters.
+        let keys: Vec<String> = (0..40).map(|i| format!("{}{i}", "k".repeat(60))).collect();
+        let w = left_to_controller(&keys);
+        assert!(w.len() + WHO.len() + 2 <= 256, "{w}");
+        let three = ["a".to_string(), "a.pub".into(), "b".into(), "b.pub".into()];
+        assert!(left_to_controller(&three).starts_with("keys \"a\", \"a.pub\" and 2 more left"));
+    }
+
+    #[test]
+    fn basic_auth_and_mittwald_strings_are_filled_at_admission() {
+        let s = with(
+            json!({"secret-generator.v1.mittwald.de/type": "basic-auth",
+                   "secret-generator.v1.mittwald.de/basic-auth-username": "ops"}),
+            json!({}),
+        );
+        let (obj, outcome, _) = patched(&request("CREATE", s, json!(null)));
+        assert_eq!(outcome, Outcome::Filled);
+        let password = text(&obj, "password");
+        assert_eq!(
+            (password.len(), text(&obj, "username").as_str()),
+            (40, "ops")
+        );
+        let auth = text(&obj, "auth");
+        let hash = auth.strip_prefix("ops:").unwrap().trim_end();
+        assert!(bcrypt::verify(&password, hash).unwrap());
+        let s = with(
+            json!({"secret-generator.v1.mittwald.de/autogenerate": "token",
+                   "secret-generator.v1.mittwald.de/length": "32B",
+                   "secret-generator.v1.mittwald.de/encoding": "base64url"}),
+            json!({}),
+        );
+        let (obj, outcome, _) = patched(&request("CREATE", s, json!(null)));
+        assert_eq!(outcome, Outcome::Filled);
+        let token = text(&obj, "token");
+        assert_eq!(
+            data_encoding::BASE64URL
+                .decode(token.as_bytes())
+                .unwrap()
+                .len(),
+            32
+        );
     }
 
     /// One case of `testdata/hostile/admission` (its README says the format).

@@ -6,7 +6,8 @@
 //!
 //! - [`review`]: reading a review, one pass keeping only what the rules read;
 //!   [`admission`]: the rules' plan and the JSONPatch (pure but for the
-//!   random values).
+//!   random values), run on the blocking pool (bcrypt); RSA keys are left
+//!   to the controller path, with a warning.
 //! - Limits (finding #2 of issue 26): a body is at most [`BODY_LIMIT`]; at
 //!   most [`IN_FLIGHT`] reviews are read at once, [`LARGE_IN_FLIGHT`] of
 //!   them large, and one more is shed at once; each has [`REQUEST_TIMEOUT`];
@@ -224,9 +225,20 @@ async fn answer(hook: &Hook, body: axum::body::Body, length: Option<u64>) -> Res
         }
         buf.extend_from_slice(&chunk);
     }
-    let excluded = |ns: &str| hook.excluded.iter().any(|e| e == ns);
-    let (answer, outcome, dry_run) = admission::review(&buf, &excluded);
-    drop(buf);
+    // On the blocking pool: a fill may hash a basic-auth password (bcrypt,
+    // tens of milliseconds), which must not hold a runtime thread. At most
+    // IN_FLIGHT reviews run at once (the slots).
+    let excluded = hook.excluded.clone();
+    let reviewed = tokio::task::spawn_blocking(move || {
+        let excluded = |ns: &str| excluded.iter().any(|e| e == ns);
+        admission::review(&buf, &excluded)
+    })
+    .await;
+    let (answer, outcome, dry_run) = match reviewed {
+        Ok(r) => r,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => return refuse(hook, "shed", StatusCode::SERVICE_UNAVAILABLE),
+    };
     let json = serde_json::to_vec(&answer).unwrap_or_default();
     drop(answer);
     if outcome == admission::Outcome::Filled && !dry_run {
