@@ -75,6 +75,35 @@ pub struct Args {
     /// Skip the push phase.
     #[arg(long)]
     pub no_push: bool,
+    /// Skip the kinds phase (after the core sizes): convergence with a key
+    /// pair and a template against its floor, and RSA keys under a rotation
+    /// workload with the lease watched.
+    #[arg(long)]
+    pub no_kinds: bool,
+    /// Run only the kinds phase: a quick look.
+    #[arg(long)]
+    pub only_kinds: bool,
+    /// RandomSecrets with a password, an ed25519 SSH key pair and a template
+    /// converged by the floor and by the controller in the kinds phase.
+    #[arg(long, default_value_t = 1000)]
+    pub kinds_count: usize,
+    /// RSA-4096 RandomSecrets created at once during the kinds phase's
+    /// rotation workload.
+    #[arg(long, default_value_t = 200)]
+    pub rsa_count: usize,
+    /// Plain RandomSecrets the kinds phase rotates, when the largest size's
+    /// set is gone by then (it is kept for the scale phase).
+    #[arg(long, default_value_t = 1000)]
+    pub kinds_plain: usize,
+    /// Diagnostic: the RSA part's controller reconciles this many at once
+    /// (default: --concurrency), to tell what its reconcile slots cost
+    /// the rotations from what the CPU does.
+    #[arg(long)]
+    pub kinds_reconcile_concurrency: Option<usize>,
+    /// The controller's --key-generation-concurrency in the kinds phase
+    /// (default: the controller's own, half the cores).
+    #[arg(long)]
+    pub key_generation_concurrency: Option<u16>,
     /// Where results.json goes.
     #[arg(long, default_value = "target/bench")]
     pub out: std::path::PathBuf,

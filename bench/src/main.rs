@@ -1,16 +1,18 @@
 //! `make bench`: convergence against an apiserver floor, API requests per
 //! version, memory, CPU, connections and threads at 10,000 objects, rotation
 //! latency, startup (with the peak RSS of the initial lists), failover, a
-//! peer controller, the webhook's latency, the push to OpenBao and, last,
-//! memory as the set grows to 50,000, all against
-//! the local control plane in one run. Prints a table and writes
+//! peer controller, the kinds of keys (a key pair and a template against
+//! their floor; RSA keys under a rotation workload), the webhook's latency,
+//! the push to OpenBao and, last, memory as the set grows to 50,000, all
+//! against the local control plane in one run. Prints a table and writes
 //! `target/bench/results.json`.
 //!
 //! Run by `e2e/bench.sh` (which starts the control plane and builds the
 //! release binary and the peer); see docs/src/benchmarks.md.
 //!
 //! This file is the run's order and nothing else. Below it: the phases
-//! (`phases` for the core ones, `webhook`, `push`, `peer`), which hand what
+//! (`phases` for the core ones, `kinds` on top of their floor and
+//! convergence, `webhook`, `push`, `peer`), which hand what
 //! they measured (`figures`) to the `report`; under those, the measuring
 //! and the objects (`apimetrics`, `procstat`, `etcd`, `stats`, `workload`,
 //! `controller`, `charts`) and the command line (`args`). No module imports
@@ -22,6 +24,7 @@ mod charts;
 mod controller;
 mod etcd;
 mod figures;
+mod kinds;
 mod peer;
 mod phases;
 mod procstat;
@@ -81,6 +84,11 @@ async fn main() -> Result<()> {
         webhook(&client, &args, &mut report).await;
         return report.finish(&args.out, &args.charts);
     }
+    if args.only_kinds {
+        eprintln!("bench: kinds only");
+        kinds::phase(&client, &args, None, &mut report).await;
+        return report.finish(&args.out, &args.charts);
+    }
     for &n in &args.sizes {
         eprintln!("bench: N={n}: floor");
         let mut floor = if args.no_floor {
@@ -125,6 +133,15 @@ async fn main() -> Result<()> {
             continue; // the scale phase grows this set; cluster.sh down removes it
         }
         workload::delete_namespaces(&client, &phases::prefix("ours", n), args.namespaces).await?;
+    }
+    if !args.no_kinds {
+        eprintln!("bench: kinds");
+        // The largest set is still there when the scale phase is to grow it.
+        let kept = big.map(|_| kinds::PlainSet {
+            prefix: phases::prefix("ours", largest),
+            run: format!("ours-{largest}"),
+        });
+        kinds::phase(&client, &args, kept, &mut report).await;
     }
     if !args.no_webhook {
         eprintln!("bench: webhook");

@@ -7,7 +7,7 @@ use crate::args::Args;
 use crate::controller::{self, reconciles, settle, wait_leader};
 use crate::etcd::fresh_storage;
 use crate::figures::{Converged, Floor, Restart, ScalePoint};
-use crate::procstat::{self, Sampler};
+use crate::procstat::{self, CpuWindow, Sampler};
 use crate::report::Report;
 use crate::workload::{self, LIMIT, RUN_LABEL, ReadyWatch, place, run_concurrently};
 use anyhow::{Context, Result, ensure};
@@ -25,13 +25,14 @@ pub fn prefix(what: &str, n: usize) -> String {
     format!("bench-{what}-{n}")
 }
 
-/// Creates RandomSecrets number `range` of set `pre` (labelled `run`), with
-/// the benchmark's concurrency.
-async fn create_randomsecrets(
+/// Creates RandomSecrets number `range` of set `pre` (labelled `run`) of
+/// `spec`, with the benchmark's concurrency.
+pub async fn create_randomsecrets(
     client: &Client,
     args: &Args,
     pre: &str,
     run: &str,
+    spec: &serde_json::Value,
     range: std::ops::Range<usize>,
 ) -> Result<()> {
     run_concurrently(range.len(), args.concurrency, |j| {
@@ -41,7 +42,7 @@ async fn create_randomsecrets(
             Api::<RandomSecret>::namespaced(client.clone(), &ns)
                 .create(
                     &PostParams::default(),
-                    &workload::random_secret(&name, &run, "1")?,
+                    &workload::random_secret_with(&name, &run, spec)?,
                 )
                 .await?;
             Ok(())
@@ -67,6 +68,30 @@ pub async fn floor(
     watches: bool,
 ) -> Result<Floor> {
     let what = if watches { "floorw" } else { "floor" };
+    floor_of(
+        client,
+        args,
+        what,
+        n,
+        &workload::spec("1"),
+        rotations,
+        watches,
+    )
+    .await
+}
+
+/// The floor of set `what` (namespaces `bench-<what>-<n>-*`) of `n`
+/// RandomSecrets of `spec`, as [`floor`] describes it; the rotation floor
+/// (`rotations`) is for the core set only.
+pub async fn floor_of(
+    client: &Client,
+    args: &Args,
+    what: &str,
+    n: usize,
+    spec: &serde_json::Value,
+    rotations: bool,
+    watches: bool,
+) -> Result<Floor> {
     fresh_storage(what)?;
     let pre = prefix(what, n);
     workload::create_namespaces(client, &pre, args.namespaces).await?;
@@ -79,13 +104,15 @@ pub async fn floor(
         workload::randomsecret_ready,
     )
     .await?;
+    let cpu = CpuWindow::start(&[])?;
     let start = Instant::now();
     run_concurrently(n, args.concurrency, |i| {
-        workload::floor_object(client, &pre, args.namespaces, &run, i)
+        workload::floor_object(client, &pre, args.namespaces, &run, spec, i)
     })
     .await?;
     let writes = start.elapsed();
     let (took, done) = ready.wait_since(start, LIMIT).await.context("the floor")?;
+    let cpu = cpu.stop()?;
     for w in watching.into_iter().flatten() {
         w.abort();
     }
@@ -101,6 +128,7 @@ pub async fn floor(
         writes,
         done,
         rotated,
+        cpu,
     })
 }
 
@@ -112,10 +140,24 @@ pub async fn converge(
     n: usize,
     ctl: &ControllerProcess,
 ) -> Result<Converged> {
+    converge_of(client, args, "ours", n, &workload::spec("1"), ctl).await
+}
+
+/// The controller `ctl` converging set `what` (namespaces
+/// `bench-<what>-<n>-*`, run `<what>-<n>`) of `n` new RandomSecrets of
+/// `spec`, as [`converge`] measures it.
+pub async fn converge_of(
+    client: &Client,
+    args: &Args,
+    what: &str,
+    n: usize,
+    spec: &serde_json::Value,
+    ctl: &ControllerProcess,
+) -> Result<Converged> {
     fresh_storage("randomsecret")?;
-    let pre = prefix("ours", n);
+    let pre = prefix(what, n);
     workload::create_namespaces(client, &pre, args.namespaces).await?;
-    let run = format!("ours-{n}");
+    let run = format!("{what}-{n}");
     let selector = format!("{RUN_LABEL}={run}");
     let watch = ReadyWatch::start(
         Api::<RandomSecret>::all(client.clone()),
@@ -131,12 +173,14 @@ pub async fn converge(
         Some(args.api_port),
         Duration::from_millis(500),
     );
+    let cpu = CpuWindow::start(&[ctl.child.id()])?;
     let start = Instant::now();
-    create_randomsecrets(client, args, &pre, &run, 0..n).await?;
+    create_randomsecrets(client, args, &pre, &run, spec, 0..n).await?;
     let (took, ready) = watch
         .wait_since(start, LIMIT)
         .await
         .context("randomsecret")?;
+    let cpu = cpu.stop()?;
     settle(ctl).await?;
     let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     // The benchmark's own requests.
@@ -152,6 +196,7 @@ pub async fn converge(
         peak_kib: mem.peak_kib,
         handles: procstat::handles(ctl.child.id(), args.api_port)?,
         handles_max: during.max,
+        cpu,
     })
 }
 
@@ -489,7 +534,7 @@ pub async fn scale(
         .await?;
         let before = apimetrics::scrape(client).await?;
         let start = Instant::now();
-        create_randomsecrets(client, args, &pre, &run, from..upto).await?;
+        create_randomsecrets(client, args, &pre, &run, &workload::spec("1"), from..upto).await?;
         let took = watch.wait(LIMIT).await? - start;
         settle(&ctl).await?;
         apimetrics::add(

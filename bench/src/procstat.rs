@@ -46,13 +46,145 @@ pub fn cpu_seconds(pid: u32) -> Result<f64> {
     Ok(ticks / clock_ticks())
 }
 
+/// CPU time used so far by `pid` and its children it has waited for
+/// (user + system of each), in seconds.
+fn cpu_seconds_with_children(pid: u32) -> Result<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("reading /proc/{pid}/stat"))?;
+    let rest = text.rsplit_once(')').context("/proc/pid/stat format")?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let mut ticks = 0.0;
+    for field in &f[11..15] {
+        ticks += field.parse::<f64>()?; // utime, stime, cutime, cstime
+    }
+    Ok(ticks / clock_ticks())
+}
+
+/// CPU seconds the whole machine has been busy so far (every state but
+/// idle and iowait, summed over the cores), from /proc/stat.
+fn machine_busy_seconds() -> Result<f64> {
+    let text = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+    let line = text.lines().next().context("/proc/stat is empty")?;
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().unwrap_or(0.0))
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest is in user).
+    let busy: f64 =
+        f.iter().take(8).sum::<f64>() - f.get(3).unwrap_or(&0.0) - f.get(4).unwrap_or(&0.0);
+    Ok(busy / clock_ticks())
+}
+
+/// The processes of this run: the benchmark (and the children it waited
+/// for), the control plane's (their command lines name `$E2E_DIR`, where
+/// `e2e/bench.sh` keeps its state) and `extra` (a controller).
+fn run_pids(extra: &[u32]) -> Vec<u32> {
+    let mut pids = vec![std::process::id()];
+    pids.extend_from_slice(extra);
+    let Some(dir) = std::env::var_os("E2E_DIR").and_then(|d| d.into_string().ok()) else {
+        return pids;
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if !pids.contains(&pid) && String::from_utf8_lossy(&cmdline).contains(&dir) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// CPU over a window: that of each process of this run (the benchmark,
+/// the control plane, a controller; all alive through the window), and the
+/// rest of the machine's busy time (other processes, the kernel's threads).
+/// On a machine shared with other work, the rest says how much of the CPU a
+/// timing competed for.
+pub struct CpuWindow {
+    busy: f64,
+    procs: Vec<(u32, String, f64)>,
+}
+
+/// What a [`CpuWindow`] measured, in CPU seconds.
+#[derive(Clone, Debug, Default)]
+pub struct CpuSplit {
+    /// By process name (`/proc/PID/comm`), summed over processes of one name.
+    pub by_process: std::collections::BTreeMap<String, f64>,
+    /// Everything else the machine did.
+    pub others: f64,
+}
+
+impl CpuSplit {
+    /// The run's own: every process of it.
+    pub fn run(&self) -> f64 {
+        self.by_process.values().sum()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({"run_s": self.run(), "by_process_s": self.by_process, "others_s": self.others})
+    }
+
+    /// "12.3 (kube-apiserver 6.1, etcd 2.0, ...)".
+    pub fn text(&self) -> String {
+        let parts: Vec<String> = self
+            .by_process
+            .iter()
+            .filter(|(_, v)| **v >= 0.05)
+            .map(|(k, v)| format!("{k} {v:.1}"))
+            .collect();
+        format!("{:.1} ({})", self.run(), parts.join(", "))
+    }
+}
+
+impl CpuWindow {
+    /// From now, with `extra` (a controller) counted as the run's.
+    pub fn start(extra: &[u32]) -> Result<CpuWindow> {
+        let procs = run_pids(extra)
+            .into_iter()
+            .filter_map(|p| {
+                let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).ok()?;
+                Some((
+                    p,
+                    comm.trim().to_string(),
+                    cpu_seconds_with_children(p).ok()?,
+                ))
+            })
+            .collect();
+        Ok(CpuWindow {
+            busy: machine_busy_seconds()?,
+            procs,
+        })
+    }
+
+    pub fn stop(self) -> Result<CpuSplit> {
+        let busy = machine_busy_seconds()? - self.busy;
+        let mut split = CpuSplit::default();
+        for (p, comm, before) in self.procs {
+            if let Ok(now) = cpu_seconds_with_children(p) {
+                *split.by_process.entry(comm).or_default() += now - before;
+            }
+        }
+        split.others = (busy - split.run()).max(0.0);
+        Ok(split)
+    }
+}
+
+/// Clock ticks per second (asked once).
 fn clock_ticks() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
-        .unwrap_or(100.0)
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
 }
 
 pub fn mib(kib: u64) -> f64 {

@@ -36,10 +36,15 @@ pub fn spec(rotation: &str) -> Value {
 }
 
 pub fn random_secret(name: &str, run: &str, rotation: &str) -> Result<RandomSecret> {
+    random_secret_with(name, run, &spec(rotation))
+}
+
+/// A RandomSecret `name` of `spec`, labelled `run`.
+pub fn random_secret_with(name: &str, run: &str, spec: &Value) -> Result<RandomSecret> {
     Ok(serde_json::from_value(json!({
         "apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
         "metadata": {"name": name, "labels": {RUN_LABEL: run}},
-        "spec": spec(rotation),
+        "spec": spec,
     }))?)
 }
 
@@ -104,20 +109,24 @@ pub async fn delete_namespaces(client: &Client, prefix: &str, count: usize) -> R
     Ok(())
 }
 
-/// The floor's writes for object `i`, as a tight client does them: create the
-/// RandomSecret, create a Secret like the controller's (same labels,
-/// annotation, owner and data sizes), then apply the same status and post
-/// the same Event at once.
+/// The floor's writes for object `i` of `spec`, as a tight client does them:
+/// create the RandomSecret, create a Secret like the controller's (same
+/// labels, annotation, owner and values, computed as the controller computes
+/// them), then apply the same status and post the same Event at once.
 pub async fn floor_object(
     client: &Client,
     prefix: &str,
     namespaces: usize,
     run: &str,
+    spec: &Value,
     i: usize,
 ) -> Result<()> {
     let (ns, name) = place(prefix, namespaces, i);
     let rs = Api::<RandomSecret>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &random_secret(&name, run, "1")?)
+        .create(
+            &PostParams::default(),
+            &random_secret_with(&name, run, spec)?,
+        )
         .await?;
     floor_version(client, &rs, None).await
 }
@@ -180,13 +189,20 @@ async fn floor_version(
     let (ns, name) = (rs.namespace().context("namespace")?, rs.name_any());
     let pp = PostParams::default();
     let v = Version::of(&rs.spec, &name)?;
+    // As the controller makes a first version's values: each generated key
+    // (inline: the floor has no costly kind), then the keys derived from
+    // them (public keys, htpasswd lines, templates).
     let mut data = BTreeMap::new();
     for (key, g) in &v.spec.generated {
+        if g.kind.is_derived() {
+            continue;
+        }
         data.insert(
             key.clone(),
             ByteString(randomsecret::generate::key_value(&g.kind)?),
         );
     }
+    randomsecret::generate::derive::all(&v.spec, &mut data, &BTreeMap::new())?;
     for (key, value) in &v.spec.statics {
         data.insert(key.clone(), ByteString(value.clone().into_bytes()));
     }
@@ -393,16 +409,17 @@ pub type Pending = Arc<Mutex<HashMap<(String, String), (String, Instant)>>>;
 
 /// Watches RandomSecrets and records, for each pending change, the time
 /// from sending it to the status naming the expected Secret (Ready).
+/// The watch runs until its handle is aborted.
 pub fn watch_rotations(
     api: Api<RandomSecret>,
     selector: &str,
     pending: Pending,
     latencies: Arc<Mutex<Vec<Duration>>>,
-) {
+) -> tokio::task::JoinHandle<()> {
     watch_pending(api, selector, pending, latencies, |rs, expected| {
         rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(expected)
             && randomsecret_ready(rs)
-    });
+    })
 }
 
 /// Watches RandomSecrets and records, for each pending change, the time
@@ -414,7 +431,7 @@ pub fn watch_pending(
     pending: Pending,
     latencies: Arc<Mutex<Vec<Duration>>>,
     done: fn(&RandomSecret, &str) -> bool,
-) {
+) -> tokio::task::JoinHandle<()> {
     let config = watcher::Config::default().labels(selector);
     tokio::spawn(async move {
         let mut stream = watcher::watcher(api, config).boxed();
@@ -431,7 +448,7 @@ pub fn watch_pending(
                 p.remove(&key);
             }
         }
-    });
+    })
 }
 
 /// A ReplicaSet (0 replicas: no pods) whose template reads `secret`.
