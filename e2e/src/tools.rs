@@ -115,3 +115,45 @@ pub fn python_oracle(script: &str, request: &Value) -> Result<String> {
     )?;
     Ok(out.trim().to_string())
 }
+
+/// A private key in a file of its own (mode 0600, alone in a folder of
+/// mode 0700: no `<file>.pub` beside it for ssh-keygen to read instead),
+/// removed when dropped.
+pub struct KeyFile {
+    dir: std::path::PathBuf,
+    path: std::path::PathBuf,
+}
+
+impl KeyFile {
+    pub fn new(contents: &str) -> Result<Self> {
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "randomsecret-e2e-key-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        let path = dir.join("key");
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?
+            .write_all(contents.as_bytes())?;
+        Ok(Self { dir, path })
+    }
+
+    pub fn path(&self) -> &str {
+        self.path.to_str().unwrap_or_default()
+    }
+}
+
+impl Drop for KeyFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -18,7 +18,6 @@ use kube::{Api, Client};
 use randomsecret::api::RandomSecret;
 use randomsecret_e2e::*;
 use serde_json::{Map, Value, json};
-use std::path::PathBuf;
 
 const NAME: &str = "pairs";
 const USER: &str = "app";
@@ -321,48 +320,6 @@ fn canonical_lines() -> Vec<String> {
     // `name --explain` shows a template's length, not its text: a prefix.
     lines.push(format!("generate:{}:template:{}:", s("dsn"), DSN.len()));
     lines
-}
-
-/// A private key in a file of its own (mode 0600, alone in a folder of
-/// mode 0700: no `<file>.pub` beside it for ssh-keygen to read instead).
-struct KeyFile {
-    dir: PathBuf,
-    path: PathBuf,
-}
-
-impl KeyFile {
-    fn new(contents: &str) -> Result<Self> {
-        use std::io::Write;
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "randomsecret-e2e-key-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-        let path = dir.join("key");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        f.write_all(contents.as_bytes())?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-        Ok(Self { dir, path })
-    }
-
-    fn path(&self) -> &str {
-        self.path.to_str().unwrap_or_default()
-    }
-}
-
-impl Drop for KeyFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// Runs a tool on a key file; says which tool is missing.

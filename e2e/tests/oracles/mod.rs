@@ -10,9 +10,8 @@
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Secret;
-use randomsecret_e2e::{record_values, repo_root, run, value};
+use randomsecret_e2e::{KeyFile, record_values, repo_root, run, value};
 use serde_json::{Value, json};
-use std::path::PathBuf;
 
 /// What the Python oracle does with `request` (JSON on stdin): one line out.
 const ORACLE: &str = r#"
@@ -93,47 +92,6 @@ pub fn uuid_v4(v: &str) -> Result<()> {
     let out = oracle(json!({"check": "uuid", "value": v}))?;
     ensure!(out == "4", "uuid.UUID({v:?}).version is {out}");
     Ok(())
-}
-
-/// A private key in a file of its own (mode 0600, alone in a folder of
-/// mode 0700: no `<file>.pub` beside it for ssh-keygen to read instead).
-struct KeyFile {
-    dir: PathBuf,
-    path: PathBuf,
-}
-
-impl KeyFile {
-    fn new(contents: &str) -> Result<Self> {
-        use std::io::Write;
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "randomsecret-e2e-annotated-key-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-        let path = dir.join("key");
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?
-            .write_all(contents.as_bytes())?;
-        Ok(Self { dir, path })
-    }
-
-    fn path(&self) -> &str {
-        self.path.to_str().unwrap_or_default()
-    }
-}
-
-impl Drop for KeyFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 fn ssh_keygen(args: &[&str]) -> Result<String> {
