@@ -9,6 +9,7 @@ use super::tracked::Tracked;
 use crate::cache::{Key, Uid};
 use crate::reconciler::{LAPSED_RETRY, MANAGER};
 use crate::runtime::events::{EventType, Events};
+use crate::runtime::keygen::KeyGeneration;
 use crate::runtime::leader::Leadership;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::runner::Next;
@@ -33,17 +34,24 @@ pub struct Filler {
     pub events: Events,
     pub metrics: Metrics,
     pub leader: Leadership,
+    /// The lane of costly key generation, shared with the reconciler.
+    pub keygen: Arc<KeyGeneration>,
 }
 
 impl Filler {
     /// The filler of the Secrets `tracked` holds.
-    pub fn new(shared: &crate::runtime::Shared, tracked: Arc<Tracked>) -> Self {
+    pub fn new(
+        shared: &crate::runtime::Shared,
+        tracked: Arc<Tracked>,
+        keygen: Arc<KeyGeneration>,
+    ) -> Self {
         Filler {
             client: shared.client.clone(),
             tracked,
             events: shared.events.clone(),
             metrics: shared.metrics.clone(),
             leader: shared.leader.clone(),
+            keygen,
         }
     }
 
@@ -92,7 +100,7 @@ impl Filler {
         if !self.leader.leading() {
             return Next::RequeueAfter(LAPSED_RETRY);
         }
-        let values = match values(&fill).await {
+        let values = match values(&fill, &self.keygen).await {
             Ok(v) => v,
             Err(e) => {
                 warn!(secret = %key, error = %e, "generating the values failed; retrying");
@@ -198,16 +206,19 @@ impl Filler {
     }
 }
 
-/// The fill's values: made on the blocking pool when that is costly (an
-/// RSA key pair, bcrypt), so the runtime's threads stay free for other
-/// fills, reconciles and lease renewal. At most the fill runner's
-/// concurrency of them run at once.
-async fn values(fill: &Fill) -> Result<BTreeMap<String, ByteString>, String> {
+/// The fill's values: made in the key-generation lane when that is costly
+/// (an RSA key pair, bcrypt), so the runtime's threads stay free for other
+/// fills, reconciles and lease renewal.
+async fn values(
+    fill: &Fill,
+    keygen: &KeyGeneration,
+) -> Result<BTreeMap<String, ByteString>, String> {
     if !fill.costly() {
         return fill.values().map_err(|e| e.to_string());
     }
     let fill = fill.clone();
-    tokio::task::spawn_blocking(move || fill.values())
+    keygen
+        .run(move || fill.values())
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())
@@ -353,6 +364,7 @@ mod tests {
                 events,
                 metrics,
                 leader: Leadership::following(flag),
+                keygen: Arc::new(KeyGeneration::new(Some(1))),
             },
             api,
             events: rx,

@@ -26,6 +26,7 @@ use crate::cli::{AnnotationMode, ControllerArgs};
 use crate::push::clusters;
 use crate::runtime::admin::{self, Readiness};
 use crate::runtime::events::Events;
+use crate::runtime::keygen::KeyGeneration;
 use crate::runtime::leader::{self, Leadership};
 use crate::runtime::metrics::Metrics;
 use crate::runtime::runner::{Runner, Triggers};
@@ -81,13 +82,16 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
 
     // The wings.
+    let keygen = Arc::new(KeyGeneration::new(
+        args.key_generation_concurrency.map(usize::from),
+    ));
     let reconciler = Arc::new(reconciler::Context::new(
         &shared,
         config::policy(&args),
         args.deletion_protection,
-        args.key_generation_concurrency.map(usize::from),
+        keygen.clone(),
     ));
-    let filler = Arc::new(Filler::new(&shared, tracked.clone()));
+    let filler = Arc::new(Filler::new(&shared, tracked.clone(), keygen));
     let vault = Arc::new(push::Context::new(&shared, config::vault(&args)));
     let clusters = Arc::new(clusters::Context::new(
         &shared,

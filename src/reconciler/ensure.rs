@@ -80,8 +80,8 @@ pub enum Ensured {
 }
 
 /// Fresh values for the generated keys of `v` that `data` (the values
-/// carried over) lacks. A costly one (an RSA key) is made on the blocking
-/// pool, as many at once as `ctx.keygen` allows.
+/// carried over) lacks. A costly one (an RSA key) is made in the
+/// key-generation lane (`ctx.keygen`), without holding a runner slot.
 pub async fn generate_missing(
     v: &Version,
     data: &mut BTreeMap<String, ByteString>,
@@ -124,14 +124,7 @@ pub async fn generate_missing(
             }
         };
         let values = if generate::costly(&g.kind) {
-            let _permit = ctx
-                .keygen
-                .acquire()
-                .await
-                .expect("the semaphore is never closed");
-            tokio::task::spawn_blocking(make)
-                .await
-                .map_err(|e| failed(key, &e))?
+            ctx.keygen.run(make).await.map_err(|e| failed(key, &e))?
         } else {
             make()
         }
@@ -161,8 +154,8 @@ fn signer_of(
 }
 
 /// Adds the keys `v` derives from its own values (JWKS, public keys,
-/// htpasswd lines, templates) to `data`, on the blocking pool when bcrypt
-/// is among them. A template that fails on these values is the spec's to
+/// htpasswd lines, templates) to `data`, in the key-generation lane when
+/// bcrypt is among them. A template that fails on these values is the spec's to
 /// fix (`InvalidTemplate`).
 pub async fn derive(
     v: &Version,
@@ -177,19 +170,16 @@ pub async fn derive(
     if !generate::derive::costly(&v.spec) {
         return generate::derive::all(&v.spec, data, &how.previous_jwks).map_err(failed);
     }
-    let _permit = ctx
-        .keygen
-        .acquire()
-        .await
-        .expect("the semaphore is never closed");
     let (spec, previous) = (v.spec.clone(), how.previous_jwks.clone());
     let mut values = std::mem::take(data);
-    let (values, result) = tokio::task::spawn_blocking(move || {
-        let result = generate::derive::all(&spec, &mut values, &previous);
-        (values, result)
-    })
-    .await
-    .map_err(|e| ReconcileError::Random(format!("deriving keys: {e}")))?;
+    let (values, result) = ctx
+        .keygen
+        .run(move || {
+            let result = generate::derive::all(&spec, &mut values, &previous);
+            (values, result)
+        })
+        .await
+        .map_err(|e| ReconcileError::Random(format!("deriving keys: {e}")))?;
     *data = values;
     result.map_err(failed)
 }

@@ -33,6 +33,7 @@ pub use subject::Subject;
 
 use crate::cache::{Caches, Key};
 use crate::runtime::events::{EventType, Events};
+use crate::runtime::keygen::KeyGeneration;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::runner::Next;
 use crate::version::Version;
@@ -56,28 +57,20 @@ pub struct Context {
     pub policy: policy::Policy,
     /// Deletion protection (`--deletion-protection`, [`protection`]).
     pub protect: bool,
-    /// Costly key generation (RSA) runs on the blocking pool, this many at
-    /// once, so it never stalls the runtime's threads (other reconciles,
-    /// the webhook, lease renewal).
-    pub keygen: Arc<tokio::sync::Semaphore>,
-}
-
-/// Costly key generations at once (`--key-generation-concurrency`), by
-/// default half the cores (at least one), so the runtime keeps the others.
-fn keygen_permits(flag: Option<usize>) -> usize {
-    flag.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)))
-        .max(1)
+    /// Costly key generation (RSA, bcrypt) runs in this lane on the
+    /// blocking pool, so it never stalls the runtime's threads (other
+    /// reconciles, the webhook, lease renewal) or holds a runner slot.
+    pub keygen: Arc<KeyGeneration>,
 }
 
 impl Context {
     /// The reconciler's context: the shared handles, what RandomSecrets may
-    /// produce, deletion protection, and how many costly keys are generated
-    /// at once (`None`: the default).
+    /// produce, deletion protection, and the lane of costly key generation.
     pub fn new(
         shared: &crate::runtime::Shared,
         policy: policy::Policy,
         protect: bool,
-        keygen: Option<usize>,
+        keygen: Arc<KeyGeneration>,
     ) -> Self {
         Context {
             client: shared.client.clone(),
@@ -87,7 +80,7 @@ impl Context {
             leader: shared.leader.clone(),
             policy,
             protect,
-            keygen: Arc::new(tokio::sync::Semaphore::new(keygen_permits(keygen))),
+            keygen,
         }
     }
 
@@ -317,19 +310,4 @@ fn announce(rs: &Subject, v: &Version, ensured: &Ensured, ctx: &Context) {
         action,
         note,
     );
-}
-
-#[cfg(test)]
-mod keygen_tests {
-    #[test]
-    fn the_flag_sets_the_permits_and_the_default_leaves_cores_to_the_runtime() {
-        assert_eq!(super::keygen_permits(Some(3)), 3);
-        assert_eq!(super::keygen_permits(Some(0)), 1);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let default = super::keygen_permits(None);
-        assert!(
-            default >= 1 && (cores < 2 || default <= cores / 2),
-            "{default} of {cores}"
-        );
-    }
 }

@@ -5,6 +5,7 @@
 //! - [`Shared`]: what the composition root makes once and every wing uses.
 //! - [`client`]: the Kubernetes client and the CRD check.
 //! - [`runner`]: runs reconciles (per-key exclusivity, backoff, shutdown).
+//! - [`keygen`]: the bounded lane of costly key generation.
 //! - [`leader`]: Lease-based leader election.
 //! - [`proofkey`]: the key that signs the Secrets we create.
 //! - [`shutdown`]: the signal and the deadline after it.
@@ -16,6 +17,7 @@ pub mod admin;
 pub mod allocator;
 pub mod client;
 pub mod events;
+pub mod keygen;
 pub mod leader;
 pub mod logging;
 pub mod metrics;

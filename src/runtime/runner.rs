@@ -1,5 +1,7 @@
 //! Runs reconciles: keys in, at most `concurrency` reconciles at once, never
-//! two of the same key at once, requeues and retries with backoff.
+//! two of the same key at once, requeues and retries with backoff. A
+//! reconcile waiting for something other than the apiserver (a key
+//! generation permit) gives its slot back meanwhile ([`parked`]).
 //!
 //! Built on kube-runtime's `scheduler` (which delays and deduplicates), not
 //! on its `Controller`: that needs a reflector store of whole objects, and our
@@ -10,10 +12,11 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::task::Poll;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 
 /// What a reconcile asks for next.
@@ -109,6 +112,35 @@ impl Running {
     }
 }
 
+tokio::task_local! {
+    /// The runner slot of the reconcile being polled (see [`parked`]).
+    static SLOT: Slot;
+}
+
+/// A reconcile's slot: its permit, or none while it is parked.
+struct Slot {
+    slots: Arc<Semaphore>,
+    permit: std::cell::RefCell<Option<OwnedSemaphorePermit>>,
+}
+
+/// Awaits `work` without holding the calling reconcile's runner slot, then
+/// takes a slot again. For waits on something other than the apiserver (a
+/// key-generation permit, the blocking pool): a thousand reconciles queued
+/// for RSA keys then wait there, not in front of other keys' reconciles.
+/// Outside a runner (or already parked) it simply awaits `work`.
+pub async fn parked<T>(work: impl Future<Output = T>) -> T {
+    let slots = SLOT
+        .try_with(|s| s.permit.borrow_mut().take().map(|_| s.slots.clone()))
+        .ok()
+        .flatten();
+    let out = work.await;
+    if let Some(slots) = slots {
+        let permit = slots.acquire_owned().await.expect("slots are never closed");
+        SLOT.with(|s| *s.permit.borrow_mut() = Some(permit));
+    }
+    out
+}
+
 impl Runner {
     /// Runs until `shutdown`, then lets in-flight reconciles finish.
     ///
@@ -159,10 +191,11 @@ impl Runner {
         } else {
             1
         };
+        // A reconcile holds a slot while it runs, except while parked.
+        let slots = Arc::new(Semaphore::new(self.concurrency.max(1)));
         let mut in_flight = FuturesUnordered::new();
         let mut failures: HashMap<Key, u32> = HashMap::new();
         loop {
-            let saturated = in_flight.len() >= self.concurrency;
             tokio::select! {
                 biased;
                 _ = &mut shutdown => break,
@@ -189,31 +222,44 @@ impl Runner {
                         let _ = requeue.send(ScheduleRequest { message: key, run_at });
                     }
                 }
-                // While every slot is busy the scheduler is still polled (with
-                // nothing taken), so triggers are deduplicated into its queue
-                // instead of piling up in the channel.
                 key = async {
-                    if saturated {
-                        queue.as_mut().hold().next().await
-                    } else {
-                        // Keys already running stay queued until their reconcile ends.
-                        futures::future::poll_fn(|cx| {
-                            for level in 0..levels {
-                                let mut ready = queue.as_mut().hold_unless(|k| {
-                                    running.lock().expect("running lock").may_start(k, self.fair, level)
-                                });
-                                if let Poll::Ready(key) = ready.poll_next_unpin(cx) {
-                                    return Poll::Ready(key);
-                                }
+                    let permit = match slots.clone().try_acquire_owned() {
+                        Ok(permit) => permit,
+                        // While every slot is busy the scheduler is still
+                        // polled (with nothing taken), so triggers are
+                        // deduplicated into its queue instead of piling up
+                        // in the channel.
+                        Err(_) => {
+                            let mut held = queue.as_mut().hold();
+                            tokio::select! {
+                                biased;
+                                permit = slots.clone().acquire_owned() => permit.expect("slots are never closed"),
+                                None = held.next() => return None,
                             }
-                            Poll::Pending
-                        })
-                        .await
-                    }
+                        }
+                    };
+                    // Keys already running stay queued until their reconcile ends.
+                    let key = futures::future::poll_fn(|cx| {
+                        for level in 0..levels {
+                            let mut ready = queue.as_mut().hold_unless(|k| {
+                                running.lock().expect("running lock").may_start(k, self.fair, level)
+                            });
+                            if let Poll::Ready(key) = ready.poll_next_unpin(cx) {
+                                return Poll::Ready(key);
+                            }
+                        }
+                        Poll::Pending
+                    })
+                    .await;
+                    key.map(|key| (key, permit))
                 } => {
-                    let Some(key) = key else { break };
+                    let Some((key, permit)) = key else { break };
                     running.lock().expect("running lock").start(&key);
-                    let work = reconcile(key.clone());
+                    let slot = Slot {
+                        slots: slots.clone(),
+                        permit: Some(permit).into(),
+                    };
+                    let work = SLOT.scope(slot, reconcile(key.clone()));
                     in_flight.push(async move { (key, work.await) });
                 }
             }
@@ -326,6 +372,73 @@ mod tests {
             started - first_end,
             first_end - start
         );
+    }
+
+    /// With one slot: key a parks (waits for something outside), key b
+    /// takes the slot meanwhile; when a's wait ends it waits for b to give
+    /// the slot back, so never two reconciles run unparked at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_parked_reconcile_lends_its_slot() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let log: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+        let (unparked, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let runner = {
+            let (log, unparked, peak) = (log.clone(), unparked.clone(), peak.clone());
+            tokio::spawn(async move {
+                Runner::new(1)
+                    .run(
+                        rx,
+                        async {},
+                        || vec![Key::new("n", "a")],
+                        move |k: Key| {
+                            let (log, unparked, peak) =
+                                (log.clone(), unparked.clone(), peak.clone());
+                            async move {
+                                let enter = |what| {
+                                    let now = unparked.fetch_add(1, Ordering::SeqCst) + 1;
+                                    peak.fetch_max(now, Ordering::SeqCst);
+                                    log.lock().unwrap().push(what);
+                                };
+                                let leave = || unparked.fetch_sub(1, Ordering::SeqCst);
+                                if &*k.name == "a" {
+                                    enter("a starts");
+                                    leave();
+                                    parked(tokio::time::sleep(Duration::from_secs(5))).await;
+                                    enter("a ends");
+                                    leave();
+                                } else {
+                                    enter("b starts");
+                                    tokio::time::sleep(Duration::from_secs(10)).await;
+                                    log.lock().unwrap().push("b ends");
+                                    leave();
+                                }
+                                Next::AwaitChange
+                            }
+                        },
+                        async move {
+                            let _ = stop_rx.await;
+                        },
+                    )
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        tx.send(Key::new("n", "b")).unwrap();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        stop_tx.send(()).unwrap();
+        runner.await.unwrap();
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["a starts", "b starts", "b ends", "a ends"]
+        );
+        assert_eq!(peak.load(Ordering::SeqCst), 1);
+    }
+
+    /// Outside a runner there is no slot to lend: `parked` just awaits.
+    #[tokio::test]
+    async fn parked_outside_a_runner_awaits() {
+        assert_eq!(parked(async { 7 }).await, 7);
     }
 
     #[test]
