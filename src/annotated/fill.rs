@@ -364,7 +364,7 @@ mod tests {
                 events,
                 metrics,
                 leader: Leadership::following(flag),
-                keygen: Arc::new(KeyGeneration::new(Some(1))),
+                keygen: Arc::new(KeyGeneration::new(Some(1)).unwrap()),
             },
             api,
             events: rx,

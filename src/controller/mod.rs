@@ -82,9 +82,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
 
     // The wings.
-    let keygen = Arc::new(KeyGeneration::new(
-        args.key_generation_concurrency.map(usize::from),
-    ));
+    let keygen = Arc::new(
+        KeyGeneration::new(args.key_generation_concurrency.map(usize::from))
+            .map_err(|e| anyhow::anyhow!("starting the key generation threads: {e}"))?,
+    );
     let reconciler = Arc::new(reconciler::Context::new(
         &shared,
         config::policy(&args),

@@ -138,7 +138,7 @@ impl Harness {
                 leader: w.leader,
                 policy,
                 protect,
-                keygen: Arc::new(crate::runtime::keygen::KeyGeneration::new(Some(1))),
+                keygen: Arc::new(crate::runtime::keygen::KeyGeneration::new(Some(1)).unwrap()),
             });
             reconcile(key(), ctx)
         })

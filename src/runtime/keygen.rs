@@ -1,41 +1,66 @@
-//! Costly key generation (RSA keys, bcrypt) off the runtime's threads: on
-//! the blocking pool, a bounded number at once (`--key-generation-concurrency`),
-//! one lane shared by the reconciler and annotation mode. A reconcile
-//! waiting here gives its runner slot back ([`runner::parked`]), so a
-//! thousand RSA RandomSecrets queue in this lane, not in front of other
-//! objects' reconciles.
+//! Costly key generation (RSA keys, bcrypt) off the runtime's threads, in
+//! one lane shared by the reconciler and annotation mode: threads of their
+//! own, a bounded number at once (`--key-generation-concurrency`), at the
+//! lowest CPU priority. A burst of RSA keys then takes the CPU the rest
+//! leaves: lease renewals, the webhook, other reconciles (and, on a shared
+//! node, the apiserver) come first. A reconcile waiting here gives its
+//! runner slot back ([`runner::parked`]), so a thousand RSA RandomSecrets
+//! queue in this lane, not in front of other objects' reconciles.
 
 use super::runner::parked;
-use tokio::sync::Semaphore;
 
 pub struct KeyGeneration {
-    permits: Semaphore,
+    /// Only its blocking pool is used: `permits` threads at most, each
+    /// lowered to [`NICE`] when it starts (tokio's own blocking pool is
+    /// shared with other work, and a thread's priority cannot be raised
+    /// back without privileges).
+    lane: Option<tokio::runtime::Runtime>,
 }
+
+/// The threads' nice value: the lowest priority, yet never starved.
+const NICE: libc::c_int = 19;
 
 impl KeyGeneration {
     /// A lane of `flag` generations at once (`None`: the default, see
     /// [`permits`]).
-    pub fn new(flag: Option<usize>) -> Self {
-        KeyGeneration {
-            permits: Semaphore::new(permits(flag)),
-        }
+    pub fn new(flag: Option<usize>) -> std::io::Result<Self> {
+        let lane = tokio::runtime::Builder::new_current_thread()
+            .max_blocking_threads(permits(flag))
+            .thread_name("randomsecret-keygen")
+            .on_thread_start(lower_priority)
+            .build()?;
+        Ok(KeyGeneration { lane: Some(lane) })
     }
 
-    /// Runs `work` on the blocking pool once the lane has room, without
-    /// holding the caller's runner slot meanwhile.
+    /// Runs `work` in the lane once it has room, without holding the
+    /// caller's runner slot meanwhile.
     pub async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, tokio::task::JoinError> {
-        parked(async {
-            let _permit = self
-                .permits
-                .acquire()
-                .await
-                .expect("the semaphore is never closed");
-            tokio::task::spawn_blocking(work).await
-        })
-        .await
+        let lane = self.lane.as_ref().expect("only dropped at the end");
+        parked(lane.spawn_blocking(work)).await
+    }
+}
+
+impl Drop for KeyGeneration {
+    fn drop(&mut self) {
+        // Dropping a runtime waits for its threads, which an async context
+        // (where the last handle usually goes) must not.
+        if let Some(lane) = self.lane.take() {
+            lane.shutdown_background();
+        }
+    }
+}
+
+/// Lowers the calling thread (Linux: a nice value is per thread) to [`NICE`].
+/// Best effort: a refusal leaves the thread at its priority.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority changes the calling thread's nice value and
+    // touches no memory; gettid has no preconditions.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, NICE);
     }
 }
 
@@ -64,10 +89,12 @@ mod tests {
         );
     }
 
-    /// Eight jobs through a lane of two: never more than two at once.
+    /// Eight jobs through a lane of two: never more than two at once, each
+    /// on a thread at the lowest priority.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_lane_bounds_the_jobs_at_once() {
-        let lane = Arc::new(KeyGeneration::new(Some(2)));
+    async fn the_lane_bounds_the_jobs_at_once_at_the_lowest_priority() {
+        let before = nice();
+        let lane = Arc::new(KeyGeneration::new(Some(2)).unwrap());
         let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let jobs: Vec<_> = (0..8)
             .map(|i| {
@@ -77,7 +104,7 @@ mod tests {
                         peak.fetch_max(now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
                         std::thread::sleep(std::time::Duration::from_millis(20));
                         now.fetch_sub(1, Ordering::SeqCst);
-                        i
+                        (i, nice())
                     })
                     .await
                     .unwrap()
@@ -88,7 +115,21 @@ mod tests {
         for job in jobs {
             done.push(job.await.unwrap());
         }
-        assert_eq!(done, (0..8).collect::<Vec<_>>());
+        assert_eq!(done, (0..8).map(|i| (i, NICE)).collect::<Vec<_>>());
         assert_eq!(peak.load(Ordering::SeqCst), 2);
+        assert_eq!(nice(), before, "the caller's thread keeps its priority");
+    }
+
+    /// A panic in the lane is the caller's error, and the lane goes on.
+    #[tokio::test]
+    async fn a_panic_in_the_lane_is_an_error() {
+        let lane = KeyGeneration::new(Some(1)).unwrap();
+        assert!(lane.run(|| panic!("boom")).await.is_err());
+        assert_eq!(lane.run(|| 3).await.unwrap(), 3);
+    }
+
+    fn nice() -> libc::c_int {
+        // SAFETY: getpriority reads the calling thread's nice value.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
     }
 }
