@@ -203,8 +203,9 @@ pub struct ControllerArgs {
     /// How many RandomSecrets are reconciled at once.
     #[arg(long, env = "RANDOMSECRET_CONCURRENCY", default_value_t = 16)]
     pub concurrency: u16,
-    /// How many costly keys (RSA) are generated at once, on threads apart
-    /// from the reconciles (default: half the cores, at least 1).
+    /// How many costly keys (RSA keys, bcrypt) are generated at once, on
+    /// threads of their own at the lowest CPU priority (default: half the
+    /// cores, at least 1).
     #[arg(long, env = "RANDOMSECRET_KEY_GENERATION_CONCURRENCY", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub key_generation_concurrency: Option<u16>,
     /// Elect a leader on a Lease, so that only one replica reconciles (the others keep warm caches).

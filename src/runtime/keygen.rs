@@ -1,7 +1,7 @@
 //! Costly key generation (RSA keys, bcrypt) off the runtime's threads, in
 //! one lane shared by the reconciler and annotation mode: threads of their
 //! own, a bounded number at once (`--key-generation-concurrency`), at the
-//! lowest CPU priority. A burst of RSA keys then takes the CPU the rest
+//! lowest CPU priority (`SCHED_IDLE`). A burst of RSA keys then takes the CPU the rest
 //! leaves: lease renewals, the webhook, other reconciles (and, on a shared
 //! node, the apiserver) come first. A reconcile waiting here gives its
 //! runner slot back ([`runner::parked`]), so a thousand RSA RandomSecrets
@@ -11,13 +11,13 @@ use super::runner::parked;
 
 pub struct KeyGeneration {
     /// Only its blocking pool is used: `permits` threads at most, each
-    /// lowered to [`NICE`] when it starts (tokio's own blocking pool is
-    /// shared with other work, and a thread's priority cannot be raised
-    /// back without privileges).
+    /// lowered when it starts ([`lower_priority`]; tokio's own blocking
+    /// pool is shared with other work, and a thread's priority cannot be
+    /// raised back without privileges).
     lane: Option<tokio::runtime::Runtime>,
 }
 
-/// The threads' nice value: the lowest priority, yet never starved.
+/// The threads' nice value where `SCHED_IDLE` is refused.
 const NICE: libc::c_int = 19;
 
 impl KeyGeneration {
@@ -53,14 +53,22 @@ impl Drop for KeyGeneration {
     }
 }
 
-/// Lowers the calling thread (Linux: a nice value is per thread) to [`NICE`].
-/// Best effort: a refusal leaves the thread at its priority.
+/// Puts the calling thread (Linux: a policy and a nice value are per
+/// thread) under `SCHED_IDLE`: it runs on what the process's other threads
+/// (and its cgroup's other processes) leave, and any of them waking takes
+/// the CPU from it at once, where a nice value would still let it finish a
+/// time slice. It still runs (with a tiny share) under full load. Where
+/// that is refused, nice [`NICE`]; best effort beyond that.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
-    // SAFETY: setpriority changes the calling thread's nice value and
-    // touches no memory; gettid has no preconditions.
+    // SAFETY: these change the calling thread's scheduling and touch no
+    // memory but `param`, which lives across the call; gettid has no
+    // preconditions.
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, NICE);
+        let param = libc::sched_param { sched_priority: 0 };
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, NICE);
+        }
     }
 }
 
@@ -90,10 +98,10 @@ mod tests {
     }
 
     /// Eight jobs through a lane of two: never more than two at once, each
-    /// on a thread at the lowest priority.
+    /// on a thread under SCHED_IDLE.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_lane_bounds_the_jobs_at_once_at_the_lowest_priority() {
-        let before = nice();
+        let before = policy();
         let lane = Arc::new(KeyGeneration::new(Some(2)).unwrap());
         let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let jobs: Vec<_> = (0..8)
@@ -104,7 +112,7 @@ mod tests {
                         peak.fetch_max(now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
                         std::thread::sleep(std::time::Duration::from_millis(20));
                         now.fetch_sub(1, Ordering::SeqCst);
-                        (i, nice())
+                        (i, policy())
                     })
                     .await
                     .unwrap()
@@ -115,9 +123,12 @@ mod tests {
         for job in jobs {
             done.push(job.await.unwrap());
         }
-        assert_eq!(done, (0..8).map(|i| (i, NICE)).collect::<Vec<_>>());
+        assert_eq!(
+            done,
+            (0..8).map(|i| (i, libc::SCHED_IDLE)).collect::<Vec<_>>()
+        );
         assert_eq!(peak.load(Ordering::SeqCst), 2);
-        assert_eq!(nice(), before, "the caller's thread keeps its priority");
+        assert_eq!(policy(), before, "the caller's thread keeps its policy");
     }
 
     /// A panic in the lane is the caller's error, and the lane goes on.
@@ -128,8 +139,9 @@ mod tests {
         assert_eq!(lane.run(|| 3).await.unwrap(), 3);
     }
 
-    fn nice() -> libc::c_int {
-        // SAFETY: getpriority reads the calling thread's nice value.
-        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+    /// The calling thread's scheduling policy.
+    fn policy() -> libc::c_int {
+        // SAFETY: sched_getscheduler(0) reads the calling thread's policy.
+        unsafe { libc::sched_getscheduler(0) }
     }
 }
