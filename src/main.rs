@@ -38,14 +38,20 @@ fn init_logging(args: &ControllerArgs) {
         );
         runtime::logging::filter("info").expect("a valid filter")
     });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::prelude::*;
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    match args.log_format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
+    // The log level filters the log lines alone: the phase spans are timed
+    // at any level.
+    let logs = match args.log_format {
+        LogFormat::Json => fmt.json().with_filter(filter).boxed(),
+        LogFormat::Text => fmt.with_filter(filter).boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(runtime::phases::layer())
+        .init();
 }
 
 /// `randomsecret name`: each source checked alone (an error names it), a

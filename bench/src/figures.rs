@@ -34,6 +34,8 @@ pub struct Converged {
     pub handles_max: Handles,
     /// CPU from the first create until every object was seen Ready.
     pub cpu: CpuSplit,
+    /// Where the controller's time went (its phase histograms) until then.
+    pub phase_times: Vec<crate::phasetimes::PhaseTime>,
 }
 
 /// What a restart with `n` objects existing took and held.
@@ -118,9 +120,13 @@ pub struct RsaLoad {
     pub cpu_s: f64,
     /// The run's processes and the rest of the machine over that time.
     pub cpu: CpuSplit,
-    /// Rotation latencies, sorted: alone, and while the RSA keys were made.
+    /// Rotation latencies, sorted: alone, while the RSA keys were made, and
+    /// alone again after, as many as during (a baseline as long as the
+    /// window it is compared with: a 10 s one misses what happens every few
+    /// minutes, such as the apiserver's etcd compaction).
     pub alone: Vec<Duration>,
     pub during: Vec<Duration>,
+    pub after: Vec<Duration>,
     pub renewals_alone: Renewals,
     pub renewals_during: Renewals,
     /// The controller's renew period (`--retry-period-seconds`) and deadline.

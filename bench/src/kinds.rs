@@ -14,6 +14,7 @@ use crate::args::Args;
 use crate::controller::{self, settle, wait_leader};
 use crate::figures::{Renewals, RsaLoad};
 use crate::phases;
+use crate::phasetimes;
 use crate::procstat::{self, CpuWindow};
 use crate::report::Report;
 use crate::workload::{self, LIMIT, RUN_LABEL, ReadyWatch};
@@ -248,6 +249,7 @@ async fn rsa(
     )
     .await?;
     let pid = ctl.child.id();
+    let phases_before = phasetimes::scrape(&ctl)?;
     let cpu_before = procstat::cpu_seconds(pid)?;
     let cpu = CpuWindow::start(&[pid])?;
     let (stop, until) = watch::channel(false);
@@ -276,6 +278,15 @@ async fn rsa(
     let cpu = cpu.stop()?;
     let during = during?;
     let t3 = Instant::now();
+    let phase_times = phasetimes::delta(&phases_before, &phasetimes::scrape(&ctl)?);
+    eprintln!(
+        "bench: kinds: {} rotations at {}/s alone again (as many as during)",
+        during.len(),
+        args.rotation_rate
+    );
+    let after = rotations
+        .run(client, args, &mut targets, "ka", during.len(), None)
+        .await?;
     rotations.stop();
     let (leader_samples, not_leading, metrics_max_ms) = leader.stop();
     let renewals = lease.stop();
@@ -298,6 +309,7 @@ async fn rsa(
         cpu,
         alone,
         during,
+        after,
         renewals_alone: gaps(&renewals, t0, t1, period, deadline),
         renewals_during: gaps(&renewals, t2, t3, period, deadline),
         period,
@@ -306,6 +318,11 @@ async fn rsa(
         not_leading,
         metrics_max_ms,
     });
+    report.phase_times(
+        "rotations while the RSA keys were made",
+        "rsa_load",
+        &phase_times,
+    );
     ctl.terminate()?;
     workload::delete_namespaces(client, &pre, args.namespaces).await?;
     if own {

@@ -14,7 +14,7 @@
 //! (`phases` for the core ones, `kinds` on top of their floor and
 //! convergence, `webhook`, `push`, `peer`), which hand what
 //! they measured (`figures`) to the `report`; under those, the measuring
-//! and the objects (`apimetrics`, `procstat`, `etcd`, `stats`, `workload`,
+//! and the objects (`apimetrics`, `phasetimes`, `procstat`, `etcd`, `stats`, `workload`,
 //! `controller`, `charts`) and the command line (`args`). No module imports
 //! one above it.
 
@@ -27,6 +27,7 @@ mod figures;
 mod kinds;
 mod peer;
 mod phases;
+mod phasetimes;
 mod procstat;
 mod push;
 mod report;
@@ -110,12 +111,17 @@ async fn main() -> Result<()> {
         let mut ctl = controller::start(&args, "bench", &[])?;
         let ours = phases::converge(&client, &args, n, &ctl).await?;
         report.convergence(n, floor.as_ref(), &ours);
+        report.phase_times(
+            &format!("convergence of {n}"),
+            &format!("convergence_{n}"),
+            &ours.phase_times,
+        );
         if let Some(watched) = watched {
             report.floor_watched(n, watched, ours.took);
         }
         if n == largest {
             phases::memory(&client, &args, n, &mut ctl, &mut report).await?;
-            phases::rotation(&client, &args, n, rotation_floor, &mut report).await?;
+            phases::rotation(&client, &args, n, rotation_floor, &ctl, &mut report).await?;
             let ctl2 = phases::startup(&client, &args, n, ctl, &mut report).await?;
             phases::failover(&client, &args, n, ctl2, &mut report).await?;
         } else {

@@ -7,6 +7,7 @@ use crate::args::Args;
 use crate::controller::{self, reconciles, settle, wait_leader};
 use crate::etcd::fresh_storage;
 use crate::figures::{Converged, Floor, Restart, ScalePoint};
+use crate::phasetimes;
 use crate::procstat::{self, CpuWindow, Sampler};
 use crate::report::Report;
 use crate::workload::{self, LIMIT, RUN_LABEL, ReadyWatch, place, run_concurrently};
@@ -173,6 +174,7 @@ pub async fn converge_of(
         Some(args.api_port),
         Duration::from_millis(500),
     );
+    let phases_before = phasetimes::scrape(ctl)?;
     let cpu = CpuWindow::start(&[ctl.child.id()])?;
     let start = Instant::now();
     create_randomsecrets(client, args, &pre, &run, spec, 0..n).await?;
@@ -181,6 +183,7 @@ pub async fn converge_of(
         .await
         .context("randomsecret")?;
     let cpu = cpu.stop()?;
+    let phase_times = phasetimes::delta(&phases_before, &phasetimes::scrape(ctl)?);
     settle(ctl).await?;
     let mut requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     // The benchmark's own requests.
@@ -197,6 +200,7 @@ pub async fn converge_of(
         handles: procstat::handles(ctl.child.id(), args.api_port)?,
         handles_max: during.max,
         cpu,
+        phase_times,
     })
 }
 
@@ -369,6 +373,7 @@ pub async fn rotation(
     args: &Args,
     n: usize,
     floor: Option<Vec<Duration>>,
+    ctl: &ControllerProcess,
     report: &mut Report,
 ) -> Result<()> {
     eprintln!(
@@ -378,6 +383,7 @@ pub async fn rotation(
     );
     let (pre, namespaces) = (prefix("ours", n), args.namespaces);
     let before = apimetrics::scrape(client).await?;
+    let phases_before = phasetimes::scrape(ctl)?;
     let changed = Changed {
         spec: workload::spec("2"),
         offset: 0,
@@ -392,6 +398,12 @@ pub async fn rotation(
     })
     .await?;
     let rotations = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
+    let phase_times = phasetimes::delta(&phases_before, &phasetimes::scrape(ctl)?);
+    report.phase_times(
+        &format!("{} rotations", args.rotations.min(n)),
+        "rotation",
+        &phase_times,
+    );
     report.rotation(
         args.rotations.min(n),
         args.rotation_rate,

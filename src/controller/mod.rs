@@ -112,13 +112,15 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         clusters: cluster_keys,
         reports,
     } = keys;
-    let reconciling = Runner::new(usize::from(args.concurrency.max(1))).run(
-        reconcile,
-        ready(caches, &readiness),
-        || caches.to_reconcile(),
-        |key| reconciler::reconcile(key, reconciler.clone()),
-        shutdown.clone(),
-    );
+    let reconciling = Runner::new(usize::from(args.concurrency.max(1)))
+        .timing_queue("queued")
+        .run(
+            reconcile,
+            ready(caches, &readiness),
+            || caches.to_reconcile(),
+            |key| reconciler::reconcile(key, reconciler.clone()),
+            shutdown.clone(),
+        );
     // Few Secrets are annotated, and a fill is one GET and one patch.
     let filling = Runner::new(4).run(
         fills,

@@ -9,6 +9,7 @@ use crate::api::{ANNOTATION_CREATED, LABEL_HASH, LABEL_MANAGED_BY, LABEL_NAME, M
 use crate::cache::Uid;
 use crate::cache::secrets::Version as Cached;
 use crate::generate;
+use crate::phase;
 use crate::proof::ANNOTATION_PROOF;
 use crate::runtime::status::Answer as _;
 use crate::version::Kind;
@@ -20,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::PostParams;
 use std::collections::BTreeMap;
+use tracing::Instrument as _;
 
 /// How an existing Secret with the version's name relates to a RandomSecret.
 #[derive(Debug, PartialEq, Eq)]
@@ -333,12 +335,18 @@ pub async fn version(
             };
             let doing = || format!("creating Secret {}", v.secret_name);
             ctx.may_write()?;
-            let previous = super::carry::previous(rs, v, &api, ctx).await?;
+            let previous = super::carry::previous(rs, v, &api, ctx)
+                .instrument(phase!("carry_read"))
+                .await?;
             let (mut values, how) = super::carry::values(&v.spec, &previous);
-            generate_missing(v, &mut values, ctx).await?;
-            derive(v, &mut values, &how, ctx).await?;
+            async {
+                generate_missing(v, &mut values, ctx).await?;
+                derive(v, &mut values, &how, ctx).await
+            }
+            .instrument(phase!("generate"))
+            .await?;
             let secret = build_secret(rs, v, values, &how, ctx)?;
-            match api.create(&pp, &secret).await {
+            match api.create(&pp, &secret).instrument(phase!("create")).await {
                 Ok(created) => {
                     // Only the metadata is kept; the values are never cached.
                     ctx.caches.secrets.write_through(&created.metadata, true);

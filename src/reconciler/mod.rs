@@ -41,7 +41,7 @@ use ensure::Ensured;
 use kube::Client;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracing::info;
+use tracing::{Instrument as _, info};
 
 /// Field manager of every write (status by server-side apply).
 pub const MANAGER: &str = crate::api::NAME;
@@ -164,8 +164,12 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     announce(&rs, &v, &ensured, ctx);
     // Tracking first: a workload rolling onto a template change holds back
     // retention (the version it left may be in a ReplicaSet not indexed yet).
-    let rolling = tracking::retarget(&rs, &v, ctx).await.map_err(at)?;
+    let rolling = tracking::retarget(&rs, &v, ctx)
+        .instrument(crate::phase!("tracking"))
+        .await
+        .map_err(at)?;
     let versions = retain::apply(&rs, &v, &current, rolling, ctx)
+        .instrument(crate::phase!("retention"))
         .await
         .map_err(at)?;
     let ready = status::Outcome::Ready {
@@ -173,6 +177,7 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
         uncarried: current.record.uncarried,
     };
     if report::write_status(&rs, &ready, Some(versions), ctx)
+        .instrument(crate::phase!("status"))
         .await
         .map_err(at)?
     {

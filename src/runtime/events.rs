@@ -18,7 +18,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::mpsc;
-use tracing::{debug, warn};
+use tracing::{Instrument as _, debug, warn};
 
 /// How many Events may wait to be posted.
 pub const QUEUE: usize = 1024;
@@ -152,7 +152,11 @@ async fn post_all(client: Client, rx: mpsc::Receiver<Event>) {
                     .clone()
                     .unwrap_or_else(|| "default".into());
                 let api: Api<Event> = Api::namespaced(client, &ns);
-                if let Err(e) = api.create(&PostParams::default(), &ev).await {
+                let posted = api
+                    .create(&PostParams::default(), &ev)
+                    .instrument(crate::phase!("event"))
+                    .await;
+                if let Err(e) = posted {
                     warn!(error = %e, "publishing event");
                 }
             }

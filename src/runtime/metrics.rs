@@ -68,6 +68,7 @@ impl Metrics {
             push_out_of_sync: Gauge::default(),
         };
         let r = registry.sub_registry_with_prefix(crate::api::NAME);
+        super::phases::register(r);
         r.register(
             "reconciles",
             "Reconciles by result (ok, stalled, error, standby, gone, deleting)",

@@ -11,7 +11,8 @@
 //! - [`shutdown`]: the signal and the deadline after it.
 //! - [`logging`]: the log filter (kube's client muted below errors).
 //! - [`admin`], [`metrics`], [`events`]: health and metrics servers, the
-//!   Prometheus registry, Kubernetes Events.
+//!   Prometheus registry, Kubernetes Events; [`phases`]: where a
+//!   reconcile's time goes.
 
 pub mod admin;
 pub mod allocator;
@@ -23,6 +24,7 @@ pub mod logging;
 pub mod metrics;
 pub mod outcome;
 pub mod own;
+pub mod phases;
 pub mod proofkey;
 pub mod runner;
 pub mod shutdown;

@@ -61,6 +61,9 @@ pub struct Runner {
     /// whose work is slow (a push to a server that never answers) cannot
     /// keep another tenant's key waiting for more than one reconcile.
     pub fair: bool,
+    /// The phase ([`phases`](super::phases)) that records how long a
+    /// triggered key waited before its reconcile started.
+    pub queued: Option<&'static str>,
 }
 
 impl Runner {
@@ -69,6 +72,7 @@ impl Runner {
         Runner {
             concurrency,
             fair: false,
+            queued: None,
         }
     }
 
@@ -77,6 +81,15 @@ impl Runner {
         Runner {
             concurrency,
             fair: true,
+            queued: None,
+        }
+    }
+
+    /// Records each triggered key's wait for its start as phase `phase`.
+    pub fn timing_queue(self, phase: &'static str) -> Self {
+        Runner {
+            queued: Some(phase),
+            ..self
         }
     }
 }
@@ -178,8 +191,16 @@ impl Runner {
         for key in initial() {
             let _ = requeue.send(now(key));
         }
+        // When each key waiting to start was first triggered (`queued`).
+        let triggered: Mutex<HashMap<Key, Instant>> = Mutex::default();
         let requests = futures::stream::select(
-            receiver_stream(triggers).map(now),
+            receiver_stream(triggers).map(|key: Key| {
+                if self.queued.is_some() {
+                    let mut t = triggered.lock().expect("triggered lock");
+                    t.entry(key.clone()).or_insert_with(Instant::now);
+                }
+                now(key)
+            }),
             receiver_stream(requeued),
         );
         let mut queue = std::pin::pin!(scheduler(requests));
@@ -255,6 +276,11 @@ impl Runner {
                 } => {
                     let Some((key, permit)) = key else { break };
                     running.lock().expect("running lock").start(&key);
+                    if let Some(phase) = self.queued
+                        && let Some(at) = triggered.lock().expect("triggered lock").remove(&key)
+                    {
+                        super::phases::observe(phase, at.elapsed());
+                    }
                     let slot = Slot {
                         slots: slots.clone(),
                         permit: Some(permit).into(),
