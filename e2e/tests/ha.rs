@@ -80,6 +80,27 @@ async fn only_the_leader_works_and_a_standby_takes_over() -> Result<()> {
         lead.metric("randomsecret_versions_created_total")? >= Some(1.0),
         "the leader created nothing"
     );
+    // Where its time went, timed by spans at the default log level (info):
+    // the leader's phases of a new version (the Event is posted in the
+    // background: soon after); the standby wrote nothing.
+    for phase in ["queued", "create", "status", "event"] {
+        let count = format!("randomsecret_phase_seconds_count{{phase=\"{phase}\"}}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lead.metric(&count)?.is_none() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        ensure!(
+            lead.metric(&count)? >= Some(1.0),
+            "the leader's /metrics has no {count}: {}",
+            lead.metrics()?
+        );
+    }
+    ensure!(
+        standby
+            .metric("randomsecret_phase_seconds_count{phase=\"create\"}")?
+            .is_none(),
+        "the standby timed a create"
+    );
 
     // SIGKILL the leader: the standby takes over once the lease expires.
     drop(lead);
