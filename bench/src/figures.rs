@@ -127,6 +127,9 @@ pub struct RsaLoad {
     pub alone: Vec<Duration>,
     pub during: Vec<Duration>,
     pub after: Vec<Duration>,
+    /// Those during sent after the first `burst` of the load (a diagnostic).
+    pub during_later: Vec<Duration>,
+    pub burst: Duration,
     pub renewals_alone: Renewals,
     pub renewals_during: Renewals,
     /// The controller's renew period (`--retry-period-seconds`) and deadline.

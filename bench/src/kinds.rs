@@ -35,6 +35,11 @@ use tokio::sync::watch;
 /// RSA keys the benchmark generates itself first, for scale.
 const SAMPLE_KEYS: usize = 3;
 
+/// The start of the RSA load whose rotations a diagnostic leaves out: the
+/// 200 creates and their first reconciles, API work of the RSA objects
+/// themselves rather than key generation.
+const BURST: Duration = Duration::from_secs(10);
+
 /// The phase B controller's lease, and its timing, passed as flags (the
 /// controller's defaults: `src/cli.rs`, `src/runtime/leader.rs`). The leader
 /// renews every retry period; it stops writing once the renew deadline has
@@ -230,7 +235,8 @@ async fn rsa(
     let t0 = Instant::now();
     let alone = rotations
         .run(client, args, &mut targets, "kb", args.rotations, None)
-        .await?;
+        .await?
+        .sorted();
     let t1 = Instant::now();
 
     let m = args.rsa_count;
@@ -278,7 +284,9 @@ async fn rsa(
     let cpu = cpu.stop()?;
     let during = during?;
     let t3 = Instant::now();
-    let phase_times = phasetimes::delta(&phases_before, &phasetimes::scrape(&ctl)?);
+    let phases_after = phasetimes::scrape(&ctl)?;
+    let phase_times = phasetimes::delta(&phases_before, &phases_after);
+    let (during, during_later) = (during.sorted(), during.sorted_from(BURST));
     eprintln!(
         "bench: kinds: {} rotations at {}/s alone again (as many as during)",
         during.len(),
@@ -286,7 +294,9 @@ async fn rsa(
     );
     let after = rotations
         .run(client, args, &mut targets, "ka", during.len(), None)
-        .await?;
+        .await?
+        .sorted();
+    let phase_times_after = phasetimes::delta(&phases_after, &phasetimes::scrape(&ctl)?);
     rotations.stop();
     let (leader_samples, not_leading, metrics_max_ms) = leader.stop();
     let renewals = lease.stop();
@@ -309,6 +319,8 @@ async fn rsa(
         cpu,
         alone,
         during,
+        during_later,
+        burst: BURST,
         after,
         renewals_alone: gaps(&renewals, t0, t1, period, deadline),
         renewals_during: gaps(&renewals, t2, t3, period, deadline),
@@ -322,6 +334,11 @@ async fn rsa(
         "rotations while the RSA keys were made",
         "rsa_load",
         &phase_times,
+    );
+    report.phase_times(
+        "the rotations alone after",
+        "rsa_load_after",
+        &phase_times_after,
     );
     ctl.terminate()?;
     workload::delete_namespaces(client, &pre, args.namespaces).await?;
@@ -378,17 +395,39 @@ impl Targets {
     }
 }
 
+/// Rotations timed: when each was sent (since the run began), and how long
+/// it took.
+struct Timed(Vec<(Duration, Duration)>);
+
+impl Timed {
+    /// The times of those sent from `from` on, sorted.
+    fn sorted_from(&self, from: Duration) -> Vec<Duration> {
+        let mut l: Vec<Duration> = self
+            .0
+            .iter()
+            .filter(|(sent, _)| *sent >= from)
+            .map(|(_, took)| *took)
+            .collect();
+        l.sort();
+        l
+    }
+
+    fn sorted(&self) -> Vec<Duration> {
+        self.sorted_from(Duration::ZERO)
+    }
+}
+
 /// The rotation workload: one watch of the set for both runs.
 struct Rotations {
     pending: workload::Pending,
-    latencies: Arc<Mutex<Vec<Duration>>>,
+    latencies: workload::Latencies,
     watch: tokio::task::JoinHandle<()>,
 }
 
 impl Rotations {
     async fn start(client: &Client, run: &str) -> Self {
         let pending: workload::Pending = Arc::new(Mutex::new(HashMap::new()));
-        let latencies = Arc::new(Mutex::new(Vec::new()));
+        let latencies: workload::Latencies = Arc::default();
         let watch = workload::watch_rotations(
             Api::all(client.clone()),
             &format!("{RUN_LABEL}={run}"),
@@ -403,7 +442,7 @@ impl Rotations {
         }
     }
 
-    /// Rotation latencies, sorted: `spec.rotation` changes to new tokens
+    /// Rotation latencies: `spec.rotation` changes to new tokens
     /// `<token>-<k>` at `--rotation-rate`, each to the next object of
     /// `targets` with none pending, timed from sending the patch until the
     /// watch shows the new version (its name computed offline) and Ready; at
@@ -416,7 +455,7 @@ impl Rotations {
         token: &str,
         at_least: usize,
         until: Option<watch::Receiver<bool>>,
-    ) -> Result<Vec<Duration>> {
+    ) -> Result<Timed> {
         self.latencies.lock().expect("latency lock").clear();
         let interval = Duration::from_secs_f64(1.0 / args.rotation_rate);
         let start = Instant::now();
@@ -457,9 +496,12 @@ impl Rotations {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let mut l = std::mem::take(&mut *self.latencies.lock().expect("latency lock"));
-        l.sort();
-        Ok(l)
+        let l = std::mem::take(&mut *self.latencies.lock().expect("latency lock"));
+        Ok(Timed(
+            l.into_iter()
+                .map(|(sent, took)| (sent.saturating_duration_since(start), took))
+                .collect(),
+        ))
     }
 
     fn stop(self) {

@@ -302,7 +302,7 @@ where
 {
     let count = args.rotations.min(n);
     let pending: workload::Pending = Arc::new(Mutex::new(HashMap::new()));
-    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let latencies: workload::Latencies = Arc::default();
     workload::watch_rotations(
         Api::all(client.clone()),
         &format!("{RUN_LABEL}={run}"),
@@ -338,9 +338,7 @@ where
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let mut l = latencies.lock().expect("latency lock").clone();
-    l.sort();
-    Ok(l)
+    Ok(workload::sorted(&latencies))
 }
 
 /// The floor of a rotation: a tight client sets `spec.rotation` and does the

@@ -66,7 +66,7 @@ where
     Fut: std::future::Future<Output = Result<()>> + Send + 'static,
 {
     let pending: workload::Pending = Arc::default();
-    let latencies = Arc::new(Mutex::new(Vec::with_capacity(count)));
+    let latencies: workload::Latencies = Arc::new(Mutex::new(Vec::with_capacity(count)));
     workload::watch_pending(
         Api::all(client.clone()),
         &format!("{RUN_LABEL}={RUN}"),
@@ -105,9 +105,7 @@ where
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let mut l = latencies.lock().expect("latency lock").clone();
-    l.sort();
-    Ok(l)
+    Ok(workload::sorted(&latencies))
 }
 
 /// The sum of a counter's series with `labels` in a metrics text.

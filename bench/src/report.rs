@@ -274,6 +274,7 @@ impl Report {
         let (a50, a99, amax) = stats(&r.alone);
         let (d50, d99, dmax) = stats(&r.during);
         let (f50, f99, fmax) = stats(&r.after);
+        let (_, l99, lmax) = stats(&r.during_later);
         // The verdict compares windows of equal length (see RsaLoad::after).
         let (ratio, ratio_short) = (d99 / f99, d99 / a99);
         let renewals = |g: &Renewals| {
@@ -291,6 +292,7 @@ impl Report {
                    "rotation_alone": {"rotations": r.alone.len(), "p50_ms": a50, "p99_ms": a99, "max_ms": amax},
                    "rotation_during": {"rotations": r.during.len(), "p50_ms": d50, "p99_ms": d99, "max_ms": dmax},
                    "rotation_after": {"rotations": r.after.len(), "p50_ms": f50, "p99_ms": f99, "max_ms": fmax},
+                   "rotation_during_later": {"from_s": r.burst.as_secs(), "rotations": r.during_later.len(), "p99_ms": l99, "max_ms": lmax},
                    "p99_ratio": ratio, "p99_ratio_to_the_first_window": ratio_short,
                    "renew_period_s": r.period.as_secs(), "renew_deadline_s": r.deadline.as_secs(),
                    "renewals_alone": renewals(&r.renewals_alone), "renewals_during": renewals(&r.renewals_during),
@@ -345,9 +347,11 @@ impl Report {
                 r.plain
             ),
             format!(
-                "{a50:.1} / {a99:.1} ms ({} rotations, max {amax:.1}); {d50:.1} / {d99:.1} ms ({} rotations, max {dmax:.1}); {f50:.1} / {f99:.1} ms ({} rotations, max {fmax:.1}): p99 during / after **{ratio:.2}x** ({ratio_short:.2}x the first {} alone)",
+                "{a50:.1} / {a99:.1} ms ({} rotations, max {amax:.1}); {d50:.1} / {d99:.1} ms ({} rotations, max {dmax:.1}; sent from the {}th s on: p99 {l99:.1}, max {lmax:.1}, {:.2}x); {f50:.1} / {f99:.1} ms ({} rotations, max {fmax:.1}): p99 during / after **{ratio:.2}x** ({ratio_short:.2}x the first {} alone)",
                 r.alone.len(),
                 r.during.len(),
+                r.burst.as_secs(),
+                l99 / f99,
                 r.after.len(),
                 r.alone.len()
             ),

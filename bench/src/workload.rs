@@ -407,6 +407,21 @@ impl ReadyWatch {
 /// Expected `status.secretName` per RandomSecret, with when the change was sent.
 pub type Pending = Arc<Mutex<HashMap<(String, String), (String, Instant)>>>;
 
+/// Each change seen done: when it was sent, and how long it took.
+pub type Latencies = Arc<Mutex<Vec<(Instant, Duration)>>>;
+
+/// The times alone, sorted.
+pub fn sorted(latencies: &Latencies) -> Vec<Duration> {
+    let mut l: Vec<Duration> = latencies
+        .lock()
+        .expect("latency lock")
+        .iter()
+        .map(|(_, took)| *took)
+        .collect();
+    l.sort();
+    l
+}
+
 /// Watches RandomSecrets and records, for each pending change, the time
 /// from sending it to the status naming the expected Secret (Ready).
 /// The watch runs until its handle is aborted.
@@ -414,7 +429,7 @@ pub fn watch_rotations(
     api: Api<RandomSecret>,
     selector: &str,
     pending: Pending,
-    latencies: Arc<Mutex<Vec<Duration>>>,
+    latencies: Latencies,
 ) -> tokio::task::JoinHandle<()> {
     watch_pending(api, selector, pending, latencies, |rs, expected| {
         rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(expected)
@@ -429,7 +444,7 @@ pub fn watch_pending(
     api: Api<RandomSecret>,
     selector: &str,
     pending: Pending,
-    latencies: Arc<Mutex<Vec<Duration>>>,
+    latencies: Latencies,
     done: fn(&RandomSecret, &str) -> bool,
 ) -> tokio::task::JoinHandle<()> {
     let config = watcher::Config::default().labels(selector);
@@ -444,7 +459,10 @@ pub fn watch_pending(
             if let Some((expected, sent)) = p.get(&key)
                 && done(&rs, expected)
             {
-                latencies.lock().expect("latency lock").push(sent.elapsed());
+                latencies
+                    .lock()
+                    .expect("latency lock")
+                    .push((*sent, sent.elapsed()));
                 p.remove(&key);
             }
         }
