@@ -27,6 +27,15 @@ pub struct Args {
     /// Seconds over which steady RSS and idle CPU are sampled.
     #[arg(long, default_value_t = 20)]
     pub steady_seconds: u64,
+    /// Convergence pairs (the floor, then the controller, each on a
+    /// compacted etcd) at each size but the largest; the ratio is their
+    /// median.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    pub pairs: u16,
+    /// Convergence pairs at the largest size (whose last pair goes on to
+    /// the memory, rotation, startup and failover phases).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    pub largest_pairs: u16,
     /// Skip the floor (when profiling the controller).
     #[arg(long)]
     pub no_floor: bool,

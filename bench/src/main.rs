@@ -91,7 +91,28 @@ async fn main() -> Result<()> {
         return report.finish(&args.out, &args.charts);
     }
     for &n in &args.sizes {
-        eprintln!("bench: N={n}: floor");
+        // Interleaved pairs: a ratio whose floor ran beside it. All but the
+        // last are measured and removed; the last goes on below.
+        let pairs = usize::from(if n == largest {
+            args.largest_pairs
+        } else {
+            args.pairs
+        });
+        let mut interleaved = Vec::with_capacity(pairs);
+        for p in 1..pairs {
+            eprintln!("bench: N={n}: pair {p} of {pairs}");
+            let floor = match args.no_floor {
+                true => None,
+                false => Some(phases::floor(&client, &args, n, false, false).await?),
+            };
+            let ctl = controller::start(&args, "bench", &[])?;
+            let ours = phases::converge(&client, &args, n, &ctl).await?;
+            ctl.terminate()?;
+            interleaved.push((floor.map(|f| f.took), ours.took));
+            workload::delete_namespaces(&client, &phases::prefix("ours", n), args.namespaces)
+                .await?;
+        }
+        eprintln!("bench: N={n}: pair {pairs} of {pairs}: floor");
         let mut floor = if args.no_floor {
             None
         } else {
@@ -111,6 +132,8 @@ async fn main() -> Result<()> {
         let mut ctl = controller::start(&args, "bench", &[])?;
         let ours = phases::converge(&client, &args, n, &ctl).await?;
         report.convergence(n, floor.as_ref(), &ours);
+        interleaved.push((floor.as_ref().map(|f| f.took), ours.took));
+        report.interleaved(n, &interleaved);
         report.phase_times(
             &format!("convergence of {n}"),
             &format!("convergence_{n}"),

@@ -1,9 +1,10 @@
 //! The controller's own account of where its time went:
 //! `randomsecret_phase_seconds{phase}` (see the controller's
 //! `runtime::phases`) read before and after a part of the benchmark, as each
-//! phase's count, mean, and the bucket bounds its p50, p99 and maximum fall
-//! under, so that a slow tail can be read off one run.
+//! phase's count, mean, p50 and p99 (interpolated in the buckets) and the
+//! bucket its slowest fell in, so that a slow tail can be read off one run.
 
+use crate::stats::{Buckets, parse, quantile, share_within};
 use anyhow::Result;
 use randomsecret_e2e::ControllerProcess;
 use serde_json::{Value, json};
@@ -22,66 +23,33 @@ const ORDER: &[&str] = &[
     "event",
 ];
 
-/// One phase's histogram: cumulative `(le, count)` buckets, sum, count.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Histogram {
-    buckets: Vec<(f64, f64)>,
-    sum: f64,
-    count: f64,
-}
+/// The controller's `/metrics` at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot(String);
 
-/// Every phase's histogram at one moment.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Snapshot(BTreeMap<String, Histogram>);
+const METRIC: &str = "randomsecret_phase_seconds";
 
 /// Reads the histograms from the controller's `/metrics`.
 pub fn scrape(ctl: &ControllerProcess) -> Result<Snapshot> {
-    Ok(parse(&ctl.metrics()?))
+    Ok(Snapshot(ctl.metrics()?))
 }
 
-fn parse(text: &str) -> Snapshot {
-    let mut out: BTreeMap<String, Histogram> = BTreeMap::new();
-    let label = |labels: &str, name: &str| -> Option<String> {
-        let start = labels.find(&format!("{name}=\""))? + name.len() + 2;
-        let end = labels[start..].find('"')? + start;
-        Some(labels[start..end].to_string())
-    };
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("randomsecret_phase_seconds_") else {
-            continue;
-        };
-        let Some((series, value)) = rest.rsplit_once(' ') else {
-            continue;
-        };
-        let Ok(value) = value.parse::<f64>() else {
-            continue;
-        };
-        let Some((kind, labels)) = series.split_once('{') else {
-            continue;
-        };
-        let Some(phase) = label(labels, "phase") else {
-            continue;
-        };
-        let h = out.entry(phase).or_default();
-        match kind {
-            "bucket" => {
-                let le = label(labels, "le").and_then(|le| match le.as_str() {
-                    "+Inf" => Some(f64::INFINITY),
-                    le => le.parse().ok(),
-                });
-                if let Some(le) = le {
-                    h.buckets.push((le, value));
-                }
-            }
-            "sum" => h.sum = value,
-            "count" => h.count = value,
-            _ => {}
-        }
+impl Snapshot {
+    /// Every phase with a `_sum` line, and that sum.
+    fn sums(&self) -> BTreeMap<String, f64> {
+        let prefix = format!("{METRIC}_sum{{phase=\"");
+        self.0
+            .lines()
+            .filter_map(|l| {
+                let (phase, value) = l.strip_prefix(&prefix)?.split_once("\"} ")?;
+                Some((phase.to_string(), value.trim().parse().ok()?))
+            })
+            .collect()
     }
-    for h in out.values_mut() {
-        h.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+
+    fn buckets(&self, phase: &str) -> Buckets {
+        parse(&self.0, METRIC, &[&format!("phase=\"{phase}\"")])
     }
-    Snapshot(out)
 }
 
 /// One phase between two snapshots.
@@ -90,58 +58,48 @@ pub struct PhaseTime {
     pub phase: String,
     pub count: u64,
     pub mean_ms: f64,
-    /// The upper bounds of the buckets the p50, p99 and slowest fall in
-    /// (infinite: above the last bound).
-    pub p50_le_ms: f64,
-    pub p99_le_ms: f64,
+    /// Quantiles, interpolated within buckets as Prometheus does.
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// The upper bound of the bucket the slowest fell in (infinite: above
+    /// the last bound).
     pub max_le_ms: f64,
-    /// How many took longer than 32 ms (the bucket bound nearest it).
+    /// How many took longer than 32 ms (a bucket bound).
     pub over_32ms: u64,
 }
 
 /// What each phase recorded between `before` and `after`, in reconcile order.
 pub fn delta(before: &Snapshot, after: &Snapshot) -> Vec<PhaseTime> {
+    let sums_before = before.sums();
     let mut out: Vec<PhaseTime> = after
-        .0
-        .iter()
-        .filter_map(|(phase, a)| {
-            let b = before.0.get(phase).cloned().unwrap_or_default();
-            let count = a.count - b.count;
+        .sums()
+        .into_iter()
+        .filter_map(|(phase, sum)| {
+            let (b, a) = (before.buckets(&phase), after.buckets(&phase));
+            let count = a.get(&u64::MAX)? - b.get(&u64::MAX).copied().unwrap_or(0.0);
             if count < 0.5 {
                 return None;
             }
-            let cumulative: Vec<(f64, f64)> = a
-                .buckets
+            let ms = |q| quantile(&b, &a, q).map_or(f64::NAN, |s| s * 1000.0);
+            let max_le_ms = a
                 .iter()
-                .map(|&(le, n)| {
-                    let was = b
-                        .buckets
-                        .iter()
-                        .find(|(l, _)| *l == le)
-                        .map_or(0.0, |(_, n)| *n);
-                    (le, n - was)
-                })
-                .collect();
-            let under = |share: f64| {
-                let want = (count * share).ceil().max(1.0);
-                cumulative
-                    .iter()
-                    .find(|(_, n)| *n >= want)
-                    .map_or(f64::INFINITY, |(le, _)| le * 1000.0)
-            };
-            let within_32ms = cumulative
-                .iter()
-                .filter(|(le, _)| *le <= 0.032 + 1e-12)
-                .map(|(_, n)| *n)
-                .fold(0.0, f64::max);
+                .find(|(le, n)| **n - b.get(le).copied().unwrap_or(0.0) >= count - 0.5)
+                .map_or(f64::INFINITY, |(le, _)| {
+                    if *le == u64::MAX {
+                        f64::INFINITY
+                    } else {
+                        *le as f64 / 1e6
+                    }
+                });
+            let within = share_within(&b, &a, 0.032).unwrap_or(1.0);
             Some(PhaseTime {
-                phase: phase.clone(),
+                mean_ms: (sum - sums_before.get(&phase).copied().unwrap_or(0.0)) / count * 1000.0,
                 count: count.round() as u64,
-                mean_ms: (a.sum - b.sum) / count * 1000.0,
-                p50_le_ms: under(0.5),
-                p99_le_ms: under(0.99),
-                max_le_ms: under(1.0),
-                over_32ms: (count - within_32ms).round() as u64,
+                p50_ms: ms(0.5),
+                p99_ms: ms(0.99),
+                max_le_ms,
+                over_32ms: (count * (1.0 - within)).round() as u64,
+                phase,
             })
         })
         .collect();
@@ -150,27 +108,20 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> Vec<PhaseTime> {
     out
 }
 
-fn bound(ms: f64) -> String {
-    if ms.is_finite() {
-        format!("≤{ms:.2}")
-    } else {
-        "above the last bucket".into()
-    }
-}
-
-/// `phase n mean p99≤ max≤ (k over 32 ms)`, one per phase, for the table.
+/// `phase n× mean, p50, p99, max ≤ bound (k over 32 ms)`, one per phase,
+/// for the table.
 pub fn text(times: &[PhaseTime]) -> String {
     times
         .iter()
         .map(|t| {
+            let max = if t.max_le_ms.is_finite() {
+                format!("≤ {}", t.max_le_ms)
+            } else {
+                "above the last bucket".into()
+            };
             format!(
-                "{} {}× mean {:.2} ms, p99 {} max {} ms ({} over 32 ms)",
-                t.phase,
-                t.count,
-                t.mean_ms,
-                bound(t.p99_le_ms),
-                bound(t.max_le_ms),
-                t.over_32ms
+                "{} {}×: mean {:.2}, p50 {:.2}, p99 {:.2}, max {max} ms ({} over 32 ms)",
+                t.phase, t.count, t.mean_ms, t.p50_ms, t.p99_ms, t.over_32ms
             )
         })
         .collect::<Vec<_>>()
@@ -184,8 +135,8 @@ pub fn json(times: &[PhaseTime]) -> Value {
         times
             .iter()
             .map(|t| {
-                json!({"phase": t.phase, "count": t.count, "mean_ms": t.mean_ms,
-                       "p50_le_ms": ms(t.p50_le_ms), "p99_le_ms": ms(t.p99_le_ms),
+                json!({"phase": t.phase, "count": t.count, "mean_ms": ms(t.mean_ms),
+                       "p50_ms": ms(t.p50_ms), "p99_ms": ms(t.p99_ms),
                        "max_le_ms": ms(t.max_le_ms), "over_32ms": t.over_32ms})
             })
             .collect(),
@@ -217,7 +168,7 @@ mod tests {
     /// 64 ms, one above every bound; a phase with nothing new is left out.
     #[test]
     fn the_delta_reads_the_tail_of_each_phase() {
-        let before = parse(&format!(
+        let before = Snapshot(format!(
             "{}{}",
             text_of(
                 "create",
@@ -226,7 +177,7 @@ mod tests {
             ),
             text_of("status", &[("0.004", 5), ("+Inf", 5)], 0.01)
         ));
-        let after = parse(&format!(
+        let after = Snapshot(format!(
             "{}{}",
             text_of(
                 "create",
@@ -245,8 +196,8 @@ mod tests {
         let c = &d[0];
         assert_eq!((c.phase.as_str(), c.count), ("create", 100));
         assert!((c.mean_ms - 50.0).abs() < 1e-9, "{c:?}");
-        assert_eq!(c.p50_le_ms, 4.0);
-        assert_eq!(c.p99_le_ms, 64.0);
+        assert!((c.p50_ms - 4.0 * 50.0 / 98.0).abs() < 1e-9, "{c:?}");
+        assert!((c.p99_ms - 64.0).abs() < 1e-9, "{c:?}");
         assert!(c.max_le_ms.is_infinite());
         assert_eq!(c.over_32ms, 2);
         assert!(json(&d)[0]["max_le_ms"].is_null());
@@ -255,7 +206,7 @@ mod tests {
     #[test]
     fn phases_come_in_reconcile_order() {
         let one = |p| text_of(p, &[("0.004", 1), ("+Inf", 1)], 0.001);
-        let after = parse(&format!("{}{}{}", one("status"), one("zzz"), one("queued")));
+        let after = Snapshot(format!("{}{}{}", one("status"), one("zzz"), one("queued")));
         let phases: Vec<_> = delta(&Snapshot::default(), &after)
             .into_iter()
             .map(|t| t.phase)

@@ -28,6 +28,35 @@ const MAX_WEBHOOK_P99_MS: f64 = 5.0;
 /// renewal missed and the rotation p99 at most this times its p99 alone.
 const MAX_RSA_ROTATION_P99_RATIO: f64 = 1.2;
 
+/// Target (issue 33): convergence by the median of the interleaved pairs.
+const MAX_INTERLEAVED_RATIO: f64 = 1.05;
+
+/// The median, minimum and maximum of some ratios.
+#[derive(Debug, PartialEq)]
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Option<Spread> {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let mid = v.len() / 2;
+        let median = match v.len() {
+            0 => return None,
+            len if len % 2 == 1 => v[mid],
+            _ => (v[mid - 1] + v[mid]) / 2.0,
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[v.len() - 1],
+        })
+    }
+}
+
 pub struct Report {
     json: serde_json::Map<String, Value>,
     rows: Vec<(String, String, String)>,
@@ -219,6 +248,52 @@ impl Report {
                 handles(ours.handles_max)
             ),
             String::new(),
+        );
+    }
+
+    /// Convergence at `n` over interleaved pairs (floor, ours), in the order
+    /// run: each pair's ratio, their median, minimum and maximum.
+    pub fn interleaved(&mut self, n: usize, pairs: &[(Option<Duration>, Duration)]) {
+        let ratios: Vec<Option<f64>> = pairs
+            .iter()
+            .map(|(f, o)| f.map(|f| o.as_secs_f64() / f.as_secs_f64()))
+            .collect();
+        let Some(spread) = Spread::of(&ratios.iter().flatten().copied().collect::<Vec<_>>()) else {
+            return; // no floor
+        };
+        self.push(
+            "interleaved",
+            json!({"n": n, "median": spread.median, "min": spread.min, "max": spread.max,
+                   "pairs": pairs.iter().zip(&ratios).map(|((f, o), r)| json!({
+                       "floor_s": f.map(secs), "randomsecret_s": secs(*o), "ratio": r,
+                   })).collect::<Vec<_>>()}),
+        );
+        let each = pairs
+            .iter()
+            .zip(&ratios)
+            .map(|((f, o), r)| {
+                format!(
+                    "{:.2}/{:.2} s = {:.2}x",
+                    o.as_secs_f64(),
+                    f.map_or(f64::NAN, |f| f.as_secs_f64()),
+                    r.unwrap_or(f64::NAN)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.row(
+            format!(
+                "Convergence N={n} over {} interleaved pairs (floor, then randomsecret, each on a compacted etcd): median ratio (min to max)",
+                pairs.len()
+            ),
+            format!(
+                "**{:.2}x** ({:.2}x to {:.2}x); each, ours / floor: {each}",
+                spread.median, spread.min, spread.max
+            ),
+            format!(
+                "median ≤ {MAX_INTERLEAVED_RATIO}x: {}",
+                verdict(spread.median <= MAX_INTERLEAVED_RATIO)
+            ),
         );
     }
 
@@ -836,5 +911,25 @@ impl Report {
         println!("\n{table}");
         eprintln!("bench: wrote {}", out.join("results.json").display());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spread_of_the_pairs() {
+        let s = |v: &[f64]| Spread::of(v);
+        assert_eq!(s(&[]), None);
+        assert_eq!(
+            s(&[1.2, 1.0, 1.1]),
+            Some(Spread {
+                median: 1.1,
+                min: 1.0,
+                max: 1.2
+            })
+        );
+        assert_eq!(s(&[1.3, 1.0, 1.1, 1.2]).unwrap().median, 1.15);
     }
 }

@@ -100,6 +100,22 @@ where
     }
 }
 
+/// Phase `phase`'s count and sum so far (tests of the phases' sources).
+#[cfg(test)]
+pub(crate) fn totals(phase: &str) -> (u64, f64) {
+    let mut text = String::new();
+    let mut r = Registry::default();
+    register(&mut r);
+    prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
+    let value = |what: &str| {
+        let line = format!("phase_seconds_{what}{{phase=\"{phase}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&line))
+            .map_or(0.0, |n| n.parse().unwrap())
+    };
+    (value("count") as u64, value("sum"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,14 +123,7 @@ mod tests {
     use tracing_subscriber::layer::SubscriberExt as _;
 
     fn count(phase: &'static str) -> u64 {
-        let mut text = String::new();
-        let mut r = Registry::default();
-        register(&mut r);
-        prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
-        let line = format!("phase_seconds_count{{phase=\"{phase}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&line))
-            .map_or(0, |n| n.parse().unwrap())
+        totals(phase).0
     }
 
     /// A phase span's time (awaits included) lands in its phase; other

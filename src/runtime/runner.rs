@@ -62,7 +62,9 @@ pub struct Runner {
     /// keep another tenant's key waiting for more than one reconcile.
     pub fair: bool,
     /// The phase ([`phases`](super::phases)) that records how long a
-    /// triggered key waited before its reconcile started.
+    /// triggered key waited before its reconcile started: from the trigger,
+    /// or from the end of its reconcile then running (the wait behind
+    /// itself is that reconcile's time, not the queue's).
     pub queued: Option<&'static str>,
 }
 
@@ -191,20 +193,23 @@ impl Runner {
         for key in initial() {
             let _ = requeue.send(now(key));
         }
-        // When each key waiting to start was first triggered (`queued`).
-        let triggered: Mutex<HashMap<Key, Instant>> = Mutex::default();
+        // When each key waiting to start became eligible (`queued`); None
+        // while the reconcile running when it was triggered goes on.
+        let triggered: Mutex<HashMap<Key, Option<Instant>>> = Mutex::default();
+        let running: Mutex<Running> = Mutex::default();
         let requests = futures::stream::select(
             receiver_stream(triggers).map(|key: Key| {
                 if self.queued.is_some() {
+                    let busy = running.lock().expect("running lock").keys.contains(&key);
                     let mut t = triggered.lock().expect("triggered lock");
-                    t.entry(key.clone()).or_insert_with(Instant::now);
+                    t.entry(key.clone())
+                        .or_insert_with(|| (!busy).then(Instant::now));
                 }
                 now(key)
             }),
             receiver_stream(requeued),
         );
         let mut queue = std::pin::pin!(scheduler(requests));
-        let running: Mutex<Running> = Mutex::default();
         // Fair: a free slot is offered first to namespaces running nothing,
         // then to those running one, and so on.
         let levels = if self.fair {
@@ -222,6 +227,9 @@ impl Runner {
                 _ = &mut shutdown => break,
                 Some((key, next)) = in_flight.next() => {
                     running.lock().expect("running lock").end(&key);
+                    if let Some(waiting @ None) = triggered.lock().expect("triggered lock").get_mut(&key) {
+                        *waiting = Some(Instant::now());
+                    }
                     let delay = match next {
                         Next::AwaitChange => {
                             failures.remove(&key);
@@ -277,7 +285,7 @@ impl Runner {
                     let Some((key, permit)) = key else { break };
                     running.lock().expect("running lock").start(&key);
                     if let Some(phase) = self.queued
-                        && let Some(at) = triggered.lock().expect("triggered lock").remove(&key)
+                        && let Some(Some(at)) = triggered.lock().expect("triggered lock").remove(&key)
                     {
                         super::phases::observe(phase, at.elapsed());
                     }
@@ -459,6 +467,53 @@ mod tests {
             ["a starts", "b starts", "b ends", "a ends"]
         );
         assert_eq!(peak.load(Ordering::SeqCst), 1);
+    }
+
+    /// `queued` times a triggered key's wait for a slot: b waits 9 s for
+    /// the one slot that a (10 s) holds; a, triggered again while it runs,
+    /// is not charged for waiting behind itself, and starts when b (at
+    /// once) ends.
+    #[tokio::test(start_paused = true)]
+    async fn queued_times_the_wait_for_a_slot_not_behind_itself() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let runner = {
+            let runs = runs.clone();
+            tokio::spawn(async move {
+                Runner::new(1)
+                    .timing_queue("test_queued")
+                    .run(
+                        rx,
+                        async {},
+                        || vec![Key::new("n", "a")],
+                        move |k: Key| {
+                            let first = runs.fetch_add(1, Ordering::SeqCst) == 0;
+                            async move {
+                                if &*k.name == "a" && first {
+                                    tokio::time::sleep(Duration::from_secs(10)).await;
+                                }
+                                Next::AwaitChange
+                            }
+                        },
+                        async move {
+                            let _ = stop_rx.await;
+                        },
+                    )
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        tx.send(Key::new("n", "b")).unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        tx.send(Key::new("n", "a")).unwrap();
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        stop_tx.send(()).unwrap();
+        runner.await.unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
+        let (count, sum) = super::super::phases::totals("test_queued");
+        assert_eq!(count, 2);
+        assert!((sum - 9.0).abs() < 0.01, "{sum}");
     }
 
     /// Outside a runner there is no slot to lend: `parked` just awaits.
