@@ -284,10 +284,17 @@ impl Runner {
                 } => {
                     let Some((key, permit)) = key else { break };
                     running.lock().expect("running lock").start(&key);
-                    if let Some(phase) = self.queued
-                        && let Some(Some(at)) = triggered.lock().expect("triggered lock").remove(&key)
-                    {
-                        super::phases::observe(phase, at.elapsed());
+                    if let Some(phase) = self.queued {
+                        let mut t = triggered.lock().expect("triggered lock");
+                        if let Some(Some(at)) = t.remove(&key) {
+                            super::phases::observe(phase, at.elapsed());
+                        }
+                        // A burst (every object at start) leaves no table
+                        // of its size behind.
+                        let len = t.len();
+                        if t.capacity() > 64 && len * 4 < t.capacity() {
+                            t.shrink_to(len * 2);
+                        }
                     }
                     let slot = Slot {
                         slots: slots.clone(),
