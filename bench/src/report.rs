@@ -9,7 +9,7 @@ use crate::figures::{
 };
 use crate::phasetimes::{self, PhaseTime};
 use crate::procstat::{Handles, Steady, mib};
-use crate::stats::percentile_ms;
+use crate::stats::{p50_p99_max as stats, percentile_ms};
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -339,13 +339,6 @@ impl Report {
     /// Ready, the controller's lease renewals, the rotation p99 against the
     /// same workload alone.
     pub fn rsa_load(&mut self, r: &RsaLoad) {
-        let stats = |l: &[Duration]| {
-            (
-                percentile_ms(l, 50.0),
-                percentile_ms(l, 99.0),
-                l.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
-            )
-        };
         let (a50, a99, amax) = stats(&r.alone);
         let (d50, d99, dmax) = stats(&r.during);
         let (f50, f99, fmax) = stats(&r.after);
@@ -558,13 +551,6 @@ impl Report {
         ours: &[Duration],
         floor: Option<&[Duration]>,
     ) {
-        let stats = |l: &[Duration]| {
-            (
-                percentile_ms(l, 50.0),
-                percentile_ms(l, 99.0),
-                l.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
-            )
-        };
         let (p50, p99, max) = stats(ours);
         let distribution = |l: &[Duration]| {
             charts::distribution(

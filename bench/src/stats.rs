@@ -13,6 +13,15 @@ pub fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
     sorted[idx].as_secs_f64() * 1000.0
 }
 
+/// p50, p99 and the maximum of sorted durations, in milliseconds.
+pub fn p50_p99_max(sorted: &[Duration]) -> (f64, f64, f64) {
+    (
+        percentile_ms(sorted, 50.0),
+        percentile_ms(sorted, 99.0),
+        sorted.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+    )
+}
+
 /// Cumulative buckets (upper bound, count) of one histogram.
 pub type Buckets = BTreeMap<u64, f64>;
 
