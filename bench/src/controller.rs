@@ -6,11 +6,15 @@ use randomsecret_e2e::ControllerProcess;
 use std::time::{Duration, Instant};
 
 /// A controller of the benchmark's own on `args.port` (metrics; health on the
-/// next port), with its concurrency, `extra` flags, and its log under `log`;
-/// ready.
+/// next port), with its concurrency, `extra` flags, and its log under `log`
+/// (with each reconcile's phases: `slowest` reads them); ready.
 pub fn start(args: &Args, log: &str, extra: &[&str]) -> Result<ControllerProcess> {
     let conc = args.concurrency.to_string();
-    let mut all = vec!["--log-level=info", "--concurrency", &conc];
+    let mut all = vec![
+        "--log-level=info,randomsecret::phase=debug",
+        "--concurrency",
+        &conc,
+    ];
     all.extend_from_slice(extra);
     let mut p = ControllerProcess::spawn(log, args.port, &all)?;
     p.wait_ready(Duration::from_secs(300))?;

@@ -475,10 +475,10 @@ impl Rotations {
             let rotation = format!("{token}-{k}");
             t.spec.rotation = Some(rotation.clone());
             let expected = Version::of(&t.spec, &t.name)?.secret_name;
-            self.pending
-                .lock()
-                .expect("pending lock")
-                .insert((t.ns.clone(), t.name.clone()), (expected, Instant::now()));
+            self.pending.lock().expect("pending lock").insert(
+                (t.ns.clone(), t.name.clone()),
+                (expected, workload::Sent::now()),
+            );
             let (client, ns, name) = (client.clone(), t.ns.clone(), t.name.clone());
             sends.push(tokio::spawn(async move {
                 workload::rotate(&client, &ns, &name, &rotation).await
@@ -499,7 +499,7 @@ impl Rotations {
         let l = std::mem::take(&mut *self.latencies.lock().expect("latency lock"));
         Ok(Timed(
             l.into_iter()
-                .map(|(sent, took)| (sent.saturating_duration_since(start), took))
+                .map(|d| (d.sent.at.saturating_duration_since(start), d.took))
                 .collect(),
         ))
     }

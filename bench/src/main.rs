@@ -31,11 +31,12 @@ mod phasetimes;
 mod procstat;
 mod push;
 mod report;
+mod slowest;
 mod stats;
 mod webhook;
 mod workload;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use args::Args;
 use clap::Parser;
 use kube::Client;
@@ -68,6 +69,14 @@ async fn main() -> Result<()> {
         (false, b) if b > largest => Some(b),
         (false, b) => bail!("--big {b} is not above the largest size {largest}"),
     };
+    // The rotations take every (largest / rotations)-th object from 0 and the
+    // static edits as many from 1: at least two apart, or an edit lands on a
+    // rotated object and never reaches the name it waits for.
+    ensure!(
+        args.rotations.saturating_mul(2) <= largest,
+        "--rotations {} is more than half the largest size {largest}: the rotations and the static edits after them need objects of their own",
+        args.rotations
+    );
     let mut report = Report::new(&args, big);
     let peer = if args.no_peer {
         None

@@ -10,6 +10,7 @@ use crate::figures::{Converged, Floor, Restart, ScalePoint};
 use crate::phasetimes;
 use crate::procstat::{self, CpuWindow, Sampler};
 use crate::report::Report;
+use crate::slowest;
 use crate::workload::{self, LIMIT, RUN_LABEL, ReadyWatch, place, run_concurrently};
 use anyhow::{Context, Result, ensure};
 use kube::api::PostParams;
@@ -20,6 +21,9 @@ use randomsecret_e2e::ControllerProcess;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The slowest rotations the report takes apart one by one.
+const SLOWEST: usize = 5;
 
 /// The names of set `what` at size `n` (namespaces `PREFIX-0`, ...).
 pub fn prefix(what: &str, n: usize) -> String {
@@ -283,7 +287,7 @@ struct Changed {
     offset: usize,
 }
 
-/// Rotation latencies, sorted: `rotations` changes at `rotation_rate` per
+/// Rotations seen done: `rotations` changes at `rotation_rate` per
 /// second, spread over set `pre` of `n` objects (labelled `run`), each sent by
 /// `send(i)` and timed from then until a watch shows `status.secretName` at
 /// the new version's name (computed offline) and Ready.
@@ -295,7 +299,7 @@ async fn time_rotations<F, Fut>(
     n: usize,
     changed: Changed,
     send: F,
-) -> Result<Vec<Duration>>
+) -> Result<Vec<workload::Done>>
 where
     F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = Result<()>> + Send + 'static,
@@ -321,14 +325,20 @@ where
         let i = (k * (n / count) + changed.offset) % n;
         let (ns, name) = place(pre, args.namespaces, i);
         let expected = Version::of(&spec, &name)?.secret_name;
-        pending
-            .lock()
-            .expect("pending lock")
-            .insert((ns, name), (expected, Instant::now()));
-        sends.push(tokio::spawn(send(i)));
+        pending.lock().expect("pending lock").insert(
+            (ns.clone(), name.clone()),
+            (expected, workload::Sent::now()),
+        );
+        let sent = send(i);
+        sends.push(tokio::spawn(async move {
+            sent.await?;
+            anyhow::Ok(((ns, name), std::time::SystemTime::now()))
+        }));
     }
+    let mut answered = HashMap::new();
     for s in sends {
-        s.await??;
+        let (object, at) = s.await??;
+        answered.insert(object, at);
     }
     let deadline = Instant::now() + Duration::from_secs(120);
     while !pending.lock().expect("pending lock").is_empty() {
@@ -338,7 +348,11 @@ where
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Ok(workload::sorted(&latencies))
+    let mut done = std::mem::take(&mut *latencies.lock().expect("latency lock"));
+    for d in &mut done {
+        d.answered = answered.get(&d.object).copied();
+    }
+    Ok(done)
 }
 
 /// The floor of a rotation: a tight client sets `spec.rotation` and does the
@@ -355,11 +369,12 @@ async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Vec<Du
         spec: workload::spec("2"),
         offset: 0,
     };
-    time_rotations(client, args, &pre, &format!("floor-{n}"), n, changed, |i| {
+    let done = time_rotations(client, args, &pre, &format!("floor-{n}"), n, changed, |i| {
         let (client, pre) = (client.clone(), pre.clone());
         async move { workload::floor_rotation(&client, &pre, namespaces, i, "2").await }
     })
-    .await
+    .await?;
+    Ok(workload::times(&done))
 }
 
 /// Rotation latency under a steady rate of spec.rotation changes, and the
@@ -386,7 +401,7 @@ pub async fn rotation(
         spec: workload::spec("2"),
         offset: 0,
     };
-    let ours = time_rotations(client, args, &pre, &format!("ours-{n}"), n, changed, |i| {
+    let done = time_rotations(client, args, &pre, &format!("ours-{n}"), n, changed, |i| {
         let (client, pre) = (client.clone(), pre.clone());
         async move {
             let (ns, name) = place(&pre, namespaces, i);
@@ -405,9 +420,10 @@ pub async fn rotation(
     report.rotation(
         args.rotations.min(n),
         args.rotation_rate,
-        &ours,
+        &workload::times(&done),
         floor.as_deref(),
     );
+    report.slowest_rotations(&slowest::slowest(&done, &ctl.log, SLOWEST)?);
     eprintln!(
         "bench: N={n}: {} static edits at {}/s",
         args.rotations.min(n),

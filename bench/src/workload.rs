@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Label on everything the benchmark creates, valued by run.
 pub const RUN_LABEL: &str = "bench.randomsecret.io/run";
@@ -404,20 +404,47 @@ impl ReadyWatch {
     }
 }
 
-/// Expected `status.secretName` per RandomSecret, with when the change was sent.
-pub type Pending = Arc<Mutex<HashMap<(String, String), (String, Instant)>>>;
+/// When a change was sent: for its latency, and on the wall clock (to find
+/// the controller's log lines about it).
+#[derive(Clone, Copy, Debug)]
+pub struct Sent {
+    pub at: Instant,
+    pub wall: SystemTime,
+}
 
-/// Each change seen done: when it was sent, and how long it took.
-pub type Latencies = Arc<Mutex<Vec<(Instant, Duration)>>>;
+impl Sent {
+    pub fn now() -> Self {
+        Sent {
+            at: Instant::now(),
+            wall: SystemTime::now(),
+        }
+    }
+}
+
+/// Expected `status.secretName` per RandomSecret, with when the change was sent.
+pub type Pending = Arc<Mutex<HashMap<(String, String), (String, Sent)>>>;
+
+/// A change seen done: its object (namespace, name), when it was sent, how
+/// long it took; when its request was answered, where the sender recorded it.
+#[derive(Clone, Debug)]
+pub struct Done {
+    pub object: (String, String),
+    pub sent: Sent,
+    pub took: Duration,
+    pub answered: Option<SystemTime>,
+}
+
+/// Each change seen done.
+pub type Latencies = Arc<Mutex<Vec<Done>>>;
 
 /// The times alone, sorted.
 pub fn sorted(latencies: &Latencies) -> Vec<Duration> {
-    let mut l: Vec<Duration> = latencies
-        .lock()
-        .expect("latency lock")
-        .iter()
-        .map(|(_, took)| *took)
-        .collect();
+    times(&latencies.lock().expect("latency lock"))
+}
+
+/// The times of `done`, sorted.
+pub fn times(done: &[Done]) -> Vec<Duration> {
+    let mut l: Vec<Duration> = done.iter().map(|d| d.took).collect();
     l.sort();
     l
 }
@@ -459,10 +486,13 @@ pub fn watch_pending(
             if let Some((expected, sent)) = p.get(&key)
                 && done(&rs, expected)
             {
-                latencies
-                    .lock()
-                    .expect("latency lock")
-                    .push((*sent, sent.elapsed()));
+                let sent = *sent;
+                latencies.lock().expect("latency lock").push(Done {
+                    took: sent.at.elapsed(),
+                    object: key.clone(),
+                    sent,
+                    answered: None,
+                });
                 p.remove(&key);
             }
         }

@@ -11,6 +11,8 @@ pub struct ControllerProcess {
     pub child: std::process::Child,
     pub metrics_port: u16,
     pub health_port: u16,
+    /// Its log file (appended to: the same name's earlier processes are in it).
+    pub log: std::path::PathBuf,
 }
 
 impl ControllerProcess {
@@ -53,10 +55,11 @@ impl ControllerProcess {
         kubeconfig: Option<std::ffi::OsString>,
     ) -> Result<Self> {
         use std::process::{Command, Stdio};
+        let log = log_dir().join(format!("controller-{log}.log"));
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(log_dir().join(format!("controller-{log}.log")))?;
+            .open(&log)?;
         let mut cmd = Command::new(randomsecret_bin());
         cmd.arg("controller")
             .arg(format!("--metrics-bind-address=127.0.0.1:{port}"))
@@ -74,6 +77,7 @@ impl ControllerProcess {
             child: cmd.spawn()?,
             metrics_port: port,
             health_port: port + 1,
+            log,
         })
     }
 

@@ -284,10 +284,13 @@ impl Runner {
                 } => {
                     let Some((key, permit)) = key else { break };
                     running.lock().expect("running lock").start(&key);
+                    let mut waited = None;
                     if let Some(phase) = self.queued {
                         let mut t = triggered.lock().expect("triggered lock");
                         if let Some(Some(at)) = t.remove(&key) {
-                            super::phases::observe(phase, at.elapsed());
+                            let w = at.elapsed();
+                            super::phases::observe(phase, w);
+                            waited = Some(w);
                         }
                         // A burst (every object at start) leaves no table
                         // of its size behind.
@@ -301,6 +304,9 @@ impl Runner {
                         permit: Some(permit).into(),
                     };
                     let work = SLOT.scope(slot, reconcile(key.clone()));
+                    // The runner that times its queue (RandomSecrets') itemizes too.
+                    let itemize = self.queued.is_some();
+                    let work = super::phases::itemized(key.clone(), itemize, waited, work);
                     in_flight.push(async move { (key, work.await) });
                 }
             }

@@ -4,8 +4,15 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+/// Where a test subscriber writes; `text()` reads what it wrote.
 #[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Buffer {
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
 
 impl Write for Buffer {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
@@ -29,6 +36,5 @@ pub(crate) fn written(filter: Option<tracing_subscriber::EnvFilter>, f: impl FnO
         }
         None => tracing::subscriber::with_default(builder.finish(), f),
     }
-    let bytes = out.0.lock().unwrap().clone();
-    String::from_utf8(bytes).unwrap()
+    out.text()
 }
