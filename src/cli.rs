@@ -49,7 +49,9 @@ pub enum Command {
     },
     /// Rotate a RandomSecret: set spec.rotation (every generated key) or, with
     /// --key, spec.keys.KEY.rotation (that key alone) to a new token (a merge
-    /// patch), or print the change to commit with --print.
+    /// patch), or print the change to commit with --print. Several at once,
+    /// to one token: -l SELECTOR or --all (-A: every namespace); --dry-run
+    /// says what it would rotate.
     Rotate(RotateArgs),
     /// Rewrite workload references to RandomSecret base names into versioned names
     /// (a YAML stream in and out; also a Helm --post-renderer).
@@ -92,12 +94,28 @@ pub struct InputArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["name", "selector", "all"])))]
 pub struct RotateArgs {
-    /// The RandomSecret.
-    pub name: String,
+    /// The RandomSecret (or several: -l, --all).
+    pub name: Option<String>,
     /// Namespace (default: the kubeconfig context's).
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
+    /// Rotate every RandomSecret whose labels match this selector
+    /// (team=payments, tier in (db,cache)), all to one token. An object at
+    /// that token already is skipped: after a run that stopped halfway, the
+    /// same command with --to TOKEN (the token it printed) finishes the rest.
+    #[arg(short = 'l', long, conflicts_with_all = ["name", "all", "print"])]
+    pub selector: Option<String>,
+    /// Rotate every RandomSecret of the namespace, all to one token (as -l).
+    #[arg(long, conflicts_with_all = ["name", "print"])]
+    pub all: bool,
+    /// With -l or --all: in every namespace.
+    #[arg(short = 'A', long, conflicts_with_all = ["name", "namespace", "print"])]
+    pub all_namespaces: bool,
+    /// Print what would be rotated, from which token to which, and send nothing.
+    #[arg(long, conflicts_with = "print")]
+    pub dry_run: bool,
     /// The new token (default: the current time, e.g. 20261201T070821Z).
     #[arg(long)]
     pub to: Option<String>,

@@ -188,11 +188,17 @@ fn rotate(args: RotateArgs) -> Result<(), String> {
         .clone()
         .unwrap_or_else(|| rotate::token(k8s_openapi::jiff::Timestamp::now()));
     let key = args.key.as_deref();
-    if args.print {
+    let what = match key {
+        None => "rotation".to_string(),
+        Some(k) => format!("keys.{k}.rotation"),
+    };
+    let single = args.name.clone().filter(|_| !args.dry_run);
+    if let Some(name) = &single
+        && args.print
+    {
         print!("{}", rotate::print(key, &token));
         eprintln!(
-            "randomsecret rotate: commit this to RandomSecret {}'s manifest (or: kubectl patch randomsecret {} --type merge --patch-file FILE)",
-            args.name, args.name
+            "randomsecret rotate: commit this to RandomSecret {name}'s manifest (or: kubectl patch randomsecret {name} --type merge --patch-file FILE)"
         );
         return Ok(());
     }
@@ -202,21 +208,16 @@ fn rotate(args: RotateArgs) -> Result<(), String> {
             .namespace
             .clone()
             .unwrap_or_else(|| client.default_namespace().to_string());
-        let (old, name) = rotate::rotate(&client, &ns, &args.name, key, &token).await?;
-        let old = old.map_or("unset".to_string(), |o| format!("{o:?}"));
-        let what = match key {
-            None => "rotation".to_string(),
-            Some(k) => format!("keys.{k}.rotation"),
+        let Some(name) = single else {
+            return rotate::many(&args, &client, &ns, &what, &token).await;
         };
-        match name {
-            Some(n) => println!(
-                "randomsecret/{} rotated: {what} {old} -> {token:?}; new version {n}",
-                args.name
-            ),
-            None => println!(
-                "randomsecret/{} rotated: {what} {old} -> {token:?}",
-                args.name
-            ),
+        let (old, version) = rotate::rotate(&client, &ns, &name, key, &token).await?;
+        let old = old.map_or("unset".to_string(), |o| format!("{o:?}"));
+        match version {
+            Some(v) => {
+                println!("randomsecret/{name} rotated: {what} {old} -> {token:?}; new version {v}")
+            }
+            None => println!("randomsecret/{name} rotated: {what} {old} -> {token:?}"),
         }
         anyhow::Ok(())
     };

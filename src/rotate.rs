@@ -2,6 +2,12 @@
 //! key), or with `--key K` a new `keys.K.rotation` (that key alone), sent to
 //! the cluster as a merge patch, or printed (`--print`) as the change to
 //! commit for GitOps users (a YAML fragment that is also a merge patch).
+//!
+//! `rotate -l SELECTOR` / `--all` (`-A` across namespaces): every
+//! RandomSecret selected, to one token for the whole run. An object already
+//! at that token is skipped, so a run that stopped halfway is finished by
+//! the same command with `--to TOKEN` (the token it printed) without
+//! rotating any object twice; `--dry-run` says what it would do.
 
 use crate::api::{RandomSecret, RandomSecretSpec};
 use crate::version::Version;
@@ -79,6 +85,180 @@ pub fn current(spec: &RandomSecretSpec, key: Option<&str>) -> Result<Option<Stri
     }
 }
 
+/// What a bulk rotation does with one RandomSecret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// Rotate from this token (None: unset).
+    Rotate(Option<String>),
+    /// At the run's token already: rotated by an earlier run with `--to`.
+    Already,
+    /// Cannot be rotated this way (`--key` names no generated key of it).
+    Refused(String),
+}
+
+/// The plan for one RandomSecret of a bulk rotation to `token`.
+pub fn plan(spec: &RandomSecretSpec, key: Option<&str>, token: &str) -> Plan {
+    match current(spec, key) {
+        Err(why) => Plan::Refused(why),
+        Ok(old) if old.as_deref() == Some(token) => Plan::Already,
+        Ok(old) => Plan::Rotate(old),
+    }
+}
+
+/// The RandomSecrets a bulk rotation selects: in `namespace` (None: every
+/// namespace), matching `selector` (None: all), ordered by namespace and name.
+pub async fn select(
+    client: &Client,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+) -> anyhow::Result<Vec<RandomSecret>> {
+    let api: Api<RandomSecret> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let mut lp = kube::api::ListParams::default();
+    if let Some(s) = selector {
+        lp = lp.labels(s);
+    }
+    let mut all = api
+        .list(&lp)
+        .await
+        .context("listing the RandomSecrets to rotate")?
+        .items;
+    all.sort_by_key(|rs| (rs.metadata.namespace.clone(), rs.metadata.name.clone()));
+    Ok(all)
+}
+
+/// Sends one rotation of a bulk run: the merge patch, tried again (it is
+/// idempotent: the same token) after a transient failure. Returns the new
+/// version's name (None with rotateEvery).
+pub async fn send(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    key: Option<&str>,
+    token: &str,
+) -> anyhow::Result<Option<String>> {
+    let api: Api<RandomSecret> = Api::namespaced(client.clone(), namespace);
+    let pp = PatchParams::apply(MANAGER).validation_strict();
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match api.patch(name, &pp, &Patch::Merge(patch(key, token))).await {
+            Ok(after) => return Ok(Version::of(&after.spec, name).ok().map(|v| v.secret_name)),
+            Err(kube::Error::Api(s)) if tries < SEND_TRIES && transient(s.code) => {
+                tokio::time::sleep(std::time::Duration::from_millis(200 * tries)).await;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("patching {} of {name}", field(key)));
+            }
+        }
+    }
+}
+
+/// How many times a bulk rotation sends one patch before it gives up.
+const SEND_TRIES: u64 = 4;
+
+/// A failure worth trying again: the apiserver busy or between leaders.
+fn transient(code: u16) -> bool {
+    matches!(code, 429 | 500 | 502 | 503 | 504)
+}
+
+/// `rotate -l`, `--all` (`-A`), or `--dry-run`: every RandomSecret selected
+/// to one token, each line saying what happened; an error at the end when
+/// one was refused or failed (the others are rotated all the same).
+pub async fn many(
+    args: &crate::cli::RotateArgs,
+    client: &Client,
+    ns: &str,
+    what: &str,
+    token: &str,
+) -> anyhow::Result<()> {
+    let key = args.key.as_deref();
+    let namespace = (!args.all_namespaces).then_some(ns);
+    let targets = match &args.name {
+        Some(name) => vec![
+            Api::<RandomSecret>::namespaced(client.clone(), ns)
+                .get_opt(name)
+                .await?
+                .ok_or_else(|| {
+                    anyhow::anyhow!("RandomSecret {name} not found in namespace {ns}")
+                })?,
+        ],
+        None => select(client, namespace, args.selector.as_deref()).await?,
+    };
+    let place = namespace.map_or("in any namespace".to_string(), |n| {
+        format!("in namespace {n}")
+    });
+    if targets.is_empty() {
+        anyhow::bail!(
+            "no RandomSecret {}{place}: nothing rotated",
+            args.selector
+                .as_deref()
+                .map_or(String::new(), |s| format!("matches -l {s:?} "))
+        );
+    }
+    let dry = if args.dry_run {
+        " (dry run: nothing is sent)"
+    } else {
+        ""
+    };
+    println!(
+        "randomsecret rotate: {} RandomSecret(s) {place} to {what} {token:?}{dry}; a run that stops is finished by the same command with --to {token}",
+        targets.len()
+    );
+    let (mut rotated, mut already, mut failed) = (0, 0, 0);
+    for rs in &targets {
+        let (rs_ns, name) = (
+            rs.metadata.namespace.clone().unwrap_or_default(),
+            rs.metadata.name.clone().unwrap_or_default(),
+        );
+        let at = format!("randomsecret/{name} in {rs_ns}");
+        match plan(&rs.spec, key, token) {
+            Plan::Already => {
+                already += 1;
+                println!("{at}: {what} is {token:?} already: skipped");
+            }
+            Plan::Refused(why) => {
+                failed += 1;
+                eprintln!("{at}: not rotated: {why}");
+            }
+            Plan::Rotate(old) => {
+                let old = old.map_or("unset".to_string(), |o| format!("{o:?}"));
+                if args.dry_run {
+                    rotated += 1;
+                    println!("{at}: would rotate {what} {old} -> {token:?}");
+                    continue;
+                }
+                match send(client, &rs_ns, &name, key, token).await {
+                    Ok(version) => {
+                        rotated += 1;
+                        let v = version.map_or(String::new(), |v| format!("; new version {v}"));
+                        println!("{at} rotated: {what} {old} -> {token:?}{v}");
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        eprintln!("{at}: not rotated: {e:#}");
+                    }
+                }
+            }
+        }
+    }
+    let verb = if args.dry_run {
+        "would rotate"
+    } else {
+        "rotated"
+    };
+    println!(
+        "randomsecret rotate: {verb} {rotated}, {already} at {token:?} already, {failed} not rotated"
+    );
+    anyhow::ensure!(
+        failed == 0,
+        "{failed} RandomSecret(s) not rotated (see above); the same command with --to {token} retries them and skips those done"
+    );
+    Ok(())
+}
+
 /// Rotates `name` in `namespace` to `token` (the key `key` alone, or every
 /// key). Returns the old token and the new version's name (None with
 /// rotateEvery: the controller names it).
@@ -141,6 +321,28 @@ mod tests {
             one,
             json!({"spec": {"keys": {"password": {"rotation": "2"}}}})
         );
+    }
+
+    /// A bulk run rotates what is not at its token yet, skips what is (an
+    /// earlier run's), and refuses what `--key` cannot rotate, saying why.
+    #[test]
+    fn a_bulk_run_skips_what_is_at_its_token_already() {
+        let spec = |yaml: &str| crate::gitops::yaml::read::<RandomSecretSpec>(yaml).unwrap();
+        let s = spec("keys: {password: {length: 8, rotation: 'T'}}\nrotation: '1'");
+        assert_eq!(plan(&s, None, "T"), Plan::Rotate(Some("1".into())));
+        assert_eq!(plan(&s, Some("password"), "T"), Plan::Already);
+        assert_eq!(
+            plan(&s, Some("password"), "U"),
+            Plan::Rotate(Some("T".into()))
+        );
+        assert_eq!(
+            plan(&spec("keys: {a: {length: 8}}"), None, "T"),
+            Plan::Rotate(None)
+        );
+        assert!(
+            matches!(plan(&s, Some("pin"), "T"), Plan::Refused(why) if why.contains("no generated key"))
+        );
+        assert!(transient(503) && transient(429) && !transient(404) && !transient(422));
     }
 
     /// `--key` names a generated key of spec.keys: a static key, the short

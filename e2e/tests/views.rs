@@ -1,6 +1,7 @@
 //! `randomsecret status` against the live cluster: the tree of versions and
 //! what holds each, through two rotations and a rollback; `-o json`; read-only
-//! credentials; `kubectl randomsecret` through kubectl's plugin lookup; `--watch`.
+//! credentials; `kubectl randomsecret` through kubectl's plugin lookup; `--watch`;
+//! `rotate`, one object or many (`-l`, `--all`, `-A`, `--dry-run`).
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -638,6 +639,217 @@ async fn rotate_sets_a_new_token_or_prints_the_change() -> Result<()> {
         .unwrap_err()
         .to_string();
     ensure!(err.contains("user") && err.contains("static"), "{err}");
+    ns.delete().await
+}
+
+/// A RandomSecret labelled `team` (and Ready).
+async fn labelled(api: &Api<RandomSecret>, name: &str, team: &str, spec: Value) -> Result<()> {
+    let mut rs = random_secret(name, spec)?;
+    rs.metadata.labels = Some(BTreeMap::from([("team".to_string(), team.to_string())]));
+    api.create(&PostParams::default(), &rs).await?;
+    Ok(())
+}
+
+/// `rotate -l` over 20 of 25 RandomSecrets rotates exactly those, once:
+/// `--dry-run` sends nothing; 3 rotated before (a run that stopped) are
+/// skipped and not rotated again, and the same command once more rotates
+/// nothing. `--all -n` with `--key` rotates the object that has the key and
+/// names the one that has not (exit non-zero); `-A` reaches every
+/// namespace; a selector matching nothing is an error.
+#[tokio::test]
+async fn rotate_by_selector_rotates_each_selected_object_once() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "views-rotate-many").await?;
+    let other = TestNamespace::new(&client, "views-rotate-many2").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let api2: Api<RandomSecret> = other.api();
+    let n = ns.name.as_str();
+    // Unique to this test: -A must not reach another test's objects.
+    let team = format!("t-{n}");
+    let spec = json!({"keys": {"password": {"length": 12}}, "rotation": "1"});
+    for i in 0..25 {
+        let t = if i < 20 { team.as_str() } else { "other" };
+        labelled(&api, &format!("app-{i:02}"), t, spec.clone()).await?;
+    }
+    labelled(&api2, "with-key", &team, spec.clone()).await?;
+    labelled(
+        &api2,
+        "without-key",
+        &team,
+        json!({"keys": {"pin": {"length": 6}}}),
+    )
+    .await?;
+    let mut before = BTreeMap::new();
+    for i in 0..25 {
+        let name = format!("app-{i:02}");
+        let rs = wait_for(&api, &name, "Ready", is_ready).await?;
+        before.insert(name, rs);
+    }
+    for name in ["with-key", "without-key"] {
+        wait_for(&api2, name, "Ready", is_ready).await?;
+    }
+    let bin = randomsecret_bin();
+    let bin = bin.to_str().context("binary path")?;
+    let selector = format!("team={team}");
+    let generation = |rs: &RandomSecret| rs.metadata.generation.unwrap_or_default();
+
+    // Dry run: 20 listed, nothing sent.
+    let out = run(
+        bin,
+        &[
+            "rotate",
+            "-n",
+            n,
+            "-l",
+            &selector,
+            "--to",
+            "T1",
+            "--dry-run",
+        ],
+        None,
+    )?;
+    ensure!(
+        out.matches(": would rotate rotation \"1\" -> \"T1\"")
+            .count()
+            == 20,
+        "{out}"
+    );
+    ensure!(
+        out.contains("would rotate 20, 0 at \"T1\" already"),
+        "{out}"
+    );
+    for (name, rs) in &before {
+        let now = api.get(name).await?;
+        ensure!(
+            generation(&now) == generation(rs),
+            "{name}: --dry-run changed nothing"
+        );
+    }
+
+    // A run that stopped after 3: those are at T1 already.
+    for i in 0..3 {
+        patch_spec(&api, &format!("app-{i:02}"), json!({"rotation": "T1"})).await?;
+    }
+    let mut stopped = BTreeMap::new();
+    for i in 0..3 {
+        let name = format!("app-{i:02}");
+        stopped.insert(
+            name.clone(),
+            wait_for(&api, &name, "Ready at T1", is_ready).await?,
+        );
+    }
+    let out = run(
+        bin,
+        &["rotate", "-n", n, "-l", &selector, "--to", "T1"],
+        None,
+    )?;
+    ensure!(
+        out.contains("rotated 17, 3 at \"T1\" already, 0 not rotated"),
+        "{out}"
+    );
+    ensure!(
+        out.matches(" rotated: rotation \"1\" -> \"T1\"; new version app-")
+            .count()
+            == 17,
+        "{out}"
+    );
+    for (name, rs) in &before {
+        let now = wait_for(&api, name, "Ready", is_ready).await?;
+        let selected = rs.labels().get("team") == Some(&team);
+        if !selected {
+            ensure!(
+                generation(&now) == generation(rs),
+                "{name} is not selected: untouched"
+            );
+            ensure!(now.spec.rotation.as_deref() == Some("1"), "{name}");
+            continue;
+        }
+        ensure!(
+            now.spec.rotation.as_deref() == Some("T1"),
+            "{name} is at T1"
+        );
+        let was = stopped.get(name).unwrap_or(rs);
+        let expected = if stopped.contains_key(name) {
+            generation(was)
+        } else {
+            generation(was) + 1
+        };
+        ensure!(
+            generation(&now) == expected,
+            "{name}: rotated exactly once ({} then {})",
+            generation(was),
+            generation(&now)
+        );
+        let current = now.status.as_ref().and_then(|s| s.secret_name.clone());
+        ensure!(
+            current != rs.status.as_ref().and_then(|s| s.secret_name.clone()),
+            "{name}: a new version"
+        );
+    }
+    // The same command again: every one is done; nothing is rotated.
+    let out = run(
+        bin,
+        &["rotate", "-n", n, "-l", &selector, "--to", "T1"],
+        None,
+    )?;
+    ensure!(out.contains("rotated 0, 20 at \"T1\" already"), "{out}");
+
+    // --all with --key: one has the key, one has not (named; exit non-zero).
+    let o = other.name.as_str();
+    let failed = std::process::Command::new(bin)
+        .args([
+            "rotate", "-n", o, "--all", "--key", "password", "--to", "K1",
+        ])
+        .output()?;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&failed.stdout),
+        String::from_utf8_lossy(&failed.stderr),
+    );
+    ensure!(
+        !failed.status.success(),
+        "a refused object fails the run: {stdout}"
+    );
+    ensure!(
+        stdout.contains(&format!(
+            "randomsecret/with-key in {o} rotated: keys.password.rotation unset -> \"K1\""
+        )),
+        "{stdout}"
+    );
+    ensure!(
+        stderr.contains(&format!("randomsecret/without-key in {o}: not rotated"))
+            && stderr.contains("no generated key \"password\""),
+        "{stderr}"
+    );
+    let rs = wait_for(&api2, "with-key", "Ready", is_ready).await?;
+    ensure!(
+        rs.spec
+            .keys
+            .as_ref()
+            .and_then(|k| k.get("password"))
+            .and_then(|g| g.rotation.as_deref())
+            == Some("K1")
+    );
+
+    // -A: both namespaces' selected objects, and no one else's.
+    let out = run(
+        bin,
+        &["rotate", "-A", "-l", &selector, "--to", "T2", "--dry-run"],
+        None,
+    )?;
+    ensure!(out.contains("22 RandomSecret(s) in any namespace"), "{out}");
+    ensure!(
+        out.contains(&format!("randomsecret/without-key in {o}: would rotate")),
+        "{out}"
+    );
+    // Nothing selected: an error that says what was asked.
+    let err = run(bin, &["rotate", "-n", n, "-l", "team=nobody"], None)
+        .unwrap_err()
+        .to_string();
+    ensure!(
+        err.contains("no RandomSecret matches -l \"team=nobody\""),
+        "{err}"
+    );
+    other.delete().await?;
     ns.delete().await
 }
 
