@@ -260,6 +260,7 @@ async fn floor_version(
         &Outcome::Ready {
             secret_name: v.secret_name,
             uncarried: false,
+            next_rotation: None,
         },
         Versions {
             live,

@@ -32,6 +32,26 @@ async fn a_keys_own_period_rotates_that_key_alone() -> Result<()> {
     api.create(&PostParams::default(), &random_secret("db", spec)?)
         .await?;
     let first = wait_for(&api, "db", "Ready", is_ready).await?;
+    // The next version is due one period after creation (issue 30).
+    let created = first
+        .metadata
+        .creation_timestamp
+        .clone()
+        .context("creationTimestamp")?;
+    let due = |rs: &RandomSecret| rs.status.as_ref().and_then(|s| s.next_rotation.clone());
+    let due1 = due(&first).context("status.nextRotation")?;
+    ensure!(
+        due1.0.as_second() == created.0.as_second() + 60,
+        "nextRotation {due1:?}: one period (1m) after creation {created:?}"
+    );
+    let wide = kubectl(&["get", "randomsecret", "-n", &ns.name, "db", "-o", "wide"])?;
+    let shown = due1.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    ensure!(
+        wide.contains("NEXT ROTATION") && wide.contains(&shown),
+        "kubectl get -o wide shows it: {wide}"
+    );
+    let tree = run("randomsecret", &["status", "-n", &ns.name, "db"], None)?;
+    ensure!(tree.contains("next rotation "), "{tree}");
     let v1 = first
         .status
         .and_then(|s| s.secret_name)
@@ -52,6 +72,13 @@ async fn a_keys_own_period_rotates_that_key_alone() -> Result<()> {
         },
     )
     .await?;
+    // A new period, a new due time: one period later.
+    let due2 = due(&rotated).context("status.nextRotation after the rotation")?;
+    ensure!(
+        due2.0.as_second() >= due1.0.as_second() + 60
+            && (due2.0.as_second() - created.0.as_second()) % 60 == 0,
+        "nextRotation moves on by whole periods: {due1:?} then {due2:?}"
+    );
     let status = rotated.status.context("status")?;
     let v2 = status.secret_name.clone().context("secretName")?;
     let b = secrets.get(&v2).await?;

@@ -130,6 +130,7 @@ pub const SHORT_FORM_LENGTH: i64 = 32;
     printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
     printcolumn(name = "Versions", type_ = "integer", json_path = ".status.liveVersions", priority = 1, description = "Live versions (current and retained)"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].reason", description = "Why Ready is what it is (kubectl describe shows the message)"),
+    printcolumn(name = "Next rotation", type_ = "string", json_path = ".status.nextRotation", priority = 1, description = "With rotateEvery: when the next version is due"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     validation = Rule::new("size(self.metadata.name) <= 63").message("metadata.name must be at most 63 characters (it is a label value on every version Secret): use a shorter name, and spec.secretName for a longer base name")
 )]
@@ -912,6 +913,10 @@ pub struct RandomSecretStatus {
     /// How many versions are live (the length of versions).
     #[serde(default)]
     pub live_versions: i32,
+    /// With rotateEvery (or a key's rotateEvery): when the next version is
+    /// due; the controller makes it then. Absent without a period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_rotation: Option<Time>,
     /// Ready (always present), Reconciling and Stalled, in the metav1.Condition
     /// shape; VaultSynced while spec.push.vault is set; WorkloadsPinned while
     /// a tracking workload stays on an older version after a rollback. A map keyed by type:

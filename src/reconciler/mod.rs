@@ -175,6 +175,9 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     let ready = status::Outcome::Ready {
         secret_name: v.secret_name.clone(),
         uncarried: current.record.uncarried,
+        next_rotation: next_epoch
+            .and_then(|at| k8s_openapi::jiff::Timestamp::from_second(at).ok())
+            .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
     };
     if report::write_status(&rs, &ready, Some(versions), ctx)
         .instrument(crate::phase!("status"))

@@ -20,6 +20,8 @@ pub enum Outcome {
     Ready {
         secret_name: String,
         uncarried: bool,
+        /// With a period: when the next version is due (`status.nextRotation`).
+        next_rotation: Option<Time>,
     },
     /// A permanent problem the user has to fix (bad spec, name taken).
     Stalled { reason: String, message: String },
@@ -80,6 +82,7 @@ pub fn desired(
         Outcome::Ready {
             secret_name,
             uncarried,
+            ..
         } => {
             let mut c = vec![
                 condition(
@@ -131,8 +134,13 @@ pub fn desired(
             c
         })
         .collect();
+    let next_rotation = match outcome {
+        Outcome::Ready { next_rotation, .. } => next_rotation.clone(),
+        _ => None,
+    };
     RandomSecretStatus {
         observed_generation: generation,
+        next_rotation,
         secret_name,
         live_versions: versions.live.len() as i32,
         versions: versions.live,
@@ -178,7 +186,64 @@ mod tests {
         Outcome::Ready {
             secret_name: name.into(),
             uncarried: false,
+            next_rotation: None,
         }
+    }
+
+    /// nextRotation comes with a Ready version that has a period, and goes
+    /// with a failure (it describes the current version's schedule).
+    #[test]
+    fn next_rotation_is_the_ready_versions_due_time() {
+        let due = Outcome::Ready {
+            secret_name: "a-1".into(),
+            uncarried: false,
+            next_rotation: Some(t(3600)),
+        };
+        let s = desired(
+            &Previous::of(None),
+            Some(1),
+            &due,
+            Versions::default(),
+            &t(10),
+        );
+        assert_eq!(s.next_rotation, Some(t(3600)));
+        let plain = desired(
+            &Previous::of(None),
+            Some(1),
+            &ready("a-1"),
+            Versions::default(),
+            &t(10),
+        );
+        assert_eq!(plain.next_rotation, None);
+        let stalled = Outcome::Stalled {
+            reason: "InvalidSpec".into(),
+            message: "m".into(),
+        };
+        let after = desired(
+            &Previous::of(Some(&s)),
+            Some(2),
+            &stalled,
+            Versions::default(),
+            &t(20),
+        );
+        assert_eq!(after.next_rotation, None);
+        // A change of the due time alone is a change of the status (written).
+        let later = Outcome::Ready {
+            secret_name: "a-1".into(),
+            uncarried: false,
+            next_rotation: Some(t(7200)),
+        };
+        let s2 = desired(
+            &Previous::of(Some(&s)),
+            Some(1),
+            &later,
+            Versions::default(),
+            &t(10),
+        );
+        assert_ne!(
+            crate::cache::previous::fingerprint(Some(&s)),
+            crate::cache::previous::fingerprint(Some(&s2))
+        );
     }
 
     /// CarriedOver=False only while the current version could not carry
@@ -196,6 +261,7 @@ mod tests {
         let fresh = Outcome::Ready {
             secret_name: "a-2".into(),
             uncarried: true,
+            next_rotation: None,
         };
         let s = desired(
             &Previous::of(Some(&plain)),

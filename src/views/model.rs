@@ -33,6 +33,9 @@ pub struct RandomSecretView {
     /// The current version's Secret (`status.secretName`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current: Option<String>,
+    /// With rotateEvery: when the next version is due (`status.nextRotation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_rotation: Option<Time>,
     /// `spec.history`: superseded unreferenced versions kept.
     pub history: usize,
     /// The controller has not yet reconciled the latest spec.
@@ -357,6 +360,7 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
         namespace,
         name,
         created: rs.metadata.creation_timestamp.clone(),
+        next_rotation: status.as_ref().and_then(|s| s.next_rotation.clone()),
         current,
         history,
         conditions,

@@ -148,7 +148,19 @@ fn header(p: &Paint, rs: &RandomSecretView, now: Timestamp) -> String {
     if let Some(t) = &rs.created {
         line.push_str(&format!(", age {}", age(now, t)));
     }
+    if let Some(due) = &rs.next_rotation {
+        line.push_str(&format!(", {}", next_rotation(now, due)));
+    }
     line
+}
+
+/// `next rotation in 6d23h`, or `next rotation due` once its time has come
+/// (the controller makes it within seconds; longer means it is not running).
+fn next_rotation(now: Timestamp, due: &Time) -> String {
+    if due.0 <= now {
+        return "next rotation due".into();
+    }
+    format!("next rotation in {}", age(due.0, &Time(now)))
 }
 
 /// When a version's first certificate ends: `certificate ends in 29d`
@@ -398,5 +410,18 @@ RandomSecret demo/taken  Not ready: SecretNameTaken  0 live versions, history 0,
         for (s, want) in cases {
             assert_eq!(age(now, &t(s)), want, "{s}");
         }
+    }
+
+    #[test]
+    fn the_next_rotation_reads_as_a_time_left_then_due() {
+        let now = Timestamp::from_second(1_000_000).unwrap();
+        let at = |s: i64| Time(Timestamp::from_second(1_000_000 + s).unwrap());
+        assert_eq!(
+            next_rotation(now, &at(7 * 86400 - 3600)),
+            "next rotation in 6d23h"
+        );
+        assert_eq!(next_rotation(now, &at(90)), "next rotation in 90s");
+        assert_eq!(next_rotation(now, &at(0)), "next rotation due");
+        assert_eq!(next_rotation(now, &at(-60)), "next rotation due");
     }
 }
