@@ -66,6 +66,11 @@ pub enum Command {
     /// holds each one (ReplicaSets, ControllerRevisions, Pods) and why a
     /// superseded one is still kept. Reads Secrets' metadata only, never a value.
     Status(StatusArgs),
+    /// Check that randomsecret is installed and working (for CI pipelines and
+    /// Helm hooks): the CRDs are Established, a controller holds its Lease,
+    /// no RandomSecret waits longer than --max-lag for it, and, where the
+    /// webhook is installed, it fills a dry-run Secret. Exit 0 when all pass.
+    Check(CheckArgs),
     /// Remove deletion protection's finalizer (randomsecret.io/in-use) from
     /// every version Secret: for an uninstall, or a controller that will not
     /// come back. Only that finalizer is removed; owner references, and so
@@ -133,6 +138,39 @@ pub struct RotateArgs {
     /// Kubeconfig context (default: the current context).
     #[arg(long)]
     pub context: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The controller's namespace, where its Lease is (default: the kubeconfig context's).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// The controller's Lease (its --leader-election-id; default: the one
+    /// named randomsecret-controller or, as the chart names it, ending in randomsecret).
+    #[arg(long)]
+    pub lease: Option<String>,
+    /// How long a RandomSecret's new spec may wait for the controller.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub max_lag: std::time::Duration,
+    /// Check again every 2 s until everything passes or this time is up (e.g. 60s, 5m).
+    #[arg(long, value_parser = parse_duration)]
+    pub wait: Option<std::time::Duration>,
+    /// Where the webhook's dry-run Secret is sent (a namespace the webhook serves).
+    #[arg(long, default_value = "default")]
+    pub webhook_namespace: String,
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+}
+
+/// `60s`, `5m`, `1h30m`.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    crate::version::seconds_of(text)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is not a duration such as 60s, 5m or 1h30m"))
 }
 
 /// Output format of `status`.

@@ -22,6 +22,7 @@
 //! - [`gitops`], [`manifests`]: YAML streams for the CLI (`name`, `resolve`,
 //!   the KRM function). [`cli`]: the command line.
 //! - [`rotate`]: `randomsecret rotate`, a new rotation token.
+//! - [`check`]: `randomsecret check`, whether it is installed and working.
 //! - [`docgen`]: the generated pages of the book (CLI and CRD references).
 //! - [`views`]: `randomsecret status`, the versions of each RandomSecret and
 //!   what holds them.
@@ -29,6 +30,7 @@
 pub mod annotated;
 pub mod api;
 pub mod cache;
+pub mod check;
 pub mod cli;
 pub mod controller;
 pub mod docgen;

@@ -247,6 +247,19 @@ fn main() -> ExitCode {
                 .map_err(|e| format!("{e:#}"))
         }
         Command::Status(args) => block_on(status(args)),
+        Command::Check(args) => block_on(async move {
+            let client = fetch::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+            let settings = randomsecret::check::Settings {
+                namespace: args
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| client.default_namespace().to_string()),
+                lease: args.lease.clone(),
+                max_lag: args.max_lag,
+                webhook_namespace: args.webhook_namespace.clone(),
+            };
+            randomsecret::check::run(&client, &settings, args.wait).await
+        }),
         Command::Crd { dir: None } => {
             print!("{}", api::crd_yaml());
             Ok(())

@@ -2,8 +2,10 @@
 //! works; when it dies (SIGKILL) a standby takes over within the lease
 //! duration, faster when it stops gracefully (SIGTERM releases the lease); and
 //! failovers during bursts of creations and rotations never duplicate a
-//! version nor change a version's values. Runs its own controllers, so
-//! `e2e/run.sh` runs it (`--ignored`) after stopping the shared one.
+//! version nor change a version's values; `randomsecret check` fails while no
+//! controller leads or one RandomSecret waits, and passes (`--wait`) once one
+//! does. Runs its own controllers, so `e2e/run.sh` runs it (`--ignored`)
+//! after stopping the shared one.
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Secret;
@@ -217,5 +219,80 @@ async fn failovers_during_bursts_never_duplicate_or_change_versions() -> Result<
     for r in replicas {
         r.terminate()?;
     }
+    ns.delete().await
+}
+
+/// `randomsecret check` as a CI pipeline runs it: its exit status and output.
+fn check(extra: &[&str]) -> Result<(bool, String)> {
+    let bin = randomsecret_bin();
+    let mut args = vec![
+        "check",
+        "-n",
+        "randomsecret-system",
+        "--lease",
+        "e2e-randomsecret",
+    ];
+    args.extend_from_slice(extra);
+    let out = std::process::Command::new(&bin).args(&args).output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok((out.status.success(), text))
+}
+
+/// `check` passes while a controller leads; with none (SIGTERM released the
+/// Lease) it fails on the Lease, and on a RandomSecret left waiting past
+/// `--max-lag`; `--wait` passes once a controller leads and has reconciled it.
+#[tokio::test]
+#[ignore = "runs its own controllers: e2e/run.sh runs it after stopping the shared one"]
+async fn check_fails_without_a_controller_and_waits_for_one() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "check").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let webhook_ns = ["--webhook-namespace", ns.name.as_str()];
+    let a = replica(0)?;
+    leader(&[&a]).await?;
+    let (ok, out) = check(&[&["--wait", "30s"][..], &webhook_ns[..]].concat())?;
+    ensure!(ok, "a leading controller passes: {out}");
+    ensure!(
+        out.contains("✓ CRDs: ")
+            && out.contains("✓ Lease: randomsecret-system/e2e-randomsecret held by ")
+            && out.contains("✓ Reconciling: "),
+        "{out}"
+    );
+    // Gone: SIGTERM releases the Lease.
+    a.terminate()?;
+    api.create(
+        &PostParams::default(),
+        &random_secret("waiting", json!({"length": 12}))?,
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let started = Instant::now();
+    let (ok, out) = check(&[&["--max-lag", "2s", "--wait", "4s"][..], &webhook_ns[..]].concat())?;
+    ensure!(!ok, "no controller: check fails: {out}");
+    ensure!(
+        started.elapsed() >= Duration::from_secs(2),
+        "--wait tried again before failing ({:?})",
+        started.elapsed()
+    );
+    ensure!(
+        out.contains("✗ Lease: randomsecret-system/e2e-randomsecret is held by no one"),
+        "{out}"
+    );
+    ensure!(
+        out.contains(&format!("✗ Reconciling: {}/waiting has waited ", ns.name))
+            && out.contains("over --max-lag 2s")
+            && out.contains("not ready: Lease, Reconciling"),
+        "{out}"
+    );
+    // Back: --wait passes once it leads and has reconciled the waiting one.
+    let b = replica(1)?;
+    let (ok, out) = check(&[&["--max-lag", "2s", "--wait", "60s"][..], &webhook_ns[..]].concat())?;
+    ensure!(ok, "a controller again: check passes: {out}");
+    wait_for(&api, "waiting", "Ready", is_ready).await?;
+    b.terminate()?;
     ns.delete().await
 }

@@ -342,10 +342,28 @@ fn sum_metric(c: &ControllerProcess, prefix: &str) -> f64 {
         .sum()
 }
 
+/// The Webhook line of `randomsecret check` with its dry-run Secret sent to `ns`.
+fn check_webhook(ns: &str) -> Result<String> {
+    let out = std::process::Command::new(randomsecret_bin())
+        .args(["check", "--webhook-namespace", ns])
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    text.lines()
+        .find(|l| l.contains(" Webhook: "))
+        .map(String::from)
+        .with_context(|| format!("no Webhook line: {text}"))
+}
+
 #[tokio::test]
 #[ignore = "runs its own controller: e2e/run.sh runs it after stopping the shared one"]
 async fn the_webhook_fills_keys_in_the_create_response() -> Result<()> {
     let (client, ns, secrets, c) = serve("webhook", 18160, 18162, "Ignore", 3).await?;
+    // `randomsecret check` sees it answer: its dry-run Secret comes back filled.
+    let line = check_webhook(&ns.name)?;
+    ensure!(
+        line.starts_with("✓ Webhook: secrets.randomsecret.io (MutatingWebhookConfiguration"),
+        "{line}"
+    );
 
     // Keys in the create response (the first stored version); a preset key
     // and a stringData value untouched.
@@ -559,6 +577,12 @@ async fn an_unavailable_webhook_never_blocks_a_secret_write() -> Result<()> {
     ensure!(
         fail_opens(&client).await? > fail_opens_before,
         "the apiserver never failed open: was the webhook called?"
+    );
+    // `randomsecret check` is not fooled by the write going through.
+    let line = check_webhook(&ns.name)?;
+    ensure!(
+        line.starts_with("✗ Webhook: ") && line.contains("did not fill a dry-run Secret"),
+        "{line}"
     );
 
     // A listener that accepts and never answers.
