@@ -298,6 +298,12 @@ pub struct ControllerArgs {
     /// ones lose it as they are reconciled.
     #[arg(long, env = "RANDOMSECRET_DELETION_PROTECTION", default_value_t = true, action = clap::ArgAction::Set)]
     pub deletion_protection: bool,
+    /// Per-object metrics: randomsecret_ready, _versions,
+    /// _last_rotation_timestamp_seconds, _next_rotation_timestamp_seconds and
+    /// _push_synced, a few series per RandomSecret read from the caches at
+    /// each scrape. false for very large installs (their cost: operate.md).
+    #[arg(long, env = "RANDOMSECRET_PER_OBJECT_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub per_object_metrics: bool,
     /// Secret types RandomSecrets may produce, comma-separated (default: any).
     #[arg(long, env = "RANDOMSECRET_ALLOW_SECRET_TYPES", value_delimiter = ',')]
     pub allow_secret_types: Vec<String>,

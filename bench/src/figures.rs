@@ -38,6 +38,19 @@ pub struct Converged {
     pub phase_times: Vec<crate::phasetimes::PhaseTime>,
 }
 
+/// A controller's steady state with per-object metrics on or off, scraped
+/// every 2 s meanwhile.
+pub struct ObjectMetricsRun {
+    pub on: bool,
+    pub steady: Steady,
+    /// VmHWM at the end of the window.
+    pub peak_kib: u64,
+    /// The size of the last scrape, the slowest scrape, how many.
+    pub scrape_bytes: usize,
+    pub slowest_scrape: Duration,
+    pub scrapes: usize,
+}
+
 /// What a restart with `n` objects existing took and held.
 pub struct Restart {
     pub ready: Duration,

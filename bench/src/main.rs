@@ -155,7 +155,8 @@ async fn main() -> Result<()> {
             phases::memory(&client, &args, n, &mut ctl, &mut report).await?;
             phases::rotation(&client, &args, n, rotation_floor, &ctl, &mut report).await?;
             let ctl2 = phases::startup(&client, &args, n, ctl, &mut report).await?;
-            phases::failover(&client, &args, n, ctl2, &mut report).await?;
+            let ctl3 = phases::object_metrics(&client, &args, n, ctl2, &mut report).await?;
+            phases::failover(&client, &args, n, ctl3, &mut report).await?;
         } else {
             ctl.terminate()?;
         }

@@ -458,15 +458,14 @@ async fn restart(
     args: &Args,
     log: &str,
     n: usize,
+    extra: &[&str],
 ) -> Result<(ControllerProcess, Restart)> {
     let before = apimetrics::scrape(client).await?;
     let start = Instant::now();
     let conc = args.concurrency.to_string();
-    let mut p = ControllerProcess::spawn(
-        log,
-        args.port,
-        &["--log-level=info", "--concurrency", &conc],
-    )?;
+    let mut all = vec!["--log-level=info", "--concurrency", &conc];
+    all.extend_from_slice(extra);
+    let mut p = ControllerProcess::spawn(log, args.port, &all)?;
     let pid = p.child.id();
     let sampler = Sampler::start(pid, None, Duration::from_millis(100));
     p.wait_ready(Duration::from_secs(300))?;
@@ -519,9 +518,79 @@ pub async fn startup(
 ) -> Result<ControllerProcess> {
     eprintln!("bench: N={n}: restart with {n} existing RandomSecrets");
     ctl.terminate()?;
-    let (p, r) = restart(client, args, "bench", n).await?;
+    let (p, r) = restart(client, args, "bench", n, &[]).await?;
     report.startup(n, &r);
     Ok(p)
+}
+
+/// What the per-object metrics cost (issue 30): a controller with `n`
+/// existing started with them off, then one with them on, each settled and
+/// its steady RSS sampled while `/metrics` is scraped every 2 s (as a
+/// Prometheus would, more often than its default); the size and time of a
+/// scrape. Returns the last controller (with them on, the default).
+pub async fn object_metrics(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    ctl: ControllerProcess,
+    report: &mut Report,
+) -> Result<ControllerProcess> {
+    ctl.terminate()?;
+    let mut seen = Vec::new();
+    let mut last = None;
+    for on in [false, true] {
+        eprintln!(
+            "bench: N={n}: per-object metrics {}",
+            if on { "on" } else { "off" }
+        );
+        let flag = format!("--per-object-metrics={on}");
+        let (p, _) = restart(client, args, "bench-object-metrics", n, &[&flag]).await?;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let scraper = {
+            let (stop, port) = (stop.clone(), p.metrics_port);
+            std::thread::spawn(move || -> Result<(usize, Duration, usize)> {
+                let (mut bytes, mut slowest, mut count) = (0, Duration::ZERO, 0);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let t = Instant::now();
+                    let out = std::process::Command::new("curl")
+                        .args(["-fsS", &format!("http://127.0.0.1:{port}/metrics")])
+                        .output()?;
+                    ensure!(out.status.success(), "scraping /metrics failed");
+                    slowest = slowest.max(t.elapsed());
+                    bytes = out.stdout.len();
+                    count += 1;
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+                Ok((bytes, slowest, count))
+            })
+        };
+        let steady = procstat::steady(
+            p.child.id(),
+            args.api_port,
+            Duration::from_secs(args.steady_seconds),
+        )?;
+        let peak_kib = procstat::memory(p.child.id())?.peak_kib;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (bytes, slowest, scrapes) = scraper
+            .join()
+            .map_err(|_| anyhow::anyhow!("the scraper panicked"))??;
+        seen.push(crate::figures::ObjectMetricsRun {
+            on,
+            steady,
+            peak_kib,
+            scrape_bytes: bytes,
+            slowest_scrape: slowest,
+            scrapes,
+        });
+        // One controller at a time: the one with them off goes first.
+        if on {
+            last = Some(p);
+        } else {
+            p.terminate()?;
+        }
+    }
+    report.object_metrics(n, &seen);
+    last.context("the controller with per-object metrics")
 }
 
 /// The scale phase, last: with the `base` set of the largest size left in
@@ -538,7 +607,7 @@ pub async fn scale(
     const STEPS: usize = 4;
     let pre = prefix("ours", base);
     eprintln!("bench: scale: a controller with {base} existing");
-    let (mut ctl, first) = restart(client, args, "bench-scale", base).await?;
+    let (mut ctl, first) = restart(client, args, "bench-scale", base, &[]).await?;
     let mut points = vec![ScalePoint {
         n: base,
         took: Duration::ZERO,
@@ -593,7 +662,7 @@ pub async fn scale(
     );
     eprintln!("bench: scale: restart with {target} existing");
     ctl.terminate()?;
-    let (p, last) = restart(client, args, "bench-scale", target).await?;
+    let (p, last) = restart(client, args, "bench-scale", target, &[]).await?;
     p.terminate()?;
     report.scale(&first, &points, &requests, &last);
     Ok(())

@@ -5,7 +5,7 @@ use crate::apimetrics::{self, Counts, OURS, WATCHED};
 use crate::args::Args;
 use crate::charts;
 use crate::figures::{
-    Converged, Floor, PeerResult, Pushed, Renewals, Restart, RsaLoad, ScalePoint,
+    Converged, Floor, ObjectMetricsRun, PeerResult, Pushed, Renewals, Restart, RsaLoad, ScalePoint,
 };
 use crate::phasetimes::{self, PhaseTime};
 use crate::procstat::{Handles, Steady, mib};
@@ -766,6 +766,43 @@ impl Report {
             format!(
                 "≤ {MAX_RESTART_PEAK_MIB} MiB: {}",
                 verdict(mib(r.peak_kib) <= MAX_RESTART_PEAK_MIB)
+            ),
+        );
+    }
+
+    /// The per-object metrics' cost at `n`: steady RSS (scraped every 2 s)
+    /// with them off and on, and what a scrape is.
+    pub fn object_metrics(&mut self, n: usize, runs: &[ObjectMetricsRun]) {
+        let run = |on: bool| runs.iter().find(|r| r.on == on);
+        let (Some(off), Some(on)) = (run(false), run(true)) else {
+            return;
+        };
+        let json_of = |r: &ObjectMetricsRun| {
+            json!({"rss_mib": mib(r.steady.rss_kib), "peak_rss_mib": mib(r.peak_kib),
+                   "anon_mib": mib(r.steady.last.anon_kib), "scrape_kib": r.scrape_bytes as f64 / 1024.0,
+                   "slowest_scrape_ms": r.slowest_scrape.as_secs_f64() * 1e3, "scrapes": r.scrapes})
+        };
+        self.json.insert(
+            "object_metrics".into(),
+            json!({"n": n, "off": json_of(off), "on": json_of(on)}),
+        );
+        self.row(
+            format!(
+                "Per-object metrics, {n} RandomSecrets (scraped every 2 s): steady RSS off / on (peak); /metrics off / on; slowest scrape on"
+            ),
+            format!(
+                "{:.1} / **{:.1} MiB** ({:.1} / {:.1}); {:.0} / {:.0} KiB; {:.0} ms",
+                mib(off.steady.rss_kib),
+                mib(on.steady.rss_kib),
+                mib(off.peak_kib),
+                mib(on.peak_kib),
+                off.scrape_bytes as f64 / 1024.0,
+                on.scrape_bytes as f64 / 1024.0,
+                on.slowest_scrape.as_secs_f64() * 1e3
+            ),
+            format!(
+                "on ≤ {MAX_STEADY_MIB} MiB: {}",
+                verdict(mib(on.steady.rss_kib) <= MAX_STEADY_MIB)
             ),
         );
     }

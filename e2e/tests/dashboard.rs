@@ -232,3 +232,103 @@ fn the_parsers_find_names_and_suffixes() {
     }
     assert!(!have.contains("randomsecret_c") && !have.contains("randomsecret_g_total"));
 }
+
+/// The per-object series (issue 30), scraped from the shared controller:
+/// they appear with a RandomSecret, change with its rotation, and go with it.
+#[tokio::test]
+async fn per_object_series_follow_their_randomsecret() -> Result<()> {
+    let url =
+        std::env::var("E2E_METRICS_URL").context("E2E_METRICS_URL (run through e2e/run.sh)")?;
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "object-metrics").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let n = ns.name.clone();
+    let series = |metric: &str, extra: &str| {
+        format!("randomsecret_{metric}{{namespace=\"{n}\",name=\"db\"{extra}}}")
+    };
+    let value = |text: &str, s: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(s)?.strip_prefix(' ')?.parse::<f64>().ok())
+    };
+    // Scrapes until `want` holds of the text (the cache follows the watch).
+    let until = |what: &'static str, want: &dyn Fn(&str) -> bool| -> Result<String> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = run("curl", &["-fsS", &url], None)?;
+            if want(&text) {
+                return Ok(text);
+            }
+            ensure!(Instant::now() < deadline, "{what}: not seen in /metrics");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let rs = create_ready(
+        &api,
+        "db",
+        json!({"keys": {"k": {"length": 8}}, "rotateEvery": "24h", "rotation": "1"}),
+    )
+    .await?;
+    let status = rs.status.clone().context("status")?;
+    let v1 = secrets
+        .get(status.secret_name.as_deref().context("secretName")?)
+        .await?;
+    let created = |s: &Secret| {
+        s.metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_second() as f64)
+    };
+    let ready = series("ready", ",condition=\"Ready\",reason=\"VersionReady\"");
+    let text = until("Ready", &|t| value(t, &ready) == Some(1.0))?;
+    let stalled = series("ready", ",condition=\"Stalled\",reason=\"VersionReady\"");
+    ensure!(value(&text, &stalled) == Some(0.0), "{stalled}");
+    let current = series("versions", ",state=\"current\"");
+    let retained = series("versions", ",state=\"retained\"");
+    let released = series("versions", ",state=\"released\"");
+    ensure!(value(&text, &current) == Some(1.0) && value(&text, &retained) == Some(0.0));
+    let last = series("last_rotation_timestamp_seconds", "");
+    ensure!(value(&text, &last) == created(&v1), "{last}: v1's creation");
+    let next = series("next_rotation_timestamp_seconds", "");
+    let due = status.next_rotation.context("nextRotation")?.0.as_second() as f64;
+    ensure!(
+        value(&text, &next) == Some(due),
+        "{next}: status.nextRotation"
+    );
+    ensure!(
+        value(&text, &series("push_synced", ",target=\"vault\"")).is_none(),
+        "no push: no push_synced series"
+    );
+
+    // A rotation: the new version's creation, the old one released (history 0).
+    patch_spec(&api, "db", json!({"rotation": "2"})).await?;
+    let rs = wait_for(
+        &api,
+        "db",
+        "Ready after the rotation",
+        |r: Option<&RandomSecret>| {
+            is_ready(r)
+                && r.and_then(|r| r.status.as_ref()?.secret_name.clone())
+                    .is_some_and(|name| name != v1.metadata.name.clone().unwrap_or_default())
+        },
+    )
+    .await?;
+    let v2 = secrets
+        .get(
+            rs.status
+                .as_ref()
+                .and_then(|s| s.secret_name.as_deref())
+                .context("secretName")?,
+        )
+        .await?;
+    let text = until("the rotation", &|t| {
+        value(t, &last) == created(&v2) && value(t, &released) == Some(1.0)
+    })?;
+    ensure!(value(&text, &current) == Some(1.0), "{text}");
+
+    // Deleted: every series of it goes.
+    api.delete("db", &Default::default()).await?;
+    let prefix = format!("namespace=\"{n}\",name=\"db\"");
+    until("the delete", &|t| !t.contains(&prefix))?;
+    ns.delete().await
+}

@@ -90,6 +90,9 @@ pub const CONDITIONS: [&str; 4] = [READY, RECONCILING, STALLED, CARRIED_OVER];
 /// `status.pinnedWorkloads` by its own field manager, apart from the three
 /// above: it is about workloads, never about the version, so it leaves Ready alone.
 pub const WORKLOADS_PINNED: &str = "WorkloadsPinned";
+/// The push's condition (`push::vault`), written by its own field manager:
+/// True while the current version is in Vault.
+pub const VAULT_SYNCED: &str = "VaultSynced";
 
 /// Longest generated value, in characters: a Secret's data is limited to 1 MiB.
 pub const MAX_LENGTH: i64 = 1_048_576;

@@ -2,7 +2,9 @@
 //! status itself ([`Previous`]): a few bytes per object, enough to compute
 //! the next status and to tell whether writing it would change anything.
 
-use crate::api::{CONDITIONS, PinnedWorkload, READY, RandomSecretStatus, WORKLOADS_PINNED};
+use crate::api::{
+    CONDITIONS, PinnedWorkload, READY, RandomSecretStatus, VAULT_SYNCED, WORKLOADS_PINNED,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use std::hash::{Hash, Hasher};
@@ -25,6 +27,10 @@ pub struct Previous {
     pub conditions_fingerprint: u64,
     /// Of tracking mode's part ([`pinned_fingerprint`]); 0 when absent.
     pub pinned: u64,
+    /// `status.nextRotation` (seconds), and whether `VaultSynced` is True
+    /// (None: no such condition), for the per-object metrics.
+    pub next_rotation: Option<i64>,
+    pub vault_synced: Option<bool>,
 }
 
 impl Previous {
@@ -63,7 +69,17 @@ impl Previous {
                 // A condition left without a list hashes to non-zero too: to remove.
                 c => pinned_hash(&s.pinned_workloads, c.and_then(|c| c.observed_generation)),
             },
+            next_rotation: s.next_rotation.as_ref().map(|t| t.0.as_second()),
+            vault_synced: find(VAULT_SYNCED).map(|c| c.status == "True"),
         }
+    }
+
+    /// How many versions the status lists as live (current and retained).
+    pub fn live(&self) -> usize {
+        self.listed
+            .iter()
+            .filter(|l| l.object != Object::Released)
+            .count()
     }
 
     /// Whether `name` is among the released names.

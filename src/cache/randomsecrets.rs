@@ -170,6 +170,18 @@ impl RandomSecrets {
         next.generation != generation
     }
 
+    /// Calls `f` with each RandomSecret not being deleted and what the cache
+    /// keeps of its status, under the read lock: `f` copies what it needs
+    /// and returns (a scrape must not hold back the watches).
+    pub fn each_status(&self, mut f: impl FnMut(&Key, &Previous)) {
+        let inner = self.0.read().expect("randomsecrets lock");
+        for (key, entry) in &inner.map {
+            if !entry.deleting {
+                f(key, &entry.status);
+            }
+        }
+    }
+
     pub fn get(&self, key: &Key) -> Option<Entry> {
         self.0
             .read()

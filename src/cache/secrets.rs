@@ -479,6 +479,19 @@ impl Secrets {
             .collect()
     }
 
+    /// When each of `versions` was created (whole seconds, as stored), where
+    /// it is cached: in one pass under the lock.
+    pub fn created_seconds(&self, versions: &[Key]) -> Vec<Option<i64>> {
+        let inner = self.inner.read().expect("secrets lock");
+        versions
+            .iter()
+            .map(|k| {
+                let v = inner.versions.get(k)?;
+                (v.creation_timestamp != NONE).then_some(v.creation_timestamp)
+            })
+            .collect()
+    }
+
     /// Every cached version that holds a certificate, by its verified
     /// record: (Secret, its RandomSecret's name, when the first certificate
     /// ends in unix seconds).

@@ -206,6 +206,11 @@ async fn connect(
     registry.register_collector(Box::new(crate::runtime::metrics::CertificateExpiry(
         caches.clone(),
     )));
+    if args.per_object_metrics {
+        registry.register_collector(Box::new(crate::runtime::object_metrics::ObjectMetrics(
+            caches.clone(),
+        )));
+    }
     let shared = Shared {
         caches,
         client,

@@ -49,7 +49,7 @@ pub const FINALIZER: &str = crate::api::push::VAULT_FINALIZER;
 /// The escape for a deletion that waits on an unreachable target: "true"
 /// lets the RandomSecret go without cleaning up (the path stays).
 pub const SKIP_CLEANUP: &str = crate::api::key!("skip-push-cleanup");
-pub const VAULT_SYNCED: &str = "VaultSynced";
+pub use crate::api::VAULT_SYNCED;
 /// A synced target is compared again this often (a value changed by hand in
 /// Vault is written back); reading writes nothing.
 pub const RESYNC: Duration = Duration::from_secs(600);

@@ -12,7 +12,8 @@
 //! - [`logging`]: the log filter (kube's client muted below errors).
 //! - [`admin`], [`metrics`], [`events`]: health and metrics servers, the
 //!   Prometheus registry, Kubernetes Events; [`phases`]: where a
-//!   reconcile's time goes.
+//!   reconcile's time goes; [`object_metrics`]: a few series per
+//!   RandomSecret, from the caches at each scrape.
 
 pub mod admin;
 pub mod allocator;
@@ -22,6 +23,7 @@ pub mod keygen;
 pub mod leader;
 pub mod logging;
 pub mod metrics;
+pub mod object_metrics;
 pub mod outcome;
 pub mod own;
 pub mod phases;
