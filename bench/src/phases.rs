@@ -464,6 +464,10 @@ async fn restart(
     let start = Instant::now();
     let conc = args.concurrency.to_string();
     let mut all = vec!["--log-level=info", "--concurrency", &conc];
+    // Off unless `extra` says otherwise.
+    if !extra.iter().any(|f| f.starts_with("--per-object-metrics")) {
+        all.push(controller::WITHOUT_PER_OBJECT);
+    }
     all.extend_from_slice(extra);
     let mut p = ControllerProcess::spawn(log, args.port, &all)?;
     let pid = p.child.id();

@@ -169,6 +169,7 @@ fn start_controller(args: &Args) -> Result<ControllerProcess> {
             "--log-level=info",
             "--concurrency",
             &conc,
+            crate::controller::WITHOUT_PER_OBJECT,
             "--service-account-name",
             sa,
             "--service-account-namespace",

@@ -68,6 +68,7 @@ pub async fn phase(
             "--log-level=info",
             "--concurrency",
             &conc,
+            crate::controller::WITHOUT_PER_OBJECT,
             &addr,
             &config_flag,
             "--webhook-cert-secret=bench-randomsecret-webhook-tls",

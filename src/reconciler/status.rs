@@ -194,52 +194,30 @@ mod tests {
     /// with a failure (it describes the current version's schedule).
     #[test]
     fn next_rotation_is_the_ready_versions_due_time() {
-        let due = Outcome::Ready {
+        let desire = |before: Option<&RandomSecretStatus>, generation, outcome: &Outcome, at| {
+            desired(
+                &Previous::of(before),
+                Some(generation),
+                outcome,
+                Versions::default(),
+                &t(at),
+            )
+        };
+        let due_at = |at: Option<Time>| Outcome::Ready {
             secret_name: "a-1".into(),
             uncarried: false,
-            next_rotation: Some(t(3600)),
+            next_rotation: at,
         };
-        let s = desired(
-            &Previous::of(None),
-            Some(1),
-            &due,
-            Versions::default(),
-            &t(10),
-        );
+        let s = desire(None, 1, &due_at(Some(t(3600))), 10);
         assert_eq!(s.next_rotation, Some(t(3600)));
-        let plain = desired(
-            &Previous::of(None),
-            Some(1),
-            &ready("a-1"),
-            Versions::default(),
-            &t(10),
-        );
-        assert_eq!(plain.next_rotation, None);
+        assert_eq!(desire(None, 1, &ready("a-1"), 10).next_rotation, None);
         let stalled = Outcome::Stalled {
             reason: "InvalidSpec".into(),
             message: "m".into(),
         };
-        let after = desired(
-            &Previous::of(Some(&s)),
-            Some(2),
-            &stalled,
-            Versions::default(),
-            &t(20),
-        );
-        assert_eq!(after.next_rotation, None);
+        assert_eq!(desire(Some(&s), 2, &stalled, 20).next_rotation, None);
         // A change of the due time alone is a change of the status (written).
-        let later = Outcome::Ready {
-            secret_name: "a-1".into(),
-            uncarried: false,
-            next_rotation: Some(t(7200)),
-        };
-        let s2 = desired(
-            &Previous::of(Some(&s)),
-            Some(1),
-            &later,
-            Versions::default(),
-            &t(10),
-        );
+        let s2 = desire(Some(&s), 1, &due_at(Some(t(7200))), 10);
         assert_ne!(
             crate::cache::previous::fingerprint(Some(&s)),
             crate::cache::previous::fingerprint(Some(&s2))

@@ -40,22 +40,58 @@ impl Readiness {
     }
 }
 
+/// The size of the pieces `/metrics` is sent in.
+const CHUNK: usize = 64 * 1024;
+
+/// `/metrics`, encoded on a blocking thread and sent in pieces as it is
+/// made: with the per-object series a scrape of 10,000 RandomSecrets is
+/// megabytes, which would otherwise be held whole (and made on a runtime
+/// thread, holding up reconciles). At most a few pieces are in flight; a
+/// scraper that goes away stops the encoding.
 async fn metrics(State(registry): State<Arc<Registry>>) -> impl IntoResponse {
-    let mut body = String::new();
-    match prometheus_client::encoding::text::encode(&mut body, &registry) {
-        Ok(()) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            body,
-        ),
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            [(header::CONTENT_TYPE, "text/plain")],
-            String::new(),
-        ),
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(2);
+    tokio::task::spawn_blocking(move || {
+        let mut out = Pieces {
+            buf: String::with_capacity(CHUNK),
+            tx,
+        };
+        let encoded = prometheus_client::encoding::text::encode(&mut out, &registry);
+        let last = std::mem::take(&mut out.buf);
+        // An error half-way ends the body with an error: the scraper sees a
+        // broken response, never a partial one that parses.
+        let _ = out.tx.blocking_send(match encoded {
+            Ok(()) => Ok(last),
+            Err(_) => Err(std::io::Error::other("encoding the metrics failed")),
+        });
+    });
+    let body = axum::body::Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        body,
+    )
+}
+
+/// A `fmt::Write` that sends what is written in pieces of [`CHUNK`].
+struct Pieces {
+    buf: String,
+    tx: tokio::sync::mpsc::Sender<Result<String, std::io::Error>>,
+}
+
+impl std::fmt::Write for Pieces {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.buf.push_str(s);
+        if self.buf.len() >= CHUNK {
+            let piece = std::mem::replace(&mut self.buf, String::with_capacity(CHUNK));
+            // The scraper went away: stop encoding.
+            self.tx
+                .blocking_send(Ok(piece))
+                .map_err(|_| std::fmt::Error)?;
+        }
+        Ok(())
     }
 }
 
@@ -125,4 +161,37 @@ pub async fn spawn(
         tokio::try_join!(metrics, health)?;
         Ok(())
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::metrics::family::Family;
+    use prometheus_client::metrics::gauge::Gauge;
+
+    /// Sent in pieces, the body is the text encoding whole, in order.
+    #[tokio::test]
+    async fn metrics_in_pieces_are_the_whole_encoding() {
+        let mut registry = Registry::default();
+        let family = Family::<Vec<(String, String)>, Gauge>::default();
+        for i in 0..8000 {
+            family
+                .get_or_create(&vec![("name".to_string(), format!("object-{i:05}"))])
+                .set(i);
+        }
+        registry.register("many", "Series enough for several pieces", family);
+        let mut whole = String::new();
+        prometheus_client::encoding::text::encode(&mut whole, &registry).unwrap();
+        assert!(
+            whole.len() > 3 * CHUNK,
+            "{} bytes: too few pieces",
+            whole.len()
+        );
+        let response = metrics(State(Arc::new(registry))).await.into_response();
+        assert_eq!(response.status(), StatusCode::OK);
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert_eq!(std::str::from_utf8(&body).unwrap(), whole);
+    }
 }

@@ -1,4 +1,6 @@
-//! Prometheus metrics. Labels carry kinds of outcome, never names or values.
+//! Prometheus metrics. Labels carry kinds of outcome, never values; names
+//! only in the per-object families (`object_metrics`) and the certificate
+//! expiry below.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
