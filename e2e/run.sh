@@ -103,7 +103,7 @@ fi
 "$RANDOMSECRET_BIN" controller --log-level=debug --kubeconfig "$E2E_CONTROLLER_KUBECONFIG" \
   --leader-elect --leader-election-namespace randomsecret-system --leader-election-id e2e-randomsecret --tracking \
   --service-account-namespace randomsecret-system --service-account-name e2e-randomsecret \
-  --vault-allowed-networks 127.0.0.1/32 \
+  --vault-allowed-networks 127.0.0.1/32 --per-object-metrics \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
   >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!

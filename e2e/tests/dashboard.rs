@@ -114,6 +114,8 @@ async fn every_metric_the_dashboard_queries_is_exported() -> Result<()> {
                 &ns.name,
                 "--webhook-configuration",
                 &format!("{}-none", ns.name),
+                // The per-object families the dashboard's last row queries.
+                "--per-object-metrics",
             ])
             .stdout(file.try_clone()?)
             .stderr(file)
