@@ -198,13 +198,13 @@ pub async fn many(
                 .map_or(String::new(), |s| format!("matches -l {s:?} "))
         );
     }
-    let dry = if args.dry_run {
-        " (dry run: nothing is sent)"
+    let after = if args.dry_run {
+        " (dry run: nothing is sent)".to_string()
     } else {
-        ""
+        format!("; a run that stops is finished by the same command with --to {token}")
     };
     println!(
-        "randomsecret rotate: {} RandomSecret(s) {place} to {what} {token:?}{dry}; a run that stops is finished by the same command with --to {token}",
+        "randomsecret rotate: {} RandomSecret(s) {place} to {what} {token:?}{after}",
         targets.len()
     );
     let (mut rotated, mut already, mut failed) = (0, 0, 0);
