@@ -14,6 +14,7 @@
 
 use crate::annotated::rules::{GENERATE, MANAGED_LABEL};
 use crate::api::RandomSecret;
+use crate::views::render::span;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
@@ -59,16 +60,6 @@ impl Verdict {
             Ok(seen) => format!("✓ {}: {seen}", self.what),
             Err(why) => format!("✗ {}: {why}", self.what),
         }
-    }
-}
-
-/// `3s`, `5m12s`, `2h5m`: how long, as a person reads it.
-fn span(seconds: i64) -> String {
-    let s = seconds.max(0);
-    match s {
-        _ if s < 60 => format!("{s}s"),
-        _ if s < 3600 => format!("{}m{}s", s / 60, s % 60),
-        _ => format!("{}h{}m", s / 3600, (s % 3600) / 60),
     }
 }
 
@@ -501,7 +492,7 @@ mod tests {
         let v = reconciling(&[done, fresh, late, never, going], at(0), lag);
         assert_eq!(
             v.result,
-            Err("ns/late has waited 5m12s for the controller (generation 3, status at 2), and 1 more, over --max-lag 1m0s".into())
+            Err("ns/late has waited 5m12s for the controller (generation 3, status at 2), and 1 more, over --max-lag 60s".into())
         );
     }
 

@@ -129,9 +129,9 @@ pub async fn select(
     Ok(all)
 }
 
-/// Sends one rotation of a bulk run: the merge patch, tried again (it is
-/// idempotent: the same token) after a transient failure. Returns the new
-/// version's name (None with rotateEvery).
+/// Sends one rotation: the merge patch, tried again (it is idempotent: the
+/// same token) after a transient failure. Returns the new version's name
+/// (None with rotateEvery).
 pub async fn send(
     client: &Client,
     namespace: &str,
@@ -283,18 +283,7 @@ pub async fn rotate(
             field(key)
         );
     }
-    let after = api
-        .patch(
-            name,
-            &PatchParams::apply(MANAGER).validation_strict(),
-            &Patch::Merge(patch(key, token)),
-        )
-        .await
-        .with_context(|| format!("patching {} of {name}", field(key)))?;
-    Ok((
-        old,
-        Version::of(&after.spec, name).ok().map(|v| v.secret_name),
-    ))
+    Ok((old, send(client, namespace, name, key, token).await?))
 }
 
 #[cfg(test)]

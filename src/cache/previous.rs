@@ -125,9 +125,15 @@ impl Previous {
 
     /// The stored lastTransitionTime of condition `type_`, while its status is still `status`.
     pub fn transition(&self, type_: &str, status: bool) -> Option<Time> {
-        let i = CONDITIONS.iter().position(|t| *t == type_)?;
-        let (was, at) = self.conditions[i]?;
+        let (was, at) = self.condition(type_)?;
         (was == status).then(|| Time(Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH)))
+    }
+
+    /// Condition `type_` (one of [`CONDITIONS`]) as stored: its status and
+    /// lastTransitionTime (seconds).
+    pub fn condition(&self, type_: &str) -> Option<(bool, i64)> {
+        let i = CONDITIONS.iter().position(|t| *t == type_)?;
+        self.conditions[i]
     }
 }
 

@@ -48,16 +48,9 @@ pub struct Row {
 pub fn rows(caches: &Caches) -> Vec<Row> {
     let mut rows = Vec::with_capacity(caches.randomsecrets.len());
     caches.randomsecrets.each_status(|key, s| {
-        let at = |t: &str| {
-            crate::api::CONDITIONS
-                .iter()
-                .position(|c| *c == t)
-                .and_then(|i| s.conditions[i])
-                .map(|(status, _)| status)
-        };
         rows.push(Row {
             key: key.clone(),
-            conditions: EXPORTED.map(at),
+            conditions: EXPORTED.map(|t| s.condition(t).map(|(status, _)| status)),
             reason: s.ready_reason.clone(),
             current: s.secret_name.clone(),
             live: s.live(),

@@ -30,7 +30,12 @@ pub fn yaml(list: &StatusList) -> String {
 
 /// How long ago, as kubectl prints ages: `45s`, `3m20s`, `25m`, `5h3m`, `30h`, `3d4h`, `40d`.
 pub fn age(now: Timestamp, then: &Time) -> String {
-    let s = (now.as_second() - then.0.as_second()).max(0);
+    span(now.as_second() - then.0.as_second())
+}
+
+/// A number of seconds as kubectl prints ages (below zero: `0s`).
+pub fn span(seconds: i64) -> String {
+    let s = seconds.max(0);
     let (m, h, d) = (s / 60, s / 3600, s / 86400);
     match s {
         _ if s < 120 => format!("{s}s"),
