@@ -150,10 +150,10 @@ pub struct CheckArgs {
     #[arg(long)]
     pub lease: Option<String>,
     /// How long a RandomSecret's new spec may wait for the controller.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = duration)]
     pub max_lag: std::time::Duration,
     /// Check again every 2 s until everything passes or this time is up (e.g. 60s, 5m).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = duration)]
     pub wait: Option<std::time::Duration>,
     /// Where the webhook's dry-run Secret is sent (a namespace the webhook serves).
     #[arg(long, default_value = "default")]
@@ -164,13 +164,6 @@ pub struct CheckArgs {
     /// Kubeconfig context (default: the current context).
     #[arg(long)]
     pub context: Option<String>,
-}
-
-/// `60s`, `5m`, `1h30m`.
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    crate::version::seconds_of(text)
-        .map(std::time::Duration::from_secs)
-        .ok_or_else(|| format!("{text:?} is not a duration such as 60s, 5m or 1h30m"))
 }
 
 /// Output format of `status`.
@@ -547,6 +540,34 @@ mod tests {
         assert!(c.annotation.check(&c.webhook).is_err());
         let c = parse(&["--annotation-mode=off"]);
         assert!(c.annotation.check(&c.webhook).is_ok());
+    }
+
+    /// One RandomSecret or a selection, never both; `-A` only with a
+    /// selection; `--print` one alone; `check` durations read as the rest.
+    #[test]
+    fn rotate_and_check_refuse_what_contradicts_itself() {
+        let parse = |a: &[&str]| Cli::try_parse_from([&["randomsecret"][..], a].concat());
+        for ok in [
+            &["rotate", "db"][..],
+            &["rotate", "-l", "team=a", "--dry-run"],
+            &["rotate", "--all", "-A", "--key", "password"],
+            &["check", "--wait", "1m30s", "--max-lag", "20s"],
+        ] {
+            assert!(parse(ok).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            &["rotate"][..],
+            &["rotate", "db", "-l", "team=a"],
+            &["rotate", "-A", "db"],
+            &["rotate", "-l", "team=a", "--print"],
+            &["rotate", "db", "--print", "--dry-run"],
+            &["check", "--wait", "soon"],
+            &["check", "--max-lag", "0s"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} was taken");
+        }
+        let err = parse(&["check", "--wait", "soon"]).unwrap_err().to_string();
+        assert!(err.contains("\"soon\" is not a duration such as"), "{err}");
     }
 
     #[test]
