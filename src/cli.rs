@@ -284,6 +284,12 @@ pub struct ControllerArgs {
     /// patch on them; off by default).
     #[arg(long, env = "RANDOMSECRET_TRACKING", default_value_t = false)]
     pub tracking: bool,
+    /// Tracking mode: a workload that tracks several RandomSecrets is
+    /// pointed once for all that get a new version within this window of the
+    /// first (one rollout, not one per RandomSecret); a workload that tracks
+    /// one is pointed at once. 0s points at once always.
+    #[arg(long, env = "RANDOMSECRET_TRACKING_WINDOW", default_value = "3s", value_parser = duration_or_zero)]
+    pub tracking_window: Duration,
     /// Deletion protection: every version holds the finalizer
     /// randomsecret.io/in-use while it is current or held, so deleting a held
     /// version (by hand, or by the garbage collector) leaves it readable until
@@ -515,6 +521,14 @@ pub fn duration(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{text:?} is not a duration such as 720h, 90m or 20s"))
 }
 
+/// A [`duration`], or `0s` (`0`) for none.
+pub fn duration_or_zero(text: &str) -> Result<Duration, String> {
+    match text {
+        "0" | "0s" => Ok(Duration::ZERO),
+        _ => duration(text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,6 +588,9 @@ mod tests {
     fn durations() {
         assert_eq!(duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(duration("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(duration_or_zero("0s"), Ok(Duration::ZERO));
+        assert_eq!(duration_or_zero("3s"), Ok(Duration::from_secs(3)));
+        assert!(duration("0s").is_err() && duration_or_zero("-1s").is_err());
         for bad in ["", "0s", "5", "h", "1d", "-1s"] {
             assert!(duration(bad).is_err(), "{bad}");
         }

@@ -91,6 +91,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         config::policy(&args),
         args.deletion_protection,
         keygen.clone(),
+        args.tracking_window,
     ));
     let filler = Arc::new(Filler::new(&shared, tracked.clone(), keygen));
     let vault = Arc::new(push::Context::new(&shared, config::vault(&args)));

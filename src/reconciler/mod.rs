@@ -61,16 +61,21 @@ pub struct Context {
     /// blocking pool, so it never stalls the runtime's threads (other
     /// reconciles, the webhook, lease renewal) or holds a runner slot.
     pub keygen: Arc<KeyGeneration>,
+    /// Tracking mode's open batches: one rollout for several rotations.
+    pub batches: crate::tracking::batch::Batches,
 }
 
 impl Context {
     /// The reconciler's context: the shared handles, what RandomSecrets may
-    /// produce, deletion protection, and the lane of costly key generation.
+    /// produce, deletion protection, the lane of costly key generation, and
+    /// how long tracking waits to point a workload with several rotations
+    /// at once.
     pub fn new(
         shared: &crate::runtime::Shared,
         policy: policy::Policy,
         protect: bool,
         keygen: Arc<KeyGeneration>,
+        tracking_window: Duration,
     ) -> Self {
         Context {
             client: shared.client.clone(),
@@ -81,6 +86,7 @@ impl Context {
             policy,
             protect,
             keygen,
+            batches: crate::tracking::batch::Batches::new(tracking_window),
         }
     }
 
@@ -162,13 +168,14 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     }
     let (ensured, current) = ensure::version(&rs, &v, ctx).await.map_err(at)?;
     announce(&rs, &v, &ensured, ctx);
-    // Tracking first: a workload rolling onto a template change holds back
-    // retention (the version it left may be in a ReplicaSet not indexed yet).
-    let rolling = tracking::retarget(&rs, &v, ctx)
+    // Tracking first: a workload rolling onto a template change, or waiting
+    // for other rotations, holds back retention (the version it left may be
+    // in a ReplicaSet not indexed yet).
+    let again = tracking::retarget(&rs, &v, ctx)
         .instrument(crate::phase!("tracking"))
         .await
         .map_err(at)?;
-    let versions = retain::apply(&rs, &v, &current, rolling, ctx)
+    let versions = retain::apply(&rs, &v, &current, again.is_some(), ctx)
         .instrument(crate::phase!("retention"))
         .await
         .map_err(at)?;
@@ -189,11 +196,10 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     let next_epoch_in =
         next_epoch.map(|at| Duration::from_secs(at.saturating_sub(now).max(1).unsigned_abs()));
     Ok(Done::Ready {
-        // While a tracking workload rolls, retention looks again shortly.
-        next_epoch_in: if rolling {
-            Some(next_epoch_in.map_or(ROLLING_RETRY, |d| d.min(ROLLING_RETRY)))
-        } else {
-            next_epoch_in
+        // While a tracking workload rolls or waits, look again soon.
+        next_epoch_in: match again {
+            Some(a) => Some(next_epoch_in.map_or(a, |d| d.min(a))),
+            None => next_epoch_in,
         },
     })
 }

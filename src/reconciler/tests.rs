@@ -139,6 +139,7 @@ impl Harness {
                 policy,
                 protect,
                 keygen: Arc::new(crate::runtime::keygen::KeyGeneration::new(Some(1)).unwrap()),
+                batches: crate::tracking::batch::Batches::new(std::time::Duration::ZERO),
             });
             reconcile(key(), ctx)
         })

@@ -9,7 +9,7 @@
 //! workload's other Secret references (a TLS certificate, say) at a version.
 
 use super::status;
-use super::{Context, MANAGER, ReconcileError, Subject};
+use super::{Context, MANAGER, ROLLING_RETRY, ReconcileError, Subject};
 use crate::api::PinnedWorkload;
 use crate::api::WORKLOADS_PINNED;
 use crate::cache::holders::WorkloadKind;
@@ -18,9 +18,10 @@ use crate::cache::slim::RandomSecretObject;
 use crate::proof::Proof;
 use crate::runtime::events::EventType;
 use crate::runtime::status::Answer as _;
+use crate::tracking::batch::{self, Join, Move};
 use crate::tracking::{
     Decision, decide, own_references, pinned_message, record_label, record_patch, refers_to,
-    unpin_hint,
+    tracked_names, unpin_hint,
 };
 use crate::version::Version;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
@@ -29,6 +30,7 @@ use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::json;
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
 /// Which names tracking may move to the current version.
@@ -98,19 +100,26 @@ struct Pin {
 
 /// Points the tracking workloads at the current version, except those
 /// someone rolled back from it ([`crate::tracking::decide`]): those are
-/// reported. Returns whether one of them is rolling onto a template change
-/// (pointed now, or one its controller has not acted on yet): then the
-/// version it was pointed at before may be referenced by a ReplicaSet the
-/// index does not show yet, so retention keeps every superseded version and
-/// looks again shortly.
-pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, ReconcileError> {
+/// reported. A workload that tracks other RandomSecrets too is pointed
+/// through its batch ([`crate::tracking::batch`]): once for all that rotate
+/// within the window. Returns how soon to look again, when a workload is
+/// rolling onto a template change (pointed now, or one its controller has
+/// not acted on yet: the version it was on before may be referenced by a
+/// ReplicaSet the index does not show yet, so retention keeps every
+/// superseded version) or waits in a batch.
+pub async fn retarget(
+    rs: &Subject,
+    v: &Version,
+    ctx: &Context,
+) -> Result<Option<Duration>, ReconcileError> {
     let workloads = ctx.caches.tracking.of(&rs.key);
     if workloads.is_empty() {
         // None left (untracked, deleted): nothing is pinned either.
         report_pinned(rs, v, Vec::new(), ctx).await?;
-        return Ok(false);
+        return Ok(None);
     }
-    let mut any_rolling = false;
+    let mut again: Option<Duration> = None;
+    let mut look_again = |d: Duration| again = Some(again.map_or(d, |a| a.min(d)));
     let own = Own::of(rs, v, ctx).await?;
     if own.base_taken {
         ctx.events.publish(
@@ -139,7 +148,9 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, 
         else {
             continue;
         };
-        any_rolling |= rolling(&obj);
+        if rolling(&obj) {
+            look_again(ROLLING_RETRY);
+        }
         let Some(mut pod_spec) = obj.data.pointer("/spec/template/spec").cloned() else {
             continue;
         };
@@ -152,7 +163,7 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, 
             .and_then(|l| l.get(&label))
             .map(String::as_str);
         let exists = |name: &str| own.versions.contains(name);
-        let point = match decide(&refs, &v.secret_name, &v.hash, record, &exists) {
+        let moves = match decide(&refs, &v.secret_name, &v.hash, record, &exists) {
             Decision::Leave => continue,
             Decision::Pinned(older) => {
                 pins.extend(older.into_iter().map(|secret_name| Pin {
@@ -166,52 +177,122 @@ pub async fn retarget(rs: &Subject, v: &Version, ctx: &Context) -> Result<bool, 
                 }));
                 continue;
             }
-            Decision::Record => false,
+            Decision::Record => Vec::new(),
             Decision::Point => {
-                crate::tracking::retarget(&mut pod_spec, &accepts, &v.secret_name);
-                true
+                let m = Move {
+                    rs: rs.key.name.to_string(),
+                    reference: rs.object_reference(),
+                    hash: v.hash.clone(),
+                    current: v.secret_name.clone(),
+                    from: refs.into_iter().filter(|n| *n != v.secret_name).collect(),
+                    generation: obj.metadata.generation,
+                };
+                let tracks = obj.metadata.annotations.as_ref().map(tracked_names);
+                let alone = tracks.is_none_or(|t| t.len() <= 1);
+                let workload = (w.kind, rs.key.ns().to_string(), w.name.to_string());
+                match ctx.batches.join(workload.clone(), m, alone, Instant::now()) {
+                    Join::Wait(left) => {
+                        debug!(randomsecret = %rs.key, workload = %what, wait_ms = left.as_millis() as u64, "waiting for other RandomSecrets the workload tracks before pointing it");
+                        look_again(left);
+                        continue;
+                    }
+                    Join::Now { moves, since } => {
+                        let (applied, dropped) =
+                            batch::apply(&mut pod_spec, obj.metadata.generation, moves);
+                        if !dropped.is_empty() {
+                            debug!(randomsecret = %rs.key, workload = %what, dropped = dropped.len(), "moves decided on an older template dropped; their RandomSecrets decide again");
+                        }
+                        if let Err(e) = point(&api, &obj, &what, &applied, &pod_spec, ctx).await {
+                            ctx.batches.restore(workload, applied, since);
+                            return Err(e);
+                        }
+                        applied
+                    }
+                }
             }
         };
-        let patch = record_patch(
-            obj.metadata.resource_version.as_deref(),
-            &rs.key.name,
-            &v.hash,
-            point.then_some(&pod_spec),
-        );
-        let pp = PatchParams {
-            field_manager: Some(MANAGER.into()),
-            ..Default::default()
-        };
-        ctx.may_write()?;
-        match api.patch(&w.name, &pp, &Patch::Merge(patch)).await {
-            Ok(_) => {}
-            // Changed since the read (its controller updated its status, or
-            // someone rolled it back): read and decide again.
-            Err(kube::Error::Api(s)) if s.conflict() => return Err(ReconcileError::Stale(what)),
-            Err(e) => {
-                return Err(ReconcileError::api(format!(
-                    "pointing {what} at Secret {}",
-                    v.secret_name
-                ))(e));
-            }
-        }
-        if !point {
+        if moves.is_empty() {
+            let records = [(rs.key.name.as_str(), v.hash.as_str())];
+            let patch = record_patch(obj.metadata.resource_version.as_deref(), &records, None);
+            let doing = format!("recording that {what} is on Secret {}", v.secret_name);
+            send(&api, &obj, &what, patch, doing, ctx).await?;
             debug!(randomsecret = %rs.key, workload = %what, secret = %v.secret_name, "recorded that a tracking workload is on the current version");
             continue;
         }
-        any_rolling = true;
-        info!(randomsecret = %rs.key, workload = %what, secret = %v.secret_name, "pointed tracking workload at the current version");
-        let note = format!("Pointed {what} at Secret {}", v.secret_name);
-        ctx.events.publish(
-            rs.object_reference(),
-            EventType::Normal,
-            "WorkloadUpdated",
-            "TrackVersion",
-            note,
-        );
+        look_again(ROLLING_RETRY);
+        let together: Vec<&str> = moves.iter().map(|m| m.rs.as_str()).collect();
+        for m in &moves {
+            info!(randomsecret = %format!("{}/{}", rs.key.ns(), m.rs), workload = %what, secret = %m.current, "pointed tracking workload at the current version");
+            let others: Vec<&str> = together.iter().copied().filter(|n| *n != m.rs).collect();
+            let note = if others.is_empty() {
+                format!("Pointed {what} at Secret {}", m.current)
+            } else {
+                format!(
+                    "Pointed {what} at Secret {}, in one rollout with RandomSecrets {}",
+                    m.current,
+                    others.join(", ")
+                )
+            };
+            ctx.events.publish(
+                m.reference.clone(),
+                EventType::Normal,
+                "WorkloadUpdated",
+                "TrackVersion",
+                note,
+            );
+        }
     }
     report_pinned(rs, v, pins, ctx).await?;
-    Ok(any_rolling)
+    Ok(again)
+}
+
+/// Points the workload `what` with `moves` applied to its template
+/// (`pod_spec`) and their records, in one patch conditional on the read's
+/// resourceVersion.
+async fn point(
+    api: &Api<DynamicObject>,
+    obj: &DynamicObject,
+    what: &str,
+    moves: &[Move],
+    pod_spec: &serde_json::Value,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let records: Vec<(&str, &str)> = moves
+        .iter()
+        .map(|m| (m.rs.as_str(), m.hash.as_str()))
+        .collect();
+    let patch = record_patch(
+        obj.metadata.resource_version.as_deref(),
+        &records,
+        Some(pod_spec),
+    );
+    let to: Vec<&str> = moves.iter().map(|m| m.current.as_str()).collect();
+    let doing = format!("pointing {what} at Secret {}", to.join(", "));
+    send(api, obj, what, patch, doing, ctx).await
+}
+
+/// Sends a merge patch of the workload `what`. A conflict (changed since
+/// the read: its controller updated its status, or someone rolled it back)
+/// is Stale: read and decide again.
+async fn send(
+    api: &Api<DynamicObject>,
+    obj: &DynamicObject,
+    what: &str,
+    patch: serde_json::Value,
+    doing: String,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    ctx.may_write()?;
+    let pp = PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..Default::default()
+    };
+    let name = obj.metadata.name.as_deref().unwrap_or_default();
+    match api.patch(name, &pp, &Patch::Merge(patch)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.conflict() => Err(ReconcileError::Stale(what.to_string())),
+        Err(e) => Err(ReconcileError::api(doing)(e)),
+    }
 }
 
 /// Writes the pinned workloads (`status.pinnedWorkloads`, WorkloadsPinned)

@@ -14,6 +14,8 @@
 //! replaces its annotations with those of the ReplicaSet it goes back to
 //! (which recorded the older version), but leaves its labels alone.
 
+pub mod batch;
+
 use crate::cache::Key;
 use crate::cache::holders::{Workload, WorkloadKind};
 use crate::version::hash_alphabet_contains;
@@ -155,19 +157,23 @@ pub fn decide(
     }
 }
 
-/// The merge patch that records `hash` for RandomSecret `rs` (and, with
-/// `pod_spec`, points the template): only its own label, so the records of
-/// the other RandomSecrets a workload tracks are kept; `resourceVersion`
-/// makes a concurrent change a conflict (read and decide again).
+/// The merge patch that records, per RandomSecret, the `(name, hash)` of
+/// `records` (and, with `pod_spec`, points the template): only their own
+/// labels, so the records of the other RandomSecrets a workload tracks are
+/// kept; `resourceVersion` makes a concurrent change a conflict (read and
+/// decide again).
 pub fn record_patch(
     resource_version: Option<&str>,
-    rs: &str,
-    hash: &str,
+    records: &[(&str, &str)],
     pod_spec: Option<&Value>,
 ) -> Value {
+    let labels: serde_json::Map<String, Value> = records
+        .iter()
+        .map(|(rs, hash)| (record_label(rs), json!(hash)))
+        .collect();
     let mut patch = json!({"metadata": {
         "resourceVersion": resource_version,
-        "labels": {record_label(rs): hash},
+        "labels": labels,
     }});
     if let Some(spec) = pod_spec {
         patch["spec"] = json!({"template": {"spec": spec}});
@@ -344,7 +350,7 @@ mod tests {
         let mut obj = json!({"metadata": {"labels": {
             "app": "web", "tracked.randomsecret.io/api": "c8h2d5q9bx", "tracked.randomsecret.io/db": "hgkm245tbc"}}});
         let spec = json!({"containers": []});
-        let patch = record_patch(Some("42"), "db", H2, Some(&spec));
+        let patch = record_patch(Some("42"), &[("db", H2)], Some(&spec));
         assert_eq!(patch["metadata"]["resourceVersion"], "42");
         assert_eq!(patch["spec"]["template"]["spec"], spec);
         json_patch::merge(&mut obj, &patch);
@@ -352,7 +358,7 @@ mod tests {
             obj["metadata"]["labels"],
             json!({"app": "web", "tracked.randomsecret.io/api": "c8h2d5q9bx", "tracked.randomsecret.io/db": H2})
         );
-        let only = record_patch(None, "api", "c8h2d5q9bx", None);
+        let only = record_patch(None, &[("api", "c8h2d5q9bx")], None);
         assert!(
             only.get("spec").is_none(),
             "a record alone does not touch the template"
