@@ -1,6 +1,8 @@
-//! The Grafana dashboard cannot rot: every metric it queries is exported by
-//! the controller, scraped from `/metrics` of a live controller (the webhook
-//! on, so its metrics are registered too).
+//! The Grafana dashboard and the alerts cannot rot: every metric the
+//! dashboard queries is exported by the controller, scraped from `/metrics`
+//! of a live controller (the webhook on, so its metrics are registered too);
+//! the chart's alert rules pass their `promtool` tests, whose series have the
+//! labels a live controller exports.
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Secret;
@@ -301,6 +303,22 @@ async fn per_object_series_follow_their_randomsecret() -> Result<()> {
         value(&text, &series("push_synced", ",target=\"vault\"")).is_none(),
         "no push: no push_synced series"
     );
+    // The alert tests' series are as a controller exports them (push_synced
+    // needs a push: its labels are the collector's unit test's).
+    let scraped: BTreeSet<(String, BTreeSet<String>)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| labelled(l.split_whitespace().next()?))
+        .collect();
+    for (name, labels) in alert_test_series()? {
+        if name.ends_with("push_synced") {
+            continue;
+        }
+        ensure!(
+            scraped.contains(&(name.clone(), labels.clone())),
+            "test/alerts: {name} with labels {labels:?} is not what /metrics has"
+        );
+    }
 
     // A rotation: the new version's creation, the old one released (history 0).
     patch_spec(&api, "db", json!({"rotation": "2"})).await?;
@@ -333,4 +351,111 @@ async fn per_object_series_follow_their_randomsecret() -> Result<()> {
     let prefix = format!("namespace=\"{n}\",name=\"db\"");
     until("the delete", &|t| !t.contains(&prefix))?;
     ns.delete().await
+}
+
+/// The chart's PrometheusRule, rendered with `sets`: its rule groups, as a
+/// Prometheus rule file (JSON is YAML).
+fn rendered_rules(sets: &[&str]) -> Result<String> {
+    let chart = repo_root().join("charts/randomsecret");
+    let mut args = vec!["template", "x", chart.to_str().context("chart path")?];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let out = run("helm", &args, None)?;
+    let stream = randomsecret::gitops::yaml::read_documents(&out)?;
+    let rule = stream
+        .docs
+        .iter()
+        .filter_map(|d| d.value.as_ref())
+        .find(|v| v["kind"] == "PrometheusRule")
+        .context("no PrometheusRule rendered")?;
+    Ok(serde_json::to_string_pretty(&rule["spec"])?)
+}
+
+/// The series of the alert tests (test/alerts/alerts.test.yaml): name and
+/// label names (without `pod`, the scrape's own).
+fn alert_test_series() -> Result<BTreeSet<(String, BTreeSet<String>)>> {
+    let text = std::fs::read_to_string(repo_root().join("test/alerts/alerts.test.yaml"))?;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let Some(s) = line.trim().strip_prefix("- series: '") else {
+            continue;
+        };
+        out.insert(labelled(s.trim_end_matches('\'')).context(line.to_string())?);
+    }
+    ensure!(out.len() >= 4, "too few series read: {out:?}");
+    Ok(out)
+}
+
+/// `name{a="x",b="y"} ...` -> (name, {a, b}), without `pod`.
+fn labelled(series: &str) -> Option<(String, BTreeSet<String>)> {
+    let (name, rest) = match series.split_once('{') {
+        Some((n, r)) => (n, r.split_once('}')?.0),
+        None => (series.split_whitespace().next()?, ""),
+    };
+    let labels = rest
+        .split(',')
+        .filter_map(|kv| kv.split_once('=').map(|(k, _)| k.trim().to_string()))
+        .filter(|k| k != "pod")
+        .collect();
+    Some((name.trim().to_string(), labels))
+}
+
+/// The alerts (issue 30) fire as their tests say: `promtool test rules`
+/// over the rules the chart renders. A rule that reads a wrong label, or
+/// fires sooner or later than its test expects, fails here.
+#[test]
+fn the_charts_alerts_pass_their_promtool_tests() -> Result<()> {
+    // The alerts read the per-object series: without them, a clear refusal.
+    let err = rendered_rules(&["metrics.prometheusRule.enabled=true"])
+        .err()
+        .context("rendered without per-object metrics")?;
+    ensure!(
+        format!("{err:#}").contains("needs metrics.perObject=true"),
+        "{err:#}"
+    );
+    let rules = rendered_rules(&[
+        "metrics.prometheusRule.enabled=true",
+        "metrics.perObject=true",
+    ])?;
+    let dir = std::env::temp_dir().join(format!("randomsecret-alerts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("rules.yaml"), &rules)?;
+    std::fs::copy(
+        repo_root().join("test/alerts/alerts.test.yaml"),
+        dir.join("alerts.test.yaml"),
+    )?;
+    let rules_path = dir.join("rules.yaml");
+    let tests_path = dir.join("alerts.test.yaml");
+    let checked = run(
+        "promtool",
+        &["check", "rules", rules_path.to_str().context("path")?],
+        None,
+    )?;
+    ensure!(checked.contains("SUCCESS: 5 rules found"), "{checked}");
+    let tested = run(
+        "promtool",
+        &["test", "rules", tests_path.to_str().context("path")?],
+        None,
+    );
+    std::fs::remove_dir_all(&dir)?;
+    let tested = tested?;
+    ensure!(tested.contains("SUCCESS"), "{tested}");
+    Ok(())
+}
+
+#[test]
+fn alert_test_series_are_read_with_their_label_names() {
+    let (name, labels) =
+        labelled(r#"randomsecret_ready{namespace="shop",name="db",condition="Ready",pod="a"}"#)
+            .unwrap();
+    assert_eq!(name, "randomsecret_ready");
+    assert_eq!(
+        labels.into_iter().collect::<Vec<_>>(),
+        ["condition", "name", "namespace"]
+    );
+    assert_eq!(
+        labelled("randomsecret_leader").unwrap(),
+        ("randomsecret_leader".into(), BTreeSet::new())
+    );
 }
