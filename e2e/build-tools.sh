@@ -63,11 +63,15 @@ build_in_module() {  # name module version package
 build helm "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
 build kustomize "sigs.k8s.io/kustomize/kustomize/v5@v$KUSTOMIZE_VERSION"
 build promtool "github.com/prometheus/prometheus/cmd/promtool@v$PROMETHEUS_VERSION"
-# Versioned names: the e2e tests also read the Rollout CRD of that version.
+# A versioned name: the e2e tests install the CRDs of that version with it.
 build_in_module "rollouts-controller-v$ARGO_ROLLOUTS_VERSION" github.com/argoproj/argo-rollouts "v$ARGO_ROLLOUTS_VERSION" ./cmd/rollouts-controller
-crd=$OUT/argo-rollouts-v$ARGO_ROLLOUTS_VERSION-crd.yaml
-if [[ ! -s $crd ]]; then
-  cp "$(module_dir "github.com/argoproj/argo-rollouts@v$ARGO_ROLLOUTS_VERSION")/manifests/crds/rollout-crd.yaml" "$crd.partial"
-  mv -f "$crd.partial" "$crd"
+# Its CRDs, in one file: the controller waits for the informers of all of
+# them (Rollout, AnalysisRun, AnalysisTemplate, ClusterAnalysisTemplate,
+# Experiment), so all are installed with it.
+crds=$OUT/argo-rollouts-v$ARGO_ROLLOUTS_VERSION-crds.yaml
+if [[ ! -s $crds ]]; then
+  src=$(module_dir "github.com/argoproj/argo-rollouts@v$ARGO_ROLLOUTS_VERSION")/manifests/crds
+  for f in "$src"/*-crd.yaml; do echo "---"; cat "$f"; done >"$crds.partial"
+  mv -f "$crds.partial" "$crds"
 fi
 echo "$OUT"

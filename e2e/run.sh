@@ -62,6 +62,9 @@ eval "$env_line"
 # What is in etcd now is the suites' (make run starts from an empty etcd after this).
 echo test >"$E2E_DIR/state-owner"
 kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
+# Argo Rollouts' CRDs (build-tools.sh): the suite `rollouts` runs its
+# controller; installed before ours starts, as on a cluster that has it.
+kubectl apply --server-side --force-conflicts -f "$(ls "$TOOLS_DIR"/argo-rollouts-v*-crds.yaml | tail -n 1)" >/dev/null
 
 # The controller under test runs with the Helm chart's ServiceAccount and RBAC
 # (not the admin credentials), so every suite also proves the RBAC is enough.

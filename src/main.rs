@@ -87,6 +87,9 @@ fn resolve(args: InputArgs) -> Result<(), String> {
     let shown: Vec<String> = sources.iter().map(input::Source::shown).collect();
     let (outs, _) =
         gitops::resolve::resolve_sources(&texts, &shown).map_err(|(i, e)| sources[i].error(e))?;
+    for note in gitops::resolve::notes_of(&texts) {
+        eprintln!("randomsecret resolve: note: {note}");
+    }
     print!("{}", input::joined(&outs));
     Ok(())
 }

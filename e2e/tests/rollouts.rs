@@ -1,13 +1,17 @@
-//! How tracked workloads roll (issue 30): several RandomSecrets that one
-//! workload tracks, rotated together, give it one rollout, not one each.
+//! How workloads roll (issue 30): several RandomSecrets that one workload
+//! tracks, rotated together, give it one rollout, not one each; Argo
+//! Rollouts' Rollouts, rolled by the real Argo Rollouts controller, are
+//! resolved, tracked and keep their versions through their ReplicaSets.
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{ListParams, PostParams};
+use kube::api::{DynamicObject, ListParams, PostParams};
+use kube::core::ApiResource;
 use kube::{Api, ResourceExt};
 use randomsecret::api::RandomSecret;
+use randomsecret::api::VersionState;
 use randomsecret_e2e::*;
 use serde_json::json;
 
@@ -157,4 +161,279 @@ fn updated_with_others(items: &[Event]) -> usize {
                     .is_some_and(|n| n.contains("in one rollout with RandomSecrets"))
         })
         .count()
+}
+
+/// Argo Rollouts' controller (built by e2e/build-tools.sh), run against the
+/// test cluster for one namespace; killed however the test ends.
+struct ArgoRollouts(std::process::Child);
+
+impl ArgoRollouts {
+    fn start(namespace: &str) -> Result<Self> {
+        let tools = std::env::var("TOOLS_DIR").context("TOOLS_DIR (run through e2e/run.sh)")?;
+        let bin = std::fs::read_dir(&tools)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("rollouts-controller-v"))
+            })
+            .max()
+            .context("no rollouts-controller-v* in TOOLS_DIR")?;
+        let kubeconfig = std::env::var("KUBECONFIG").context("KUBECONFIG")?;
+        let dir =
+            std::env::var("E2E_DIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string());
+        let log = std::fs::File::create(format!("{dir}/argo-rollouts-{namespace}.log"))?;
+        // Its metrics and health ports: loopback-bound ports of this suite's
+        // range would be better, but it binds every interface; nothing is sent to them.
+        let child = std::process::Command::new(bin)
+            .args([
+                "--kubeconfig",
+                &kubeconfig,
+                "--namespaced",
+                "--namespace",
+                namespace,
+                "--leader-elect=false",
+                "--metricsport",
+                "18250",
+                "--healthzPort",
+                "18251",
+                "--loglevel",
+                "info",
+            ])
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        Ok(ArgoRollouts(child))
+    }
+}
+
+impl Drop for ArgoRollouts {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn rollouts_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    let ar = ApiResource {
+        group: "argoproj.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "argoproj.io/v1alpha1".into(),
+        kind: "Rollout".into(),
+        plural: "rollouts".into(),
+    };
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+/// The Secret names a pod template (`spec.template`) references.
+fn secrets_of(template: Option<&serde_json::Value>) -> Vec<String> {
+    template
+        .and_then(|t| t.get("spec").cloned())
+        .and_then(|s| serde_json::from_value(s).ok())
+        .map(|spec: k8s_openapi::api::core::v1::PodSpec| {
+            randomsecret::references::pod_spec_secret_names(&spec)
+                .into_iter()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A Rollout that Argo Rollouts has rolled out (Healthy, on its latest
+/// spec), with its template on `secret`.
+fn rollout_on(secret: String) -> impl Fn(Option<&DynamicObject>) -> bool {
+    move |r| {
+        let Some(r) = r else { return false };
+        let status = &r.data["status"];
+        let observed = status["observedGeneration"]
+            .as_str()
+            .and_then(|g| g.parse::<i64>().ok());
+        secrets_of(r.data.pointer("/spec/template")) == [secret.clone()]
+            && observed == r.metadata.generation
+            && status["phase"] == "Healthy"
+            && status["stableRS"].is_string()
+            && status["stableRS"] == status["currentPodHash"]
+    }
+}
+
+/// The ReplicaSets Rollout `name` owns, with the Secrets each one's template references.
+async fn rollout_replicasets(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<Vec<(String, Vec<String>)>> {
+    let api: Api<ReplicaSet> = Api::namespaced(client.clone(), ns);
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|r| {
+            r.owner_references()
+                .iter()
+                .any(|o| o.kind == "Rollout" && o.name == name)
+        })
+        .map(|r| {
+            let template = r
+                .spec
+                .as_ref()
+                .and_then(|s| s.template.as_ref())
+                .and_then(|t| serde_json::to_value(t).ok());
+            (r.name_any(), secrets_of(template.as_ref()))
+        })
+        .collect())
+}
+
+fn rollout_manifest(name: &str, track: bool) -> serde_json::Value {
+    let mut r = json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+        "metadata": {"name": name},
+        "spec": {"replicas": 2, "revisionHistoryLimit": 10,
+                 "selector": {"matchLabels": {"app": name}},
+                 "template": pod_template(name, "db"),
+                 "strategy": {"canary": {}}},
+    });
+    if track {
+        r["metadata"]["annotations"] = json!({"randomsecret.io/track": "db"});
+    }
+    r
+}
+
+/// A real Argo Rollouts controller (issue 30): a Rollout whose manifest went
+/// through `resolve` applies on the versioned name; a Rollout in tracking
+/// mode is pointed at each new version and rolled by Argo; the ReplicaSets
+/// Argo keeps hold the versions they use.
+#[tokio::test]
+async fn argo_rollouts_are_resolved_tracked_and_keep_their_versions() -> Result<()> {
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "argo").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let rollouts = rollouts_api(&client, &ns.name);
+    let checker = ReferenceChecker::start(&client, &ns.name, "db-");
+    let _argo = ArgoRollouts::start(&ns.name)?;
+
+    // GitOps: the RandomSecret and a Rollout reading its base name, through
+    // `resolve`, applied as they come out.
+    let rs = json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
+                    "metadata": {"name": "db"},
+                    "spec": {"keys": {"password": {"length": 24}}, "rotation": "1"}});
+    let stream = format!(
+        "{}\n---\n{}\n",
+        serde_json::to_string(&rs)?,
+        serde_json::to_string(&rollout_manifest("pinned", false))?
+    );
+    let bin = randomsecret_bin();
+    let resolved = run(
+        bin.to_str().context("binary path")?,
+        &["resolve"],
+        Some(&stream),
+    )?;
+    let named = run(
+        bin.to_str().context("binary path")?,
+        &["name"],
+        Some(&serde_json::to_string(&rs)?),
+    )?;
+    let v1 = named.trim().to_string();
+    ensure!(
+        resolved.contains(&v1),
+        "resolve wrote the versioned name {v1}:\n{resolved}"
+    );
+    run(
+        "kubectl",
+        &["apply", "-n", &ns.name, "-f", "-"],
+        Some(&resolved),
+    )?;
+    let ready = wait_for(&api, "db", "Ready", is_ready).await?;
+    ensure!(
+        ready.status.and_then(|s| s.secret_name).as_deref() == Some(v1.as_str()),
+        "the controller made the version resolve named"
+    );
+    wait_for(
+        &rollouts,
+        "pinned",
+        "rolled out on v1 by Argo",
+        rollout_on(v1.clone()),
+    )
+    .await?;
+
+    // Tracking: a Rollout reading the base name is pointed at v1, then at v2.
+    let tracked: DynamicObject = serde_json::from_value(rollout_manifest("tracked", true))?;
+    rollouts.create(&PostParams::default(), &tracked).await?;
+    wait_for(
+        &rollouts,
+        "tracked",
+        "pointed at v1 and rolled out",
+        rollout_on(v1.clone()),
+    )
+    .await?;
+    let v2 = rotate(&api, "db", "2").await?;
+    ensure!(v2 != v1, "a new version");
+    wait_for(
+        &rollouts,
+        "tracked",
+        "pointed at v2 and rolled out",
+        rollout_on(v2.clone()),
+    )
+    .await?;
+    let pinned = wait_for(&rollouts, "pinned", "still on v1", rollout_on(v1.clone())).await?;
+    let managers: Vec<_> = pinned
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    ensure!(
+        !managers.iter().any(|m| m == "randomsecret"),
+        "the GitOps Rollout is not written by the controller: {managers:?}"
+    );
+
+    // Argo keeps the tracked Rollout's old ReplicaSet (revisionHistoryLimit
+    // 10): it holds v1, as the pinned Rollout's does.
+    let replicasets = rollout_replicasets(&client, &ns.name, "tracked").await?;
+    ensure!(
+        replicasets
+            .iter()
+            .any(|(_, s)| s == std::slice::from_ref(&v1))
+            && replicasets
+                .iter()
+                .any(|(_, s)| s == std::slice::from_ref(&v2)),
+        "the tracked Rollout's ReplicaSets: {replicasets:?}"
+    );
+    let db = wait_for(&api, "db", "v1 retained by both Rollouts' ReplicaSets", {
+        let v1 = v1.clone();
+        move |rs: Option<&RandomSecret>| {
+            rs.and_then(|rs| version_status(rs, &v1)).is_some_and(|v| {
+                v.state == VersionState::Retained
+                    && v.referenced_by
+                        .iter()
+                        .any(|r| r.starts_with("ReplicaSet/pinned-"))
+                    && v.referenced_by
+                        .iter()
+                        .any(|r| r.starts_with("ReplicaSet/tracked-"))
+            })
+        }
+    })
+    .await?;
+    ensure!(db.status.is_some());
+    // The Rollout gone (its ReplicaSets collected): v1 is still the pinned one's.
+    rollouts.delete("tracked", &Default::default()).await?;
+    wait_for(&api, "db", "v1 held by the pinned Rollout alone", {
+        let v1 = v1.clone();
+        move |rs: Option<&RandomSecret>| {
+            rs.and_then(|rs| version_status(rs, &v1)).is_some_and(|v| {
+                v.state == VersionState::Retained
+                    && v.referenced_by
+                        .iter()
+                        .all(|r| !r.starts_with("ReplicaSet/tracked-"))
+                    && v.referenced_by
+                        .iter()
+                        .any(|r| r.starts_with("ReplicaSet/pinned-"))
+            })
+        }
+    })
+    .await?;
+    let secrets: Api<Secret> = ns.api();
+    ensure!(secrets.get_opt(&v1).await?.is_some(), "v1 is gone");
+    checker.finish().await?;
+    ns.delete().await
 }

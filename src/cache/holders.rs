@@ -175,12 +175,16 @@ impl Holder {
     }
 }
 
-/// The workload kinds tracking mode rewrites.
+/// The workload kinds tracking mode rewrites: each keeps its pod template
+/// at `spec.template`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum WorkloadKind {
     Deployment,
     StatefulSet,
     DaemonSet,
+    /// Argo Rollouts' (argoproj.io/v1alpha1), watched once its CRD is
+    /// installed; its ReplicaSets hold versions as a Deployment's do.
+    Rollout,
 }
 
 impl WorkloadKind {
@@ -189,6 +193,9 @@ impl WorkloadKind {
             WorkloadKind::Deployment => kube::core::ApiResource::erase::<Deployment>(&()),
             WorkloadKind::StatefulSet => kube::core::ApiResource::erase::<StatefulSet>(&()),
             WorkloadKind::DaemonSet => kube::core::ApiResource::erase::<DaemonSet>(&()),
+            WorkloadKind::Rollout => {
+                kube::core::ApiResource::erase::<crate::cache::slim::RolloutObject>(&())
+            }
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -196,6 +203,13 @@ impl WorkloadKind {
             WorkloadKind::Deployment => "Deployment",
             WorkloadKind::StatefulSet => "StatefulSet",
             WorkloadKind::DaemonSet => "DaemonSet",
+            WorkloadKind::Rollout => "Rollout",
+        }
+    }
+    pub fn api_version(self) -> &'static str {
+        match self {
+            WorkloadKind::Rollout => "argoproj.io/v1alpha1",
+            _ => "apps/v1",
         }
     }
 }

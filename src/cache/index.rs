@@ -21,6 +21,7 @@ pub enum Stream {
     Deployments,
     StatefulSets,
     DaemonSets,
+    Rollouts,
 }
 
 struct Slot<I> {

@@ -68,6 +68,37 @@ macro_rules! slim_resource {
     };
 }
 
+/// An Argo Rollout (argoproj.io/v1alpha1), for tracking mode: watched as
+/// metadata only, read and patched as a dynamic object. Argo Rollouts'
+/// types are not a dependency; this names its resource.
+#[derive(Deserialize, Clone, Debug)]
+pub struct RolloutObject {
+    pub metadata: ObjectMeta,
+}
+
+impl kube::Resource for RolloutObject {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+        "Rollout".into()
+    }
+    fn group(_: &()) -> std::borrow::Cow<'_, str> {
+        "argoproj.io".into()
+    }
+    fn version(_: &()) -> std::borrow::Cow<'_, str> {
+        "v1alpha1".into()
+    }
+    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+        "rollouts".into()
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
 /// A RandomSecret as watched: the spec stays untyped here (a spec this
 /// version cannot read must not break the whole list; the reconciler reports it).
 #[derive(Deserialize, Clone, Debug)]

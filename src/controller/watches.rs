@@ -54,6 +54,7 @@ pub fn all(
             deployments(w.clone()).boxed(),
             statefulsets(w.clone()).boxed(),
             daemonsets(w.clone()).boxed(),
+            rollouts(w.clone()).boxed(),
         ]);
     }
     all
@@ -219,14 +220,78 @@ where
     K: Watched + Sync,
 {
     w.feed::<PartialObjectMeta<K>>(kind.as_str(), watcher::Config::default(), |ev| {
-        w.caches
-            .tracking
-            .0
-            .write()
-            .expect("tracking lock")
-            .handle(stream, ev, |o| crate::tracking::workload(kind, &o.metadata))
+        track(&w, kind, stream, ev)
     })
     .await
+}
+
+/// A workload watch's event into the tracking index.
+fn track<K: Watched>(
+    w: &Watch,
+    kind: WorkloadKind,
+    stream: Stream,
+    ev: &watcher::Event<PartialObjectMeta<K>>,
+) -> Vec<Key> {
+    w.caches
+        .tracking
+        .0
+        .write()
+        .expect("tracking lock")
+        .handle(stream, ev, |o| crate::tracking::workload(kind, &o.metadata))
+}
+
+/// How often tracking looks for Argo Rollouts' CRD until it is served.
+const ROLLOUTS_LOOK_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Tracking mode: Argo Rollouts, once their CRD is served (looked for every
+/// minute until then: installing Argo Rollouts after the controller needs
+/// no restart). Its failures are its own, not retention's interruptions: a
+/// Rollout holds versions through its ReplicaSets, which the reference index
+/// watches; this watch only tells which Rollouts track what, and a cluster
+/// without Argo Rollouts (or one that removes it) must not hold back every
+/// release.
+pub async fn rollouts(w: Watch) {
+    let kind = WorkloadKind::Rollout;
+    let mut told = false;
+    loop {
+        match served(&w.client, &kind.api_resource()).await {
+            Ok(true) => break,
+            Ok(false) if !told => {
+                info!(
+                    "tracking: Argo Rollouts is not installed (no argoproj.io/v1alpha1 rollouts); looking again every minute"
+                );
+                told = true;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                warn!(error = %e, "tracking: looking for Argo Rollouts' CRD; again in a minute")
+            }
+        }
+        tokio::time::sleep(ROLLOUTS_LOOK_EVERY).await;
+    }
+    info!("tracking: watching Argo Rollouts");
+    let own = crate::cache::interruptions::Interruptions::default();
+    feed(
+        w.api::<PartialObjectMeta<crate::cache::slim::RolloutObject>>(),
+        "rollouts",
+        watcher::Config::default(),
+        &own,
+        &w.triggers,
+        |ev| track(&w, kind, Stream::Rollouts, ev),
+        |e| warn!(watch = "rollouts", error = %e, "watch failed; retrying with backoff"),
+        || {},
+    )
+    .await
+}
+
+/// Whether the apiserver serves `resource` (API discovery, which every
+/// authenticated client may read).
+async fn served(client: &Client, resource: &kube::core::ApiResource) -> Result<bool, kube::Error> {
+    match client.list_api_group_resources(&resource.api_version).await {
+        Ok(list) => Ok(list.resources.iter().any(|r| r.name == resource.plural)),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 pub async fn deployments(w: Watch) {

@@ -67,11 +67,21 @@ pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
             changed: 0,
             error: None,
         }),
-        Ok(changed) => Ok(KrmOutput {
-            list: yaml::write(&list)?,
-            changed,
-            error: None,
-        }),
+        Ok(changed) => {
+            // Written anew anyway: what was left alone on purpose is said.
+            let items = list["items"].as_array().cloned().unwrap_or_default();
+            for note in super::resolve::notes(&items) {
+                append_result(
+                    &mut list,
+                    serde_json::json!({"message": note, "severity": "info"}),
+                );
+            }
+            Ok(KrmOutput {
+                list: yaml::write(&list)?,
+                changed,
+                error: None,
+            })
+        }
         Err(e) => {
             let result = result_of(&e, &list);
             append_result(&mut list, result);
@@ -198,6 +208,20 @@ mod tests {
                 .unwrap()
                 .contains("length 0")
         );
+    }
+
+    #[test]
+    fn a_rollout_with_a_workload_ref_is_an_info_result() {
+        let list = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
+            - apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {name: db}\n  spec: {keys: {k: {length: 8}}}\n\
+            - apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: web}\n  spec: {template: {spec: {containers: [{name: a, envFrom: [{secretRef: {name: db}}]}]}}}\n\
+            - apiVersion: argoproj.io/v1alpha1\n  kind: Rollout\n  metadata: {name: web}\n  spec: {workloadRef: {apiVersion: apps/v1, kind: Deployment, name: web}}\n";
+        let out = krm_function(list).unwrap();
+        assert_eq!((out.changed, out.error), (1, None));
+        let v: Value = yaml::read(&out.list).unwrap();
+        assert_eq!(v["results"][0]["severity"], "info");
+        let message = v["results"][0]["message"].as_str().unwrap();
+        assert!(message.contains("spec.workloadRef"), "{message}");
     }
 
     #[test]

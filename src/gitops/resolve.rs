@@ -54,7 +54,7 @@ impl Names {
             .unwrap_or_default()
             .to_string();
         let mut changed = 0;
-        for pointer in pod_spec_pointers(&kind) {
+        for pointer in pod_spec_pointers(api_group(doc), &kind) {
             if let Some(spec) = doc.pointer_mut(pointer) {
                 changed += rewrite_pod_spec(spec, &map);
             }
@@ -78,20 +78,55 @@ impl Names {
     }
 }
 
-/// Where each workload kind keeps its pod spec.
-fn pod_spec_pointers(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "Pod" => &["/spec"],
-        "Deployment"
-        | "ReplicaSet"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "Job"
-        | "ReplicationController" => &["/spec/template/spec"],
-        "PodTemplate" => &["/template/spec"],
-        "CronJob" => &["/spec/jobTemplate/spec/template/spec"],
+/// Where each workload kind keeps its pod spec: the built-in kinds, and
+/// Argo Rollouts' Rollout (group `argoproj.io`; one with `spec.workloadRef`
+/// has no template of its own, see [`notes`]).
+fn pod_spec_pointers(group: &str, kind: &str) -> &'static [&'static str] {
+    match (group, kind) {
+        ("argoproj.io", "Rollout") => &["/spec/template/spec"],
+        ("argoproj.io", _) => &[],
+        (_, "Pod") => &["/spec"],
+        (
+            _,
+            "Deployment"
+            | "ReplicaSet"
+            | "StatefulSet"
+            | "DaemonSet"
+            | "Job"
+            | "ReplicationController",
+        ) => &["/spec/template/spec"],
+        (_, "PodTemplate") => &["/template/spec"],
+        (_, "CronJob") => &["/spec/jobTemplate/spec/template/spec"],
         _ => &[],
     }
+}
+
+/// A document's API group (`apps` of `apps/v1`; empty for the core group).
+fn api_group(doc: &Value) -> &str {
+    doc.get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| v.split_once('/'))
+        .map_or("", |(group, _)| group)
+}
+
+/// What `resolve` and the KRM function say of documents they leave alone on
+/// purpose: an Argo Rollout that takes its pod template from another
+/// workload (`spec.workloadRef`) has no references of its own to rewrite;
+/// they are rewritten in that workload, where it is in the input.
+pub fn notes<'a>(docs: impl IntoIterator<Item = &'a Value>) -> Vec<String> {
+    docs.into_iter()
+        .filter(|d| api_group(d) == "argoproj.io" && d["kind"] == "Rollout")
+        .filter(|d| d.pointer("/spec/template").is_none())
+        .filter_map(|d| {
+            let r = d.pointer("/spec/workloadRef")?;
+            let name = d.pointer("/metadata/name").and_then(Value::as_str)?;
+            let kind = r.get("kind").and_then(Value::as_str).unwrap_or("workload");
+            let target = r.get("name").and_then(Value::as_str).unwrap_or("?");
+            Some(format!(
+                "Rollout {name} takes its pod template from {kind} {target} (spec.workloadRef): its Secret references are rewritten in that {kind}, if it is in the input, not in the Rollout"
+            ))
+        })
+        .collect()
 }
 
 /// Rewrites the documents in place; returns how many references changed.
@@ -113,6 +148,16 @@ pub fn resolve_stream(input: &str) -> Result<(String, usize), ManifestError> {
     // here (and every document of ours is checked, as `name` checks it).
     let names = Names::of(random_secrets_in(&stream)?);
     rewrite_stream(&stream, &names)
+}
+
+/// [`notes`] of every document of the YAML streams `inputs` (those that
+/// do not parse are left to [`resolve_sources`] to report).
+pub fn notes_of(inputs: &[&str]) -> Vec<String> {
+    inputs
+        .iter()
+        .filter_map(|text| yaml::read_documents(text).ok())
+        .flat_map(|stream| notes(stream.docs.iter().filter_map(|d| d.value.as_ref())))
+        .collect()
 }
 
 /// `randomsecret resolve -f a.yaml -f dir/`: [`resolve_stream`] over
@@ -255,6 +300,41 @@ mod tests {
         assert_eq!(
             docs[0]["metadata"]["name"], "db",
             "the RandomSecret is not renamed"
+        );
+    }
+
+    #[test]
+    fn an_argo_rollouts_template_is_rewritten_and_a_workload_ref_noted() {
+        let db = versioned("db");
+        let rollout = |spec: Value| {
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                   "metadata": {"name": "web"}, "spec": spec})
+        };
+        let mut docs = vec![
+            rs("db", None),
+            rollout(json!({"template": {"spec": env_from("db")}})),
+            rollout(
+                json!({"workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}),
+            ),
+            // Another group's "Rollout" is not Argo's: left alone.
+            json!({"apiVersion": "example.com/v1", "kind": "Rollout", "metadata": {"name": "x"},
+                   "spec": {"template": {"spec": env_from("db")}}}),
+        ];
+        assert_eq!(resolve(&mut docs).unwrap(), 1);
+        assert_eq!(
+            docs[1]["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            json!(db)
+        );
+        assert_eq!(
+            docs[3]["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            "db"
+        );
+        let notes = notes(&docs);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("Rollout web") && notes[0].contains("Deployment web"),
+            "{}",
+            notes[0]
         );
     }
 

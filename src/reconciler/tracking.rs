@@ -79,10 +79,11 @@ impl Own {
 /// ReplicaSet or ControllerRevision of a template it was just pointed at may
 /// not exist yet, or not be in the reference index yet.
 fn rolling(obj: &DynamicObject) -> bool {
+    // A number, or (Argo Rollouts) the number as a string.
     let observed = obj
         .data
         .pointer("/status/observedGeneration")
-        .and_then(|g| g.as_i64());
+        .and_then(|g| g.as_i64().or_else(|| g.as_str()?.parse().ok()));
     observed.is_none() || observed < obj.metadata.generation
 }
 
@@ -363,7 +364,7 @@ async fn report_pinned(
         );
         ctx.events.publish(
             ObjectReference {
-                api_version: Some("apps/v1".into()),
+                api_version: Some(p.kind.api_version().into()),
                 kind: Some(kind.clone()),
                 name: Some(name.clone()),
                 namespace: Some(rs.key.ns().to_string()),
@@ -400,5 +401,8 @@ mod tests {
         assert!(rolling(&workload(3, json!({"observedGeneration": 2}))));
         assert!(rolling(&workload(1, json!({}))), "never observed yet");
         assert!(!rolling(&workload(3, json!({"observedGeneration": 3}))));
+        // Argo Rollouts writes it as a string.
+        assert!(rolling(&workload(3, json!({"observedGeneration": "2"}))));
+        assert!(!rolling(&workload(3, json!({"observedGeneration": "3"}))));
     }
 }
