@@ -8,7 +8,11 @@
 # ($E2E_DIR/controller.kubeconfig), so the controllers under test run with
 # exactly the RBAC the chart grants.
 controller_credentials() {
-  helm template e2e charts/randomsecret --namespace randomsecret-system --set replicaCount=0 --set tracking.enabled=true >"$E2E_DIR/chart.yaml"
+  # With the custom reference kind of e2e/manifests/worker-crd.yaml (run.sh).
+  helm template e2e charts/randomsecret --namespace randomsecret-system --set replicaCount=0 --set tracking.enabled=true \
+    --set 'references[0].apiVersion=e2e.randomsecret.io/v1' --set 'references[0].kind=Worker' \
+    --set 'references[0].resource=workers' --set 'references[0].paths={spec/template/spec,spec/credentials/secretName}' \
+    >"$E2E_DIR/chart.yaml"
   # The webhook's RBAC too (its certificate Secret and webhook configuration
   # by name), without the configuration itself: the webhook suite makes its own.
   helm template e2e charts/randomsecret --namespace randomsecret-system --set webhook.enabled=true \

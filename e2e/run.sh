@@ -65,6 +65,13 @@ kubectl apply --server-side --force-conflicts -k config/crd >/dev/null
 # Argo Rollouts' CRDs (build-tools.sh): the suite `rollouts` runs its
 # controller; installed before ours starts, as on a cluster that has it.
 kubectl apply --server-side --force-conflicts -f "$(ls "$TOOLS_DIR"/argo-rollouts-v*-crds.yaml | tail -n 1)" >/dev/null
+# A custom workload kind the shared controller lists as a holder (--reference).
+kubectl apply --server-side --force-conflicts -f e2e/manifests/worker-crd.yaml >/dev/null
+# (kubectl wait fails on a CRD with no conditions yet: polled instead.)
+for _ in $(seq 150); do
+  [[ $(kubectl get crd workers.e2e.randomsecret.io -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null) == True ]] && break
+  sleep 0.2
+done
 
 # The controller under test runs with the Helm chart's ServiceAccount and RBAC
 # (not the admin credentials), so every suite also proves the RBAC is enough.
@@ -75,6 +82,8 @@ record "$E2E_DIR/events.json" events.events.k8s.io -o json
 record "$E2E_DIR/randomsecrets.json" randomsecrets.randomsecret.io -o 'jsonpath={.metadata.namespace}/{.metadata.name} {.status}{"\n"}'
 
 export RUST_LIB_BACKTRACE=0
+# The custom reference of e2e/manifests/worker-crd.yaml (its RBAC: lib.sh).
+export E2E_WORKER_REFERENCE=e2e.randomsecret.io/v1/Worker=spec/template/spec,spec/credentials/secretName
 export RANDOMSECRET_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/randomsecret
 export E2E_VALUES_FILE=$E2E_DIR/values.txt CONTROLLER_LOG=$E2E_DIR/controller.log
 : >"$E2E_VALUES_FILE"
@@ -107,6 +116,7 @@ fi
   --leader-elect --leader-election-namespace randomsecret-system --leader-election-id e2e-randomsecret --tracking \
   --service-account-namespace randomsecret-system --service-account-name e2e-randomsecret \
   --vault-allowed-networks 127.0.0.1/32 --per-object-metrics \
+  --reference "$E2E_WORKER_REFERENCE" \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
   >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!

@@ -58,6 +58,10 @@ pub enum Command {
     Resolve {
         #[command(flatten)]
         input: InputArgs,
+        /// Also rewrite a custom kind's references: GROUP/VERSION/KIND=PATH[,PATH...],
+        /// as the controller's --reference (repeatable).
+        #[arg(long = "reference", value_name = "GROUP/VERSION/KIND=PATHS")]
+        references: Vec<String>,
     },
     /// The same as `resolve`, as a KRM function (ResourceList in and out) for
     /// `kustomize build --enable-alpha-plugins --enable-exec`.
@@ -284,6 +288,19 @@ pub struct ControllerArgs {
     /// patch on them; off by default).
     #[arg(long, env = "RANDOMSECRET_TRACKING", default_value_t = false)]
     pub tracking: bool,
+    /// A custom kind whose objects hold Secret versions, and where they name
+    /// them: GROUP/VERSION/KIND=PATH[,PATH...], such as
+    /// example.com/v1/Worker=spec/template/spec,spec/credentials/secretName
+    /// (a path ending on a string is a Secret name, on a mapping a pod spec;
+    /// lists on the way are walked). Repeatable; the controller needs list
+    /// and watch on the kind, and stops at start if it is not served.
+    #[arg(
+        long = "reference",
+        value_name = "GROUP/VERSION/KIND=PATHS",
+        env = "RANDOMSECRET_REFERENCES",
+        value_delimiter = ';'
+    )]
+    pub references: Vec<String>,
     /// Tracking mode: a workload that tracks several RandomSecrets is
     /// pointed once for all that get a new version within this window of the
     /// first (one rollout, not one per RandomSecret); a workload that tracks

@@ -81,12 +81,13 @@ fn name(args: InputArgs, explain: bool) -> Result<(), String> {
 
 /// `randomsecret resolve`: every source's references resolved against the
 /// RandomSecrets of all of them, written as one stream.
-fn resolve(args: InputArgs) -> Result<(), String> {
+fn resolve(args: InputArgs, references: &[String]) -> Result<(), String> {
+    let custom = randomsecret::references::custom::parse_all(references)?;
     let sources = input::sources(&args.files, args.recursive)?;
     let texts: Vec<&str> = sources.iter().map(|s| s.text.as_str()).collect();
     let shown: Vec<String> = sources.iter().map(input::Source::shown).collect();
-    let (outs, _) =
-        gitops::resolve::resolve_sources(&texts, &shown).map_err(|(i, e)| sources[i].error(e))?;
+    let (outs, _) = gitops::resolve::resolve_sources(&texts, &shown, &custom)
+        .map_err(|(i, e)| sources[i].error(e))?;
     for note in gitops::resolve::notes_of(&texts) {
         eprintln!("randomsecret resolve: note: {note}");
     }
@@ -289,7 +290,7 @@ fn main() -> ExitCode {
         }),
         Command::Rotate(args) => rotate(args),
         Command::ReleaseFinalizers(args) => release_finalizers(args),
-        Command::Resolve { input } => resolve(input),
+        Command::Resolve { input, references } => resolve(input, &references),
         Command::Kustomize => input::read(None).and_then(|input| {
             let out = gitops::krm_function(&input).map_err(|e| e.to_string())?;
             print!("{}", out.list);

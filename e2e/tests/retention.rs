@@ -640,3 +640,178 @@ async fn many_pods_give_a_bounded_number_of_owners() -> Result<()> {
     ensure!(secrets.get_opt(&v2n).await?.is_some());
     ns.delete().await
 }
+
+/// A custom workload kind listed as a holder (issue 30): the shared
+/// controller runs with `--reference` for the `Worker` kind of
+/// e2e/manifests/worker-crd.yaml ($E2E_WORKER_REFERENCE): a Worker that names
+/// a version at a listed path (a Secret name, or a pod spec) keeps it, one
+/// that names it elsewhere does not; `resolve --reference` rewrites the same
+/// paths.
+#[tokio::test]
+async fn a_custom_kind_listed_as_a_holder_keeps_its_version() -> Result<()> {
+    use kube::api::DynamicObject;
+    let reference =
+        std::env::var("E2E_WORKER_REFERENCE").context("E2E_WORKER_REFERENCE (run.sh)")?;
+    let client = client().await?;
+    let ns = TestNamespace::new(&client, "ret-custom").await?;
+    let api: Api<RandomSecret> = ns.api();
+    let secrets: Api<Secret> = ns.api();
+    let resource = kube::core::ApiResource {
+        group: "e2e.randomsecret.io".into(),
+        version: "v1".into(),
+        api_version: "e2e.randomsecret.io/v1".into(),
+        kind: "Worker".into(),
+        plural: "workers".into(),
+    };
+    let workers: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &resource);
+    let rs = create_ready(
+        &api,
+        "db",
+        json!({"keys": {"password": {"length": 24}}, "rotation": "1"}),
+    )
+    .await?;
+    let v1 = current_secret(&secrets, &rs).await?.name_any();
+    let worker = |name: &str, spec: serde_json::Value| -> Result<DynamicObject> {
+        Ok(serde_json::from_value(json!({
+            "apiVersion": "e2e.randomsecret.io/v1", "kind": "Worker",
+            "metadata": {"name": name}, "spec": spec,
+        }))?)
+    };
+    let pp = PostParams::default();
+    workers
+        .create(
+            &pp,
+            &worker("by-name", json!({"credentials": {"secretName": v1}}))?,
+        )
+        .await?;
+    workers
+        .create(
+            &pp,
+            &worker("by-pod", json!({"template": pod_template("w", &v1)}))?,
+        )
+        .await?;
+    // Not a listed path: holds nothing.
+    workers
+        .create(
+            &pp,
+            &worker("elsewhere", json!({"other": {"secretName": v1}}))?,
+        )
+        .await?;
+
+    let v2 = rotate(&api, "db", "2").await?;
+    ensure!(v2 != v1);
+    wait_version(
+        &api,
+        "db",
+        &v1,
+        VersionState::Retained,
+        Some("Worker/by-name"),
+    )
+    .await?;
+    let rs = wait_version(
+        &api,
+        "db",
+        &v1,
+        VersionState::Retained,
+        Some("Worker/by-pod"),
+    )
+    .await?;
+    let held = version_status(&rs, &v1).context("v1 listed")?;
+    ensure!(
+        !held.referenced_by.iter().any(|r| r.contains("elsewhere")),
+        "an unlisted path holds nothing: {:?}",
+        held.referenced_by
+    );
+    // The Workers own v1 as a ReplicaSet would.
+    let owners: Vec<(String, String)> = secrets
+        .get(&v1)
+        .await?
+        .owner_references()
+        .iter()
+        .map(|o| (o.api_version.clone(), o.kind.clone()))
+        .collect();
+    ensure!(
+        owners
+            .iter()
+            .filter(|o| *o == &("e2e.randomsecret.io/v1".to_string(), "Worker".to_string()))
+            .count()
+            == 2,
+        "v1's owners: {owners:?}"
+    );
+
+    // One gone: still held by the other. Both gone: released.
+    workers.delete("by-name", &Default::default()).await?;
+    wait_for(&api, "db", "v1 held by the pod-spec Worker alone", {
+        let v1 = v1.clone();
+        move |rs: Option<&RandomSecret>| {
+            rs.and_then(|rs| version_status(rs, &v1)).is_some_and(|v| {
+                v.state == VersionState::Retained
+                    && v.referenced_by == ["Worker/by-pod".to_string()]
+            })
+        }
+    })
+    .await?;
+    ensure!(secrets.get_opt(&v1).await?.is_some(), "v1 went too soon");
+    workers.delete("by-pod", &Default::default()).await?;
+    wait_deleted(&secrets, &v1)
+        .await
+        .context("v1 released once no listed Worker names it")?;
+
+    // resolve rewrites the same paths, with the same reference.
+    let stream = format!(
+        "{}\n---\n{}\n",
+        json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret", "metadata": {"name": "db"},
+               "spec": {"keys": {"password": {"length": 24}}, "rotation": "2"}}),
+        json!({"apiVersion": "e2e.randomsecret.io/v1", "kind": "Worker", "metadata": {"name": "w"},
+               "spec": {"credentials": {"secretName": "db"}, "template": pod_template("w", "db")}})
+    );
+    let bin = randomsecret_bin();
+    let bin = bin.to_str().context("binary path")?;
+    let plain = run(bin, &["resolve"], Some(&stream))?;
+    ensure!(
+        !plain.contains(&v2),
+        "without --reference a Worker is left alone"
+    );
+    let resolved = run(bin, &["resolve", "--reference", &reference], Some(&stream))?;
+    ensure!(
+        resolved.matches(&v2).count() == 2,
+        "both paths rewritten to {v2}:\n{resolved}"
+    );
+    run(
+        "kubectl",
+        &["apply", "-n", &ns.name, "-f", "-"],
+        Some(&resolved),
+    )?;
+    wait_version(&api, "db", &v2, VersionState::Current, Some("Worker/w")).await?;
+    ns.delete().await
+}
+
+/// A `--reference` to a kind the apiserver does not serve stops the
+/// controller at start, saying what to do (its watch could never list, and
+/// no version would ever be released), before it binds a port or leads.
+#[tokio::test]
+async fn an_unserved_custom_reference_stops_the_start_with_what_to_do() -> Result<()> {
+    let kubeconfig = std::env::var("KUBECONFIG").context("KUBECONFIG")?;
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new(randomsecret_bin())
+            .args([
+                "controller",
+                "--kubeconfig",
+                &kubeconfig,
+                "--reference",
+                "nothing.e2e.randomsecret.io/v1/Nothing=spec/secretName",
+            ])
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .context("the controller did not stop")??;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(!out.status.success(), "it started: {stderr}");
+    ensure!(
+        stderr.contains("serves no kind Nothing") && stderr.contains("install its CRD first"),
+        "{stderr}"
+    );
+    Ok(())
+}

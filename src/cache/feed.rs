@@ -54,7 +54,6 @@ pub async fn feed<K>(
     recovered: impl Fn(),
 ) where
     K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
-    K::DynamicType: Default,
 {
     let mut events = std::pin::pin!(watcher(api, config.page_size(PAGE_SIZE)).default_backoff());
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));

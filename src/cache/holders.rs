@@ -31,9 +31,12 @@ impl Holders {
             .collect()
     }
 
-    /// Whether every holder stream has listed once.
+    /// Whether every holder stream (the custom kinds' too) has listed once.
     pub fn listed(&self) -> bool {
-        self.0.read().expect("holders lock").listed(&HOLDER_STREAMS)
+        let custom =
+            (0..crate::references::custom::registered().len()).map(|i| Stream::Custom(i as u16));
+        let streams: Vec<Stream> = HOLDER_STREAMS.into_iter().chain(custom).collect();
+        self.0.read().expect("holders lock").listed(&streams)
     }
 
     pub fn len(&self) -> usize {
@@ -66,6 +69,9 @@ pub enum HolderKind {
     ReplicaSet,
     ControllerRevision,
     Pod,
+    /// A kind the user listed (`--reference`): its index among
+    /// [`crate::references::custom::registered`].
+    Custom(u16),
 }
 
 impl HolderKind {
@@ -74,23 +80,34 @@ impl HolderKind {
             HolderKind::ReplicaSet => "ReplicaSet",
             HolderKind::ControllerRevision => "ControllerRevision",
             HolderKind::Pod => "Pod",
+            HolderKind::Custom(i) => custom(i).map_or("Unknown", |k| k.kind.as_str()),
         }
     }
     pub fn api_version(self) -> &'static str {
         match self {
             HolderKind::ReplicaSet | HolderKind::ControllerRevision => "apps/v1",
             HolderKind::Pod => "v1",
+            HolderKind::Custom(i) => custom(i).map_or("", |k| k.api_version.as_str()),
         }
     }
-    pub fn from_kind(kind: &str) -> Option<Self> {
-        [
+    /// The holder kind of an owner reference's `kind` and `apiVersion`.
+    pub fn of(kind: &str, api_version: &str) -> Option<Self> {
+        let built_in = [
             HolderKind::ReplicaSet,
             HolderKind::ControllerRevision,
             HolderKind::Pod,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == kind)
+        ];
+        let custom = (0..crate::references::custom::registered().len())
+            .map(|i| HolderKind::Custom(i as u16));
+        built_in
+            .into_iter()
+            .chain(custom)
+            .find(|k| k.as_str() == kind && k.api_version() == api_version)
     }
+}
+
+fn custom(i: u16) -> Option<&'static crate::references::custom::CustomKind> {
+    crate::references::custom::registered().get(usize::from(i))
 }
 
 /// Equality, hash and order of `$t` by its `identity()` alone (what the

@@ -22,6 +22,8 @@ pub enum Stream {
     StatefulSets,
     DaemonSets,
     Rollouts,
+    /// The holders of a custom kind (`--reference`), by its index.
+    Custom(u16),
 }
 
 struct Slot<I> {

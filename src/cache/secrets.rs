@@ -44,7 +44,7 @@ const RANDOMSECRET_API_VERSION: &str = crate::api::API_VERSION;
 impl Owner {
     pub fn of(o: &OwnerReference) -> Self {
         let uid = Uid::parse(&o.uid).filter(|_| o.block_owner_deletion.is_none());
-        let holder = HolderKind::from_kind(&o.kind).filter(|k| k.api_version() == o.api_version);
+        let holder = HolderKind::of(&o.kind, &o.api_version);
         match (uid, holder) {
             (Some(uid), _)
                 if o.kind == "RandomSecret" && o.api_version == RANDOMSECRET_API_VERSION =>

@@ -192,6 +192,7 @@ async fn connect(
     let lease = config::lease(args).map(leader::config).transpose()?;
     let client = client::client(args.kubeconfig.as_deref()).await?;
     client::check_crd(&client).await?;
+    client::custom_references(&client, &args.references).await?;
     let (key_ns, key_name) = config::proof_key(args);
     let proof_key = proofkey::load(&client, &key_ns, &key_name).await?;
     let shutdown = shutdown::signal();

@@ -47,6 +47,10 @@ pub fn all(
         controller_revisions(w.clone()).boxed(),
         pods(w.clone()).boxed(),
     ];
+    // The kinds the user listed (`--reference`), registered at start.
+    for i in 0..crate::references::custom::registered().len() {
+        all.push(custom_holders(w.clone(), i as u16).boxed());
+    }
     // Tracking mode only: without it the controller neither reads nor may
     // patch workloads.
     if tracking {
@@ -78,7 +82,7 @@ impl Watch {
         &self,
         what: &'static str,
         config: watcher::Config,
-        mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
+        apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
     ) where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
             + Clone
@@ -88,8 +92,21 @@ impl Watch {
             + 'static,
         K::DynamicType: Default,
     {
+        self.feed_api(self.api::<K>(), what, config, apply).await
+    }
+
+    /// [`Watch::feed`] of the watch of `api` (a dynamic kind's, say).
+    async fn feed_api<K>(
+        &self,
+        api: Api<K>,
+        what: &'static str,
+        config: watcher::Config,
+        mut apply: impl FnMut(&watcher::Event<K>) -> Vec<Key>,
+    ) where
+        K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
+    {
         feed(
-            self.api::<K>(),
+            api,
             what,
             config,
             &self.caches.interruptions,
@@ -213,6 +230,39 @@ pub async fn pods(w: Watch) {
     holders::<PodRefs>(w, "pods", Stream::Pods, references::pod).await
 }
 
+/// A custom holder kind (`--reference`): whole objects (the paths may be
+/// anywhere in them), into the reference index as the built-in holders
+/// are, its failures retention's interruptions as theirs.
+async fn custom_holders(w: Watch, index: u16) {
+    let kind = &crate::references::custom::registered()[usize::from(index)];
+    let resource = kube::core::ApiResource {
+        group: kind.group.clone(),
+        version: kind.version.clone(),
+        api_version: kind.api_version.clone(),
+        kind: kind.kind.clone(),
+        plural: kind.plural.clone(),
+    };
+    let api: Api<kube::api::DynamicObject> = match &w.scope {
+        Some(ns) => Api::namespaced_with(w.client.clone(), ns, &resource),
+        None => Api::all_with(w.client.clone(), &resource),
+    };
+    // The interruptions are keyed by a static name: one per kind, leaked once.
+    let what: &'static str =
+        Box::leak(format!("{} ({})", kind.plural, kind.group).into_boxed_str());
+    w.feed_api(api, what, watcher::Config::default(), |ev| {
+        let changed = w.caches.holders.0.write().expect("holders lock").handle(
+            Stream::Custom(index),
+            ev,
+            |o| references::custom(index, kind, o),
+        );
+        changed
+            .iter()
+            .filter_map(|secret| w.caches.secrets.randomsecret_of(secret))
+            .collect()
+    })
+    .await
+}
+
 /// Tracking mode: workloads of one kind (metadata only) annotated
 /// randomsecret.io/track; a change of what they track reconciles those RandomSecrets.
 async fn workloads<K>(w: Watch, kind: WorkloadKind, stream: Stream)
@@ -254,15 +304,17 @@ pub async fn rollouts(w: Watch) {
     let kind = WorkloadKind::Rollout;
     let mut told = false;
     loop {
-        match served(&w.client, &kind.api_resource()).await {
-            Ok(true) => break,
-            Ok(false) if !told => {
+        let resource = kind.api_resource();
+        match crate::runtime::client::served(&w.client, &resource.api_version, &resource.kind).await
+        {
+            Ok(Some(_)) => break,
+            Ok(None) if !told => {
                 info!(
                     "tracking: Argo Rollouts is not installed (no argoproj.io/v1alpha1 rollouts); looking again every minute"
                 );
                 told = true;
             }
-            Ok(false) => {}
+            Ok(None) => {}
             Err(e) => {
                 warn!(error = %e, "tracking: looking for Argo Rollouts' CRD; again in a minute")
             }
@@ -282,16 +334,6 @@ pub async fn rollouts(w: Watch) {
         || {},
     )
     .await
-}
-
-/// Whether the apiserver serves `resource` (API discovery, which every
-/// authenticated client may read).
-async fn served(client: &Client, resource: &kube::core::ApiResource) -> Result<bool, kube::Error> {
-    match client.list_api_group_resources(&resource.api_version).await {
-        Ok(list) => Ok(list.resources.iter().any(|r| r.name == resource.plural)),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
-        Err(e) => Err(e),
-    }
 }
 
 pub async fn deployments(w: Watch) {

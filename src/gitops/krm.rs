@@ -5,6 +5,7 @@
 use super::manifests::ManifestError;
 use super::resolve::resolve;
 use super::yaml;
+use crate::references::custom::CustomKind;
 use serde_json::Value;
 
 /// What the KRM function writes: the ResourceList, and whether it failed
@@ -32,6 +33,9 @@ pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
         ));
     }
     let kind = list.get("kind").and_then(Value::as_str).unwrap_or_default();
+    // The custom kinds the function's config lists (`spec.references`,
+    // the strings `resolve --reference` takes).
+    let custom = references_of(&list);
     let outcome = if kind != "ResourceList" && kind != "List" {
         Err(ManifestError::Input(format!(
             "the KRM function's input is a {kind:?}, not a ResourceList (or v1 List)"
@@ -42,7 +46,7 @@ pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
             // mean to kubectl what it means here. Else it goes out as it came.
             Some(Value::Array(items)) => {
                 let mut rewritten = items.clone();
-                match resolve(&mut rewritten) {
+                match custom.and_then(|custom| resolve(&mut rewritten, &custom)) {
                     Ok(0) => Ok(0),
                     Ok(n) => yaml::check_plain_scalars(input)
                         .map(|()| {
@@ -92,6 +96,20 @@ pub fn krm_function(input: &str) -> Result<KrmOutput, ManifestError> {
             })
         }
     }
+}
+
+/// The custom kinds of the function config's `spec.references`: a list of
+/// `GROUP/VERSION/KIND=PATH[,PATH...]`.
+fn references_of(list: &Value) -> Result<Vec<CustomKind>, ManifestError> {
+    let Some(refs) = list.pointer("/functionConfig/spec/references") else {
+        return Ok(Vec::new());
+    };
+    let texts: Vec<String> = serde_json::from_value(refs.clone()).map_err(|_| {
+        ManifestError::Input(
+            "the function config's spec.references is not a list of strings (GROUP/VERSION/KIND=PATH[,PATH...])".into(),
+        )
+    })?;
+    crate::references::custom::parse_all(&texts).map_err(ManifestError::Input)
 }
 
 /// The KRM result for an error: its message, and for an item's error the
@@ -207,6 +225,32 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .contains("length 0")
+        );
+    }
+
+    #[test]
+    fn the_function_config_lists_custom_references() {
+        let list = |refs: &str| {
+            format!(
+                "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig:\n  apiVersion: randomsecret.io/v1\n  kind: ResolveNames\n  spec: {{references: {refs}}}\nitems:\n\
+            - apiVersion: randomsecret.io/v1\n  kind: RandomSecret\n  metadata: {{name: db}}\n  spec: {{keys: {{k: {{length: 8}}}}}}\n\
+            - apiVersion: example.com/v1\n  kind: Worker\n  metadata: {{name: w}}\n  spec: {{credentials: {{secretName: db}}}}\n"
+            )
+        };
+        let out = krm_function(&list(
+            "['example.com/v1/Worker=spec/credentials/secretName']",
+        ))
+        .unwrap();
+        assert_eq!((out.changed, out.error), (1, None));
+        let v: Value = yaml::read(&out.list).unwrap();
+        assert_eq!(
+            v["items"][1]["spec"]["credentials"]["secretName"],
+            json!(versioned("db"))
+        );
+        let bad = krm_function(&list("['Worker=spec']")).unwrap();
+        assert!(
+            bad.error.unwrap().contains("not GROUP/VERSION/KIND"),
+            "a bad reference is an error result"
         );
     }
 

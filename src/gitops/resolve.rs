@@ -8,13 +8,15 @@ use super::manifests::{
     Found, ManifestError, namespace, random_secrets, random_secrets_across, random_secrets_in,
 };
 use super::yaml;
+use crate::references::custom::CustomKind;
 use crate::references::rewrite_pod_spec;
 use serde_json::Value;
 use std::collections::HashMap;
 
-/// Base name -> versioned name, per namespace (None: no namespace in the manifest).
+/// Base name -> versioned name, per namespace (None: no namespace in the
+/// manifest), and the custom kinds whose references are rewritten too.
 #[derive(Debug, Default)]
-pub struct Names(HashMap<(Option<String>, String), String>);
+pub struct Names(HashMap<(Option<String>, String), String>, Vec<CustomKind>);
 
 impl Names {
     /// The versioned names of every RandomSecret among `docs` (two with the
@@ -27,7 +29,13 @@ impl Names {
         let names = found
             .into_iter()
             .map(|f| ((f.namespace, f.version.base), f.version.secret_name));
-        Names(names.collect())
+        Names(names.collect(), Vec::new())
+    }
+
+    /// Also rewrites the references of these custom kinds (`--reference`).
+    pub fn with_custom(mut self, kinds: &[CustomKind]) -> Self {
+        self.1 = kinds.to_vec();
+        self
     }
 
     /// The current versioned name for a reference to a base name, or to any
@@ -57,6 +65,11 @@ impl Names {
         for pointer in pod_spec_pointers(api_group(doc), &kind) {
             if let Some(spec) = doc.pointer_mut(pointer) {
                 changed += rewrite_pod_spec(spec, &map);
+            }
+        }
+        for custom in &self.1 {
+            if custom.matches(doc) {
+                changed += custom.rewrite(doc, &map);
             }
         }
         if kind == "Ingress" {
@@ -129,9 +142,10 @@ pub fn notes<'a>(docs: impl IntoIterator<Item = &'a Value>) -> Vec<String> {
         .collect()
 }
 
-/// Rewrites the documents in place; returns how many references changed.
-pub fn resolve(docs: &mut [Value]) -> Result<usize, ManifestError> {
-    let names = Names::collect(docs)?;
+/// Rewrites the documents in place (the built-in kinds and `custom`);
+/// returns how many references changed.
+pub fn resolve(docs: &mut [Value], custom: &[CustomKind]) -> Result<usize, ManifestError> {
+    let names = Names::collect(docs)?.with_custom(custom);
     Ok(docs.iter_mut().map(|d| names.rewrite(d)).sum())
 }
 
@@ -168,6 +182,7 @@ pub fn notes_of(inputs: &[&str]) -> Vec<String> {
 pub fn resolve_sources(
     inputs: &[&str],
     names: &[String],
+    custom: &[CustomKind],
 ) -> Result<(Vec<String>, usize), (usize, ManifestError)> {
     let streams = inputs
         .iter()
@@ -175,7 +190,7 @@ pub fn resolve_sources(
         .map(|(i, text)| yaml::read_documents(text).map_err(|e| (i, e.into())))
         .collect::<Result<Vec<_>, _>>()?;
     let found = random_secrets_across(&streams, names)?;
-    let names = Names::of(found.into_iter().flatten().collect());
+    let names = Names::of(found.into_iter().flatten().collect()).with_custom(custom);
     let mut changed = 0;
     let mut outs = Vec::with_capacity(streams.len());
     for (i, stream) in streams.iter().enumerate() {
@@ -287,7 +302,7 @@ mod tests {
             json!({"kind": "Ingress", "metadata": {"name": "i"}, "spec": {"tls": [{"hosts": ["a"], "secretName": "db"}]}}),
             json!({"kind": "ConfigMap", "metadata": {"name": "db"}, "data": {"secretName": "db"}}),
         ];
-        assert_eq!(resolve(&mut docs).unwrap(), 9);
+        assert_eq!(resolve(&mut docs, &[]).unwrap(), 9);
         assert_eq!(
             docs[2]["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
             json!(db)
@@ -320,7 +335,7 @@ mod tests {
             json!({"apiVersion": "example.com/v1", "kind": "Rollout", "metadata": {"name": "x"},
                    "spec": {"template": {"spec": env_from("db")}}}),
         ];
-        assert_eq!(resolve(&mut docs).unwrap(), 1);
+        assert_eq!(resolve(&mut docs, &[]).unwrap(), 1);
         assert_eq!(
             docs[1]["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
             json!(db)
@@ -339,6 +354,29 @@ mod tests {
     }
 
     #[test]
+    fn a_custom_kind_is_rewritten_at_its_paths_only_when_listed() {
+        let db = versioned("db");
+        let worker = json!({"apiVersion": "example.com/v1", "kind": "Worker", "metadata": {"name": "w"},
+            "spec": {"template": {"spec": env_from("db")}, "credentials": {"secretName": "db"}}});
+        let mut docs = vec![rs("db", None), worker.clone()];
+        assert_eq!(
+            resolve(&mut docs, &[]).unwrap(),
+            0,
+            "not listed: left alone"
+        );
+        let kind = CustomKind::parse(
+            "example.com/v1/Worker=spec/template/spec,spec/credentials/secretName",
+        )
+        .unwrap();
+        assert_eq!(resolve(&mut docs, &[kind]).unwrap(), 2);
+        assert_eq!(docs[1]["spec"]["credentials"]["secretName"], json!(db));
+        assert_eq!(
+            docs[1]["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
+            json!(db)
+        );
+    }
+
+    #[test]
     fn other_namespaces_and_unknown_names_are_left_alone() {
         let mut docs = vec![
             rs("db", Some("a")),
@@ -348,7 +386,7 @@ mod tests {
             json!({"kind": "Pod", "metadata": {"name": "s", "namespace": "a"}, "spec": env_from("db-hgkm245tbc")}),
             json!({"kind": "Pod", "metadata": {"name": "t", "namespace": "a"}, "spec": env_from("db-creds")}),
         ];
-        assert_eq!(resolve(&mut docs).unwrap(), 2);
+        assert_eq!(resolve(&mut docs, &[]).unwrap(), 2);
         let current = docs[3]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"].clone();
         assert_eq!(
             docs[4]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"], current,
@@ -377,7 +415,7 @@ mod tests {
         let mut other = rs("other", Some("a"));
         other["spec"]["secretName"] = json!("db");
         let mut docs = vec![rs("db", Some("a")), other];
-        let e = resolve(&mut docs).unwrap_err().to_string();
+        let e = resolve(&mut docs, &[]).unwrap_err().to_string();
         assert!(
             e.contains("RandomSecret a/other") && e.contains("RandomSecret db in document 1"),
             "{e}"

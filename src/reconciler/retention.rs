@@ -82,7 +82,7 @@ fn referenced_by(holders: &[Holder]) -> Vec<String> {
 /// Owner references this controller manages: RandomSecrets and holders.
 fn managed(o: &OwnerReference) -> bool {
     (o.kind == "RandomSecret" && o.api_version.starts_with(crate::api::PREFIX))
-        || HolderKind::from_kind(&o.kind).is_some_and(|k| k.api_version() == o.api_version)
+        || HolderKind::of(&o.kind, &o.api_version).is_some()
 }
 
 fn same_owners(a: &[OwnerReference], b: &[OwnerReference]) -> bool {

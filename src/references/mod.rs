@@ -6,6 +6,7 @@
 //! place on JSON values (tracking mode, the GitOps filters). A test checks
 //! that they agree.
 
+pub mod custom;
 pub mod untyped;
 
 pub use untyped::rewrite_pod_spec;
@@ -81,6 +82,22 @@ pub fn controller_revision(cr: &ControllerRevisionRefs) -> Held {
         cr.data.as_ref().and_then(TemplateOwner::refs),
         false,
     )
+}
+
+/// An object of a custom kind (`--reference`, [`custom`]): it holds the
+/// versions named at its kind's paths while it exists.
+pub fn custom(index: u16, kind: &custom::CustomKind, obj: &kube::api::DynamicObject) -> Held {
+    let h = holder(HolderKind::Custom(index), &obj.metadata, false)?;
+    let keys = kind
+        .names(&obj.data)
+        .into_iter()
+        .filter(|n| could_be_version(n))
+        .map(|n| Key {
+            namespace: h.namespace.clone(),
+            name: n.into(),
+        })
+        .collect();
+    Some((h, keys))
 }
 
 /// A pod holds its versions until it has finished (or is gone). One of a

@@ -66,6 +66,48 @@ fn pooled(config: Config) -> anyhow::Result<Client> {
     Ok(Client::new(service, config.default_namespace))
 }
 
+/// The plural name under which the apiserver serves `kind` of `api_version`
+/// (None: not served), from API discovery, which every authenticated
+/// client may read.
+pub async fn served(
+    client: &Client,
+    api_version: &str,
+    kind: &str,
+) -> Result<Option<String>, kube::Error> {
+    match client.list_api_group_resources(api_version).await {
+        Ok(list) => Ok(list
+            .resources
+            .into_iter()
+            .find(|r| r.kind == kind && !r.name.contains('/'))
+            .map(|r| r.name)),
+        Err(kube::Error::Api(s)) if s.not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The custom reference kinds (`--reference`), each found served (its
+/// plural from discovery) and registered for the watches and the owner
+/// references, once, before any watch starts. A kind the apiserver does not
+/// serve stops the start with what to do: its watch could never list, and
+/// no version would ever be released.
+pub async fn custom_references(client: &Client, texts: &[String]) -> anyhow::Result<()> {
+    let mut kinds = crate::references::custom::parse_all(texts).map_err(anyhow::Error::msg)?;
+    for k in &mut kinds {
+        let what = format!("--reference {}/{}", k.api_version, k.kind);
+        k.plural = served(client, &k.api_version, &k.kind)
+            .await
+            .with_context(|| format!("{what}: reading API discovery"))?
+            .with_context(|| {
+                format!(
+                    "{what}: the apiserver serves no kind {} in {}: install its CRD first, or correct or remove the reference",
+                    k.kind, k.api_version
+                )
+            })?;
+        tracing::info!(kind = %k.kind, api_version = %k.api_version, resource = %k.plural, paths = k.paths.len(), "custom references: its objects hold the versions they name");
+    }
+    crate::references::custom::register(kinds).map_err(anyhow::Error::msg)
+}
+
 /// Fails with instructions when the CRD is not installed (discovery needs no extra RBAC).
 pub async fn check_crd(client: &Client) -> anyhow::Result<()> {
     let how = "install it with `randomsecret crd | kubectl apply --server-side -f -` (or the Helm chart / config/crd)";
