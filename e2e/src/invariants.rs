@@ -447,37 +447,46 @@ pub async fn check_versions(
     Ok(checked)
 }
 
-/// Waits until each tracked Deployment (`deployment -> RandomSecret`)
-/// references its RandomSecret's current version and has completed its
-/// rollout. API errors meanwhile are retried.
+/// Waits until each tracked Deployment (`deployment -> RandomSecrets`)
+/// references the current version of every RandomSecret it tracks and has
+/// completed its rollout. API errors meanwhile are retried.
 pub async fn converge_workloads(
     deploys: &Api<Deployment>,
     api: &Api<RandomSecret>,
-    tracked: &BTreeMap<String, String>,
+    tracked: &BTreeMap<String, Vec<String>>,
     timeout: Duration,
 ) -> Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         let mut pending = Vec::new();
-        for (d, rs) in tracked {
-            let (dep, rs) = match (deploys.get(d).await, api.get(rs).await) {
-                (Ok(d), Ok(r)) => (d, r),
-                (Err(e), _) | (_, Err(e)) => {
+        'workloads: for (d, names) in tracked {
+            let dep = match deploys.get(d).await {
+                Ok(dep) => dep,
+                Err(e) => {
                     pending.push(format!("{d}: {e}"));
                     continue;
                 }
             };
-            let current = rs.status.and_then(|s| s.secret_name).unwrap_or_default();
+            let mut current = Vec::new();
+            for rs in names {
+                match api.get(rs).await {
+                    Ok(r) => current.push(r.status.and_then(|s| s.secret_name).unwrap_or_default()),
+                    Err(e) => {
+                        pending.push(format!("{d}: {rs}: {e}"));
+                        continue 'workloads;
+                    }
+                }
+            }
             let refs = dep
                 .spec
                 .as_ref()
                 .and_then(|s| s.template.spec.as_ref())
                 .map(randomsecret::references::pod_spec_secret_names)
                 .unwrap_or_default();
-            let uses_current = refs.iter().any(|r| *r == current);
+            let uses_current = current.iter().all(|c| refs.contains(c));
             if !uses_current || !crate::rollout_complete(Some(&dep)) {
                 pending.push(format!(
-                    "{d}: references {refs:?}, current {current}, rollout complete: {}",
+                    "{d}: references {refs:?}, current {current:?}, rollout complete: {}",
                     crate::rollout_complete(Some(&dep))
                 ));
             }

@@ -110,16 +110,20 @@ struct Scenario {
     deploys: Api<Deployment>,
     digests: DigestWatch,
     pods: RefWatch,
-    /// Deployment -> the RandomSecret it tracks.
-    tracked: BTreeMap<String, String>,
+    /// Deployment -> the RandomSecrets it tracks.
+    tracked: BTreeMap<String, Vec<String>>,
+    /// The tracked RandomSecrets `w-<i>`.
+    tracked_names: Vec<String>,
     /// How many RandomSecrets `extra` made.
     extra: usize,
     n: usize,
 }
 
 impl Scenario {
-    /// A namespace with `max(2, min(10, n / 30))` RandomSecrets `w-<i>`, each
-    /// tracked by a Deployment `app-<i>` (2 replicas, rolled out), plus the
+    /// A namespace with `max(2, min(10, n / 30))` RandomSecrets `w-<i>`, and
+    /// as many Deployments `app-<i>` (2 replicas, rolled out), each reading
+    /// and tracking `w-<i>` and `w-<i+1>` (so rotations close together of
+    /// the two are pointed in one rollout, `tracking::batch`), plus the
     /// RandomSecrets in `extra`, all Ready.
     async fn setup(name: &'static str, extra: &[(&str, Value)]) -> Result<Self> {
         let started = Instant::now();
@@ -130,20 +134,30 @@ impl Scenario {
         let digests = DigestWatch::start(&client, &ns.name);
         let pods = RefWatch::start(&client, &ns.name);
         let workloads = (n / 30).clamp(2, 10);
-        let mut tracked = BTreeMap::new();
-        for i in 0..workloads {
-            let rs = format!("w-{i}");
+        let mut firsts = Vec::new();
+        let tracked_names: Vec<String> = (0..workloads).map(|i| format!("w-{i}")).collect();
+        for rs in &tracked_names {
             api.create(
                 &PostParams::default(),
-                &random_secret(&rs, secret_spec("0"))?,
+                &random_secret(rs, secret_spec("0"))?,
             )
             .await?;
-            let ready = wait_long(&api, &rs, "Ready", is_ready).await?;
-            let first = current_secret(&secrets, &ready).await?;
-            let mut d = deployment(&format!("app-{i}"), &first.name_any())?;
-            d.metadata.annotations = Some([("randomsecret.io/track".into(), rs.clone())].into());
+            let ready = wait_long(&api, rs, "Ready", is_ready).await?;
+            firsts.push(current_secret(&secrets, &ready).await?.name_any());
+        }
+        let mut tracked = BTreeMap::new();
+        for i in 0..workloads {
+            let j = (i + 1) % workloads;
+            let mut d = deployment(&format!("app-{i}"), &firsts[i])?;
+            let mut template = pod_template(&format!("app-{i}"), &firsts[i]);
+            template["spec"]["containers"][0]["envFrom"] = serde_json::json!([
+                {"secretRef": {"name": firsts[i]}}, {"secretRef": {"name": firsts[j]}}]);
+            d.spec.as_mut().context("spec")?.template = serde_json::from_value(template)?;
+            let both = vec![tracked_names[i].clone(), tracked_names[j].clone()];
+            d.metadata.annotations =
+                Some([("randomsecret.io/track".into(), both.join(","))].into());
             deploys.create(&PostParams::default(), &d).await?;
-            tracked.insert(format!("app-{i}"), rs);
+            tracked.insert(format!("app-{i}"), both);
         }
         for (rs, spec) in extra {
             api.create(&PostParams::default(), &random_secret(rs, spec.clone())?)
@@ -163,6 +177,7 @@ impl Scenario {
             digests,
             pods,
             tracked,
+            tracked_names,
             extra: extra.len(),
             n,
         })
@@ -174,7 +189,7 @@ impl Scenario {
     /// Each operation is retried until it succeeds, through outages.
     fn burst(&self) -> Burst {
         let (api, n) = (self.api.clone(), self.n);
-        let workloads: Vec<String> = self.tracked.values().cloned().collect();
+        let workloads = self.tracked_names.clone();
         let mut ops = Vec::new();
         let mut created = 0usize;
         for i in 0..n {
@@ -240,7 +255,7 @@ impl Scenario {
                 Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
             }
         };
-        let expected = self.tracked.len() + self.extra + created;
+        let expected = self.tracked_names.len() + self.extra + created;
         ensure!(
             items.len() == expected,
             "{} RandomSecrets, expected {expected}",
