@@ -53,9 +53,12 @@ pub type Held = Option<(Holder, Vec<Key>)>;
 
 fn held(kind: HolderKind, meta: &ObjectMeta, refs: Option<&SecretRefs>, covered: bool) -> Held {
     let h = holder(kind, meta, covered)?;
-    let keys = refs
-        .map(SecretRefs::names)
-        .unwrap_or_default()
+    keyed(h, refs.map(SecretRefs::names).unwrap_or_default())
+}
+
+/// The holder with the version-shaped names among `names`, as keys.
+fn keyed(h: Holder, names: impl IntoIterator<Item = String>) -> Held {
+    let keys = names
         .into_iter()
         .filter(|n| could_be_version(n))
         .map(|n| Key {
@@ -88,16 +91,7 @@ pub fn controller_revision(cr: &ControllerRevisionRefs) -> Held {
 /// versions named at its kind's paths while it exists.
 pub fn custom(index: u16, kind: &custom::CustomKind, obj: &kube::api::DynamicObject) -> Held {
     let h = holder(HolderKind::Custom(index), &obj.metadata, false)?;
-    let keys = kind
-        .names(&obj.data)
-        .into_iter()
-        .filter(|n| could_be_version(n))
-        .map(|n| Key {
-            namespace: h.namespace.clone(),
-            name: n.into(),
-        })
-        .collect();
-    Some((h, keys))
+    keyed(h, kind.names(&obj.data))
 }
 
 /// A pod holds its versions until it has finished (or is gone). One of a

@@ -264,12 +264,9 @@ mod tests {
         );
         assert_eq!(applied.len(), 2);
         assert_eq!(dropped.len(), 1);
-        let names: Vec<&str> = spec["containers"][0]["envFrom"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["secretRef"]["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, ["db-h1", "api-h2", "tls", "cache"]);
+        assert_eq!(
+            crate::tracking::env_from_names(&spec),
+            ["db-h1", "api-h2", "tls", "cache"]
+        );
     }
 }

@@ -213,6 +213,17 @@ pub fn pinned_message(rs: &str, current: &str, pinned: &[crate::api::PinnedWorkl
     )
 }
 
+/// The `envFrom` Secret names of a pod spec's first container, for tests.
+#[cfg(test)]
+pub(crate) fn env_from_names(spec: &Value) -> Vec<&str> {
+    spec["containers"][0]["envFrom"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["secretRef"]["name"].as_str())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,13 +251,10 @@ mod tests {
             {"secretRef": {"name": "db"}}, {"secretRef": {"name": "db-hgkm245tbc"}}, {"secretRef": {"name": "db-creds"}}]}]});
         let own = |n: &str| refers_to(n, "db");
         assert_eq!(retarget(&mut spec, &own, "db-tmm2ctc5b4"), 2);
-        let names: Vec<&str> = spec["containers"][0]["envFrom"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["secretRef"]["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, ["db-tmm2ctc5b4", "db-tmm2ctc5b4", "db-creds"]);
+        assert_eq!(
+            env_from_names(&spec),
+            ["db-tmm2ctc5b4", "db-tmm2ctc5b4", "db-creds"]
+        );
         assert_eq!(
             retarget(&mut spec, &own, "db-tmm2ctc5b4"),
             0,
