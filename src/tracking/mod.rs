@@ -87,15 +87,6 @@ pub fn refers_to(name: &str, base: &str) -> bool {
             .is_some_and(|hash| hash.len() == 10 && hash.chars().all(hash_alphabet_contains))
 }
 
-/// Points every reference in a pod template spec that `own` accepts (the
-/// RandomSecret's base name or one of its versions) at `current`; returns
-/// how many changed.
-pub fn retarget(pod_spec: &mut Value, own: &dyn Fn(&str) -> bool, current: &str) -> usize {
-    crate::references::rewrite_pod_spec(pod_spec, &|name| {
-        (name != current && own(name)).then(|| current.to_string())
-    })
-}
-
 /// The names in a pod template spec that `own` accepts (the RandomSecret's
 /// base name or its versions), as the rewrite sees them.
 pub fn own_references(pod_spec: &Value, own: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
@@ -243,25 +234,6 @@ mod tests {
         assert!(!refers_to("db-tmm2ctc5b", "db"));
         assert!(!refers_to("db-tmm2ctc5ba", "db")); // 'a' is never in a hash
         assert!(!refers_to("other-tmm2ctc5b4", "db"));
-    }
-
-    #[test]
-    fn retarget_moves_base_and_old_versions_only() {
-        let mut spec = json!({"containers": [{"name": "a", "envFrom": [
-            {"secretRef": {"name": "db"}}, {"secretRef": {"name": "db-hgkm245tbc"}}, {"secretRef": {"name": "db-creds"}}]}]});
-        let own = |n: &str| refers_to(n, "db");
-        assert_eq!(retarget(&mut spec, &own, "db-tmm2ctc5b4"), 2);
-        assert_eq!(
-            env_from_names(&spec),
-            ["db-tmm2ctc5b4", "db-tmm2ctc5b4", "db-creds"]
-        );
-        assert_eq!(
-            retarget(&mut spec, &own, "db-tmm2ctc5b4"),
-            0,
-            "nothing left to move"
-        );
-        let none = |_: &str| false;
-        assert_eq!(retarget(&mut spec, &none, "db-hgkm245tbc"), 0);
     }
 
     fn refs(names: &[&str]) -> BTreeSet<String> {
