@@ -656,13 +656,10 @@ async fn a_custom_kind_listed_as_a_holder_keeps_its_version() -> Result<()> {
     let ns = TestNamespace::new(&client, "ret-custom").await?;
     let api: Api<RandomSecret> = ns.api();
     let secrets: Api<Secret> = ns.api();
-    let resource = kube::core::ApiResource {
-        group: "e2e.randomsecret.io".into(),
-        version: "v1".into(),
-        api_version: "e2e.randomsecret.io/v1".into(),
-        kind: "Worker".into(),
-        plural: "workers".into(),
-    };
+    let mut kind = randomsecret::references::custom::CustomKind::parse(&reference)
+        .map_err(anyhow::Error::msg)?;
+    kind.plural = "workers".into();
+    let resource = kind.api_resource();
     let workers: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &resource);
     let rs = create_ready(
         &api,

@@ -8,7 +8,6 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DynamicObject, ListParams, PostParams};
-use kube::core::ApiResource;
 use kube::{Api, ResourceExt};
 use randomsecret::api::RandomSecret;
 use randomsecret::api::VersionState;
@@ -215,13 +214,7 @@ impl Drop for ArgoRollouts {
 }
 
 fn rollouts_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
-    let ar = ApiResource {
-        group: "argoproj.io".into(),
-        version: "v1alpha1".into(),
-        api_version: "argoproj.io/v1alpha1".into(),
-        kind: "Rollout".into(),
-        plural: "rollouts".into(),
-    };
+    let ar = randomsecret::cache::holders::WorkloadKind::Rollout.api_resource();
     Api::namespaced_with(client.clone(), ns, &ar)
 }
 

@@ -33,8 +33,7 @@ impl Holders {
 
     /// Whether every holder stream (the custom kinds' too) has listed once.
     pub fn listed(&self) -> bool {
-        let custom =
-            (0..crate::references::custom::registered().len()).map(|i| Stream::Custom(i as u16));
+        let custom = crate::references::custom::indexes().map(Stream::Custom);
         let streams: Vec<Stream> = HOLDER_STREAMS.into_iter().chain(custom).collect();
         self.0.read().expect("holders lock").listed(&streams)
     }
@@ -97,8 +96,7 @@ impl HolderKind {
             HolderKind::ControllerRevision,
             HolderKind::Pod,
         ];
-        let custom = (0..crate::references::custom::registered().len())
-            .map(|i| HolderKind::Custom(i as u16));
+        let custom = crate::references::custom::indexes().map(HolderKind::Custom);
         built_in
             .into_iter()
             .chain(custom)

@@ -48,8 +48,8 @@ pub fn all(
         pods(w.clone()).boxed(),
     ];
     // The kinds the user listed (`--reference`), registered at start.
-    for i in 0..crate::references::custom::registered().len() {
-        all.push(custom_holders(w.clone(), i as u16).boxed());
+    for i in crate::references::custom::indexes() {
+        all.push(custom_holders(w.clone(), i).boxed());
     }
     // Tracking mode only: without it the controller neither reads nor may
     // patch workloads.
@@ -235,13 +235,7 @@ pub async fn pods(w: Watch) {
 /// are, its failures retention's interruptions as theirs.
 async fn custom_holders(w: Watch, index: u16) {
     let kind = &crate::references::custom::registered()[usize::from(index)];
-    let resource = kube::core::ApiResource {
-        group: kind.group.clone(),
-        version: kind.version.clone(),
-        api_version: kind.api_version.clone(),
-        kind: kind.kind.clone(),
-        plural: kind.plural.clone(),
-    };
+    let resource = kind.api_resource();
     let api: Api<kube::api::DynamicObject> = match &w.scope {
         Some(ns) => Api::namespaced_with(w.client.clone(), ns, &resource),
         None => Api::all_with(w.client.clone(), &resource),

@@ -76,6 +76,17 @@ impl CustomKind {
         })
     }
 
+    /// The API resource the controller watches (`plural` from discovery).
+    pub fn api_resource(&self) -> kube::core::ApiResource {
+        kube::core::ApiResource {
+            group: self.group.clone(),
+            version: self.version.clone(),
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            plural: self.plural.clone(),
+        }
+    }
+
     /// Whether a manifest is of this kind (its group and kind; any version).
     pub fn matches(&self, doc: &Value) -> bool {
         let group = doc
@@ -165,6 +176,11 @@ pub fn register(kinds: Vec<CustomKind>) -> Result<(), String> {
 /// The registered kinds (none before [`register`]).
 pub fn registered() -> &'static [CustomKind] {
     REGISTERED.get().map_or(&[], Vec::as_slice)
+}
+
+/// The indexes of the registered kinds (a holder kind's and a stream's).
+pub fn indexes() -> impl Iterator<Item = u16> {
+    (0..registered().len()).map(|i| i as u16)
 }
 
 #[cfg(test)]
