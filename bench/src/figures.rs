@@ -2,6 +2,7 @@
 //! that the report needs no phase and the phases need only the report.
 
 use crate::apimetrics::Counts;
+use crate::apitimes::ApiTimes;
 use crate::procstat::{CpuSplit, Handles, Steady};
 use std::time::Duration;
 
@@ -13,10 +14,17 @@ pub struct Floor {
     pub writes: Duration,
     /// When each object was seen Ready, since the first create, in order.
     pub done: Vec<Duration>,
-    /// The rotation floor's latencies (`rotations`).
-    pub rotated: Option<Vec<Duration>>,
+    /// The rotation floor (`rotations`).
+    pub rotated: Option<Rotated>,
     /// CPU from the first create until every object was seen Ready.
     pub cpu: CpuSplit,
+}
+
+/// The floor's rotations: each one's latency, and what its writes took
+/// as the apiserver timed them.
+pub struct Rotated {
+    pub times: Vec<Duration>,
+    pub apiserver: ApiTimes,
 }
 
 /// The controller's convergence at one size.

@@ -19,6 +19,7 @@
 //! one above it.
 
 mod apimetrics;
+mod apitimes;
 mod args;
 mod charts;
 mod controller;

@@ -3,10 +3,11 @@
 //! webhook's, the push's and the peer's phases have modules of their own.)
 
 use crate::apimetrics;
+use crate::apitimes;
 use crate::args::Args;
 use crate::controller::{self, reconciles, settle, wait_leader};
 use crate::etcd::fresh_storage;
-use crate::figures::{Converged, Floor, Restart, ScalePoint};
+use crate::figures::{Converged, Floor, Restart, Rotated, ScalePoint};
 use crate::phasetimes;
 use crate::procstat::{self, CpuWindow, Sampler};
 use crate::report::Report;
@@ -358,7 +359,7 @@ where
 /// The floor of a rotation: a tight client sets `spec.rotation` and does the
 /// controller's writes for the new version itself, at once (the floor set,
 /// before the controller starts).
-async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Vec<Duration>> {
+async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Rotated> {
     eprintln!(
         "bench: N={n}: floor of {} rotations at {}/s",
         args.rotations.min(n),
@@ -369,12 +370,16 @@ async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Vec<Du
         spec: workload::spec("2"),
         offset: 0,
     };
+    let api_before = apitimes::scrape(client).await?;
     let done = time_rotations(client, args, &pre, &format!("floor-{n}"), n, changed, |i| {
         let (client, pre) = (client.clone(), pre.clone());
         async move { workload::floor_rotation(&client, &pre, namespaces, i, "2").await }
     })
     .await?;
-    Ok(workload::times(&done))
+    Ok(Rotated {
+        times: workload::times(&done),
+        apiserver: apitimes::delta(&api_before, &apitimes::scrape(client).await?),
+    })
 }
 
 /// Rotation latency under a steady rate of spec.rotation changes, and the
@@ -385,7 +390,7 @@ pub async fn rotation(
     client: &Client,
     args: &Args,
     n: usize,
-    floor: Option<Vec<Duration>>,
+    floor: Option<Rotated>,
     ctl: &ControllerProcess,
     report: &mut Report,
 ) -> Result<()> {
@@ -397,6 +402,7 @@ pub async fn rotation(
     let (pre, namespaces) = (prefix("ours", n), args.namespaces);
     let before = apimetrics::scrape(client).await?;
     let phases_before = phasetimes::scrape(ctl)?;
+    let api_before = apitimes::scrape(client).await?;
     let changed = Changed {
         spec: workload::spec("2"),
         offset: 0,
@@ -410,6 +416,7 @@ pub async fn rotation(
         }
     })
     .await?;
+    let api_times = apitimes::delta(&api_before, &apitimes::scrape(client).await?);
     let rotations = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     let phase_times = phasetimes::delta(&phases_before, &phasetimes::scrape(ctl)?);
     report.phase_times(
@@ -421,7 +428,12 @@ pub async fn rotation(
         args.rotations.min(n),
         args.rotation_rate,
         &workload::times(&done),
-        floor.as_deref(),
+        floor.as_ref().map(|f| f.times.as_slice()),
+    );
+    report.api_times(
+        args.rotations.min(n),
+        floor.as_ref().map(|f| &f.apiserver),
+        &api_times,
     );
     report.slowest_rotations(&slowest::slowest(&done, &ctl.log, SLOWEST)?);
     eprintln!(

@@ -2,6 +2,7 @@
 //! table and writes `results.json`.
 
 use crate::apimetrics::{self, Counts, OURS, WATCHED};
+use crate::apitimes::ApiTimes;
 use crate::args::Args;
 use crate::charts;
 use crate::figures::{
@@ -619,6 +620,24 @@ impl Report {
 
     /// Where the controller's time went over part `what` of the run (its
     /// `randomsecret_phase_seconds`), under `key` in `results.json`.
+    /// The rotation writes as the apiserver timed them, the floor's and
+    /// ours: a slow answer the controller saw that the apiserver did not
+    /// time slow was slow on the way to the controller.
+    pub fn api_times(&mut self, count: usize, floor: Option<&ApiTimes>, ours: &ApiTimes) {
+        self.json.insert(
+            "rotation_apiserver".into(),
+            json!({"floor": floor.map(ApiTimes::json), "ours": ours.json()}),
+        );
+        let floor = floor.map_or(String::new(), |f| format!("; floor: {}", f.text()));
+        self.row(
+            format!(
+                "The apiserver's own time on the writes of {count} rotations: answers over 25 / 50 / 100 ms"
+            ),
+            format!("ours: {}{floor}", ours.text()),
+            "(no target)".into(),
+        );
+    }
+
     pub fn phase_times(&mut self, what: &str, key: &str, times: &[PhaseTime]) {
         self.json
             .entry("phase_times")

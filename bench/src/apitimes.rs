@@ -1,0 +1,190 @@
+//! The apiserver's own time on the rotation writes: how many of its answers
+//! to POST and PATCH of Secrets and to the status apply took over 25, 50
+//! and 100 ms as the apiserver itself timed them
+//! (`apiserver_request_duration_seconds`), and how many requests of any
+//! client waited in its fairness queues over 5 ms
+//! (`apiserver_flowcontrol_request_wait_duration_seconds`), read before and
+//! after the floor's rotations and ours. A slow answer the controller timed
+//! that the apiserver timed slow too was slow inside the apiserver (or etcd
+//! under it); one it did not was slow on the way (the network, or the CPU
+//! the controller's threads waited for).
+
+use crate::stats::{Buckets, parse};
+use anyhow::{Context, Result};
+use kube::Client;
+use serde_json::{Value, json};
+
+/// The writes of a rotation, as (what the report calls it, the labels that
+/// pick it out of the apiserver's histogram).
+const WRITES: &[(&str, &[&str])] = &[
+    (
+        "POST secrets",
+        &[
+            r#"verb="POST""#,
+            r#",resource="secrets""#,
+            r#"subresource="""#,
+        ],
+    ),
+    (
+        "PATCH secrets",
+        &[
+            r#"verb="PATCH""#,
+            r#",resource="secrets""#,
+            r#"subresource="""#,
+        ],
+    ),
+    (
+        "APPLY status",
+        &[
+            r#"verb="APPLY""#,
+            r#",resource="randomsecrets""#,
+            r#"subresource="status""#,
+        ],
+    ),
+    ("POST events", &[r#"verb="POST""#, r#",resource="events""#]),
+];
+const DURATION: &str = "apiserver_request_duration_seconds";
+const QUEUED: &str = "apiserver_flowcontrol_request_wait_duration_seconds";
+/// The bounds counted over, in seconds: each is a bucket bound of the
+/// apiserver's request-duration histogram.
+const OVER_S: [f64; 3] = [0.025, 0.05, 0.1];
+/// A bucket bound of the fairness queues' wait histogram.
+const QUEUED_OVER_S: f64 = 0.005;
+
+/// One reading of the histograms.
+pub struct Snapshot {
+    writes: Vec<Buckets>,
+    queued: Buckets,
+}
+
+/// What one phase's writes took, as the apiserver timed them.
+#[derive(Debug, PartialEq)]
+pub struct ApiTimes {
+    /// Per write: its name, how many, and how many over each of `OVER_S`.
+    pub writes: Vec<(&'static str, f64, [f64; 3])>,
+    /// Requests of every client that waited in the fairness queues, and how
+    /// many over `QUEUED_OVER_S`.
+    pub queued: (f64, f64),
+}
+
+pub async fn scrape(client: &Client) -> Result<Snapshot> {
+    let req = http::Request::get("/metrics")
+        .body(Vec::new())
+        .context("building the /metrics request")?;
+    let text = client
+        .request_text(req)
+        .await
+        .context("reading the apiserver's /metrics")?;
+    Ok(of(&text))
+}
+
+fn of(text: &str) -> Snapshot {
+    Snapshot {
+        writes: WRITES
+            .iter()
+            .map(|(_, m)| parse(text, DURATION, m))
+            .collect(),
+        queued: parse(text, QUEUED, &[r#"execute="true""#]),
+    }
+}
+
+/// Count and count over `le` seconds (a bucket bound) of `after - before`.
+fn over(before: &Buckets, after: &Buckets, le: f64) -> (f64, f64) {
+    let at = |b: &Buckets, k: u64| b.get(&k).copied().unwrap_or(0.0);
+    let total = at(after, u64::MAX) - at(before, u64::MAX);
+    let key = (le * 1e9) as u64;
+    (total, total - (at(after, key) - at(before, key)))
+}
+
+/// What happened between two readings.
+pub fn delta(before: &Snapshot, after: &Snapshot) -> ApiTimes {
+    let writes = WRITES
+        .iter()
+        .zip(before.writes.iter().zip(&after.writes))
+        .map(|((name, _), (b, a))| {
+            let total = over(b, a, OVER_S[0]).0;
+            (*name, total, OVER_S.map(|le| over(b, a, le).1))
+        })
+        .collect();
+    ApiTimes {
+        writes,
+        queued: over(&before.queued, &after.queued, QUEUED_OVER_S),
+    }
+}
+
+impl ApiTimes {
+    /// "POST secrets 3 / 1 / 0 of 1000, …; queued over 5 ms: 2 of 5400".
+    pub fn text(&self) -> String {
+        let writes: Vec<String> = self
+            .writes
+            .iter()
+            .filter(|(_, total, _)| *total > 0.0)
+            .map(|(name, total, o)| format!("{name} {} / {} / {} of {total}", o[0], o[1], o[2]))
+            .collect();
+        format!(
+            "{}; waited in the fairness queues over 5 ms: {} of {}",
+            writes.join(", "),
+            self.queued.1,
+            self.queued.0
+        )
+    }
+
+    pub fn json(&self) -> Value {
+        let writes: serde_json::Map<String, Value> = self
+            .writes
+            .iter()
+            .map(|(name, total, o)| {
+                (
+                    (*name).to_string(),
+                    json!({"count": total, "over_25ms": o[0], "over_50ms": o[1], "over_100ms": o[2]}),
+                )
+            })
+            .collect();
+        json!({"writes": writes, "queued": {"count": self.queued.0, "over_5ms": self.queued.1}})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(metric: &str, labels: &str, le: &str, v: f64) -> String {
+        format!("{metric}_bucket{{{labels},le=\"{le}\"}} {v}\n")
+    }
+
+    fn text(post: [f64; 4], queued: [f64; 2]) -> String {
+        let l = r#"component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="POST",version="v1""#;
+        let status = r#"component="apiserver",dry_run="",group="randomsecret.io",resource="randomsecrets",scope="resource",subresource="status",verb="APPLY",version="v1""#;
+        let q = r#"execute="true",flow_schema="exempt",priority_level="exempt""#;
+        [
+            line(DURATION, l, "0.025", post[0]),
+            line(DURATION, l, "0.05", post[1]),
+            line(DURATION, l, "0.1", post[2]),
+            line(DURATION, l, "+Inf", post[3]),
+            line(DURATION, status, "0.025", 1.0),
+            line(DURATION, status, "0.05", 1.0),
+            line(DURATION, status, "0.1", 1.0),
+            line(DURATION, status, "+Inf", 1.0),
+            line(QUEUED, q, "0.005", queued[0]),
+            line(QUEUED, q, "+Inf", queued[1]),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn counts_the_slow_answers_of_each_write_between_two_readings() {
+        let before = of(&text([90.0, 95.0, 98.0, 100.0], [10.0, 10.0]));
+        // 100 more POSTs: 3 over 25 ms, of them 2 over 50 and 1 over 100.
+        let after = of(&text([187.0, 193.0, 197.0, 200.0], [19.0, 20.0]));
+        let d = delta(&before, &after);
+        assert_eq!(d.writes[0], ("POST secrets", 100.0, [3.0, 2.0, 1.0]));
+        assert_eq!(d.writes[1], ("PATCH secrets", 0.0, [0.0, 0.0, 0.0]));
+        assert_eq!(d.writes[2], ("APPLY status", 0.0, [0.0, 0.0, 0.0]));
+        assert_eq!(d.queued, (10.0, 1.0));
+        assert_eq!(
+            d.text(),
+            "POST secrets 3 / 2 / 1 of 100; waited in the fairness queues over 5 ms: 1 of 10"
+        );
+        assert_eq!(d.json()["writes"]["POST secrets"]["over_50ms"], 2.0);
+    }
+}
