@@ -28,6 +28,7 @@ pub mod outcome;
 pub mod own;
 pub mod phases;
 pub mod proofkey;
+pub mod queue;
 pub mod runner;
 pub mod shutdown;
 pub mod status;

@@ -3,13 +3,13 @@
 //! reconcile waiting for something other than the apiserver (a key
 //! generation permit) gives its slot back meanwhile ([`parked`]).
 //!
-//! Built on kube-runtime's `scheduler` (which delays and deduplicates), not
-//! on its `Controller`: that needs a reflector store of whole objects, and our
+//! Built on kube-runtime's `scheduler` (which delays and deduplicates; keys
+//! due now go around it, [`super::queue`]), not on its `Controller`: that needs a reflector store of whole objects, and our
 //! caches are our own (see `cache`).
 
 use crate::cache::Key;
 use futures::stream::{FuturesUnordered, StreamExt};
-use kube::runtime::scheduler::{ScheduleRequest, scheduler};
+use kube::runtime::scheduler::ScheduleRequest;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
@@ -209,7 +209,7 @@ impl Runner {
             }),
             receiver_stream(requeued),
         );
-        let mut queue = std::pin::pin!(scheduler(requests));
+        let mut queue = super::queue::Queue::new(requests);
         // Fair: a free slot is offered first to namespaces running nothing,
         // then to those running one, and so on.
         let levels = if self.fair {
@@ -259,21 +259,20 @@ impl Runner {
                         // deduplicated into its queue instead of piling up
                         // in the channel.
                         Err(_) => {
-                            let mut held = queue.as_mut().hold();
                             tokio::select! {
                                 biased;
                                 permit = slots.clone().acquire_owned() => permit.expect("slots are never closed"),
-                                None = held.next() => return None,
+                                None = futures::future::poll_fn(|cx| queue.poll_hold(cx)) => return None,
                             }
                         }
                     };
                     // Keys already running stay queued until their reconcile ends.
                     let key = futures::future::poll_fn(|cx| {
                         for level in 0..levels {
-                            let mut ready = queue.as_mut().hold_unless(|k| {
+                            let ready = queue.poll_take(cx, |k| {
                                 running.lock().expect("running lock").may_start(k, self.fair, level)
                             });
-                            if let Poll::Ready(key) = ready.poll_next_unpin(cx) {
+                            if let Poll::Ready(key) = ready {
                                 return Poll::Ready(key);
                             }
                         }
