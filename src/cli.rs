@@ -301,6 +301,16 @@ pub struct ControllerArgs {
         value_delimiter = ';'
     )]
     pub references: Vec<String>,
+    /// Namespaces no ClusterRandomSecret stamps a RandomSecret into,
+    /// comma-separated; the controller's own ($POD_NAMESPACE) is never
+    /// stamped into either.
+    #[arg(
+        long,
+        env = "RANDOMSECRET_CLUSTER_EXCLUDE_NAMESPACES",
+        value_delimiter = ',',
+        default_value = "kube-system"
+    )]
+    pub cluster_exclude_namespaces: Vec<String>,
     /// Tracking mode: a workload that tracks several RandomSecrets is
     /// pointed once for all that get a new version within this window of the
     /// first (one rollout, not one per RandomSecret); a workload that tracks

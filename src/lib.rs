@@ -15,6 +15,8 @@
 //!   leader election, shutdown, admin servers, metrics, Events, logging.
 //! - [`push`]: pushing versions elsewhere (Vault / OpenBao KV v2), apart
 //!   from the reconcile, with its own runner, condition and field manager.
+//! - [`stamp`]: ClusterRandomSecrets, one RandomSecret kept in each
+//!   selected namespace, apart from the reconcile, with its own runner.
 //! - [`annotated`]: annotation mode, random keys in ordinary Secrets (the
 //!   rules shared by the controller path and the webhook).
 //! - [`webhook`]: the optional mutating webhook of annotation mode and its
@@ -44,6 +46,7 @@ pub mod references;
 pub mod release;
 pub mod rotate;
 pub mod runtime;
+pub mod stamp;
 pub mod template;
 #[cfg(test)]
 mod testing;

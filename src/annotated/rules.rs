@@ -168,6 +168,8 @@ pub const KNOWN: &[&str] = &[
     crate::push::clusters::copy::LABEL_ANCHOR,
     crate::push::clusters::copy::ANCHOR_TYPE,
     crate::push::targets::ANNOTATION,
+    crate::api::cluster::LABEL_CLUSTER,
+    crate::api::cluster::ANNOTATION_TEMPLATE,
 ];
 
 /// Annotations of the generators we read aliases of that randomsecret does

@@ -6,8 +6,10 @@
 //!   and annotations of produced Secrets, and [`crds`];
 //! - [`push`]: `spec.push` and `status.push`;
 //! - [`connections`]: the connection kinds the pushes name;
+//! - [`cluster`]: `ClusterRandomSecret`, a RandomSecret stamped into many namespaces;
 //! - [`rules`]: the schema's rules as CEL and as Rust checks, from one table.
 
+pub mod cluster;
 pub mod connections;
 pub mod push;
 pub mod rules;
@@ -1053,6 +1055,10 @@ pub fn crds() -> Vec<(
         (
             "randomsecret.io_clusterconnections.yaml",
             clean(ClusterConnection::crd()),
+        ),
+        (
+            "randomsecret.io_clusterrandomsecrets.yaml",
+            clean(crate::api::cluster::ClusterRandomSecret::crd()),
         ),
     ]
 }

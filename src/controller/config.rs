@@ -76,6 +76,19 @@ pub fn excluded(args: &ControllerArgs) -> Vec<String> {
     args.annotation.annotation_exclude_namespaces.clone()
 }
 
+/// The namespaces no ClusterRandomSecret stamps into
+/// (`--cluster-exclude-namespaces`), and the controller's own when it runs
+/// in a pod.
+pub fn stamp_excluded(args: &ControllerArgs) -> Vec<String> {
+    let mut out = args.cluster_exclude_namespaces.clone();
+    out.extend(
+        std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|n| !n.is_empty()),
+    );
+    out
+}
+
 /// What RandomSecrets may produce, and copies downstream may carry (`--allow-*`).
 pub fn policy(args: &ControllerArgs) -> reconciler::policy::Policy {
     reconciler::policy::Policy {

@@ -12,6 +12,7 @@
 //! | Vault push | RandomSecrets with `spec.push.vault` | `push::push` |
 //! | cluster dispatch | RandomSecrets with `spec.push.clusters` | `push::clusters::dispatch` |
 //! | cluster status | the same | `push::clusters::report::write` |
+//! | stamp | ClusterRandomSecrets | `stamp::reconcile` |
 //!
 //! and the webhook (every replica serves; the leader manages certificates),
 //! until SIGTERM and the grace period after it.
@@ -31,7 +32,7 @@ use crate::runtime::leader::{self, Leadership};
 use crate::runtime::metrics::Metrics;
 use crate::runtime::runner::{Runner, Triggers};
 use crate::runtime::{Shared, client, proofkey, shutdown};
-use crate::{push, reconciler};
+use crate::{push, reconciler, stamp};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use prometheus_client::registry::Registry;
@@ -60,11 +61,18 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let (queues, keys) = Queues::new();
     let push_index = Arc::new(push::index::Index::default());
     let tracked = Arc::new(Tracked::excluding(config::excluded(&args)));
+    let stamps = Arc::new(stamp::cache::Stamps::default());
     start_watches(&args, &shared, &queues, &push_index, &tracked);
+    let stamping_on = stamping(&args, &shared.client).await?;
+    if stamping_on {
+        for watch in watches::stamps(&shared.client, stamps.clone(), queues.stamps.clone()) {
+            tokio::spawn(watch);
+        }
+    }
     tokio::spawn(leader::follow(
         shared.leader.flag(),
         shared.metrics.leader.clone(),
-        queues.on_takeover(&shared.caches, &push_index, &tracked),
+        queues.on_takeover(&shared.caches, &push_index, &tracked, &stamps),
     ));
     if let Some(certs) = crate::webhook::spawn(
         config::webhook(&args),
@@ -112,6 +120,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         vault: vault_keys,
         clusters: cluster_keys,
         reports,
+        stamps: stamp_keys,
     } = keys;
     let reconciling = Runner::new(usize::from(args.concurrency.max(1)))
         .timing_queue("queued")
@@ -164,8 +173,37 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         shutdown.clone(),
     );
 
+    let stamper = Arc::new(stamp::Context {
+        client: shared.client.clone(),
+        stamps: stamps.clone(),
+        caches: shared.caches.clone(),
+        key: shared.proof_key.clone(),
+        excluded: config::stamp_excluded(&args),
+        leader: shared.leader.clone(),
+    });
+    // Few ClusterRandomSecrets, each run a pass over its namespaces.
+    let stamping = async {
+        if stamping_on {
+            Runner::new(2)
+                .run(
+                    stamp_keys,
+                    async {
+                        stamps.wait_listed().await;
+                        caches.ready.wait().await;
+                    },
+                    || stamps.cluster_keys(),
+                    |key| stamp::reconcile(key, stamper.clone()),
+                    shutdown.clone(),
+                )
+                .await
+        }
+    };
+
     tokio::select! {
-        _ = futures::future::join5(reconciling, filling, pushing, dispatching, reporting) => info!("controller stopped"),
+        _ = futures::future::join(
+            futures::future::join5(reconciling, filling, pushing, dispatching, reporting),
+            stamping,
+        ) => info!("controller stopped"),
         _ = shutdown::deadline(shutdown.clone()) => warn!(
             grace_seconds = shutdown::GRACE.as_secs(),
             "in-flight reconciles did not finish in time after the shutdown signal; stopping anyway"
@@ -232,6 +270,7 @@ struct Queues {
     vault: Triggers,
     clusters: Triggers,
     reports: Triggers,
+    stamps: Triggers,
 }
 
 /// ... and where each runner reads them.
@@ -241,6 +280,7 @@ struct Keys {
     vault: UnboundedReceiver<Key>,
     clusters: UnboundedReceiver<Key>,
     reports: UnboundedReceiver<Key>,
+    stamps: UnboundedReceiver<Key>,
 }
 
 impl Queues {
@@ -250,6 +290,7 @@ impl Queues {
         let (vault, vault_keys) = mpsc::unbounded_channel();
         let (clusters, cluster_keys) = mpsc::unbounded_channel();
         let (reports, report_keys) = mpsc::unbounded_channel();
+        let (stamps, stamp_keys) = mpsc::unbounded_channel();
         (
             Queues {
                 reconcile,
@@ -257,6 +298,7 @@ impl Queues {
                 vault,
                 clusters,
                 reports,
+                stamps,
             },
             Keys {
                 reconcile: reconcile_keys,
@@ -264,6 +306,7 @@ impl Queues {
                 vault: vault_keys,
                 clusters: cluster_keys,
                 reports: report_keys,
+                stamps: stamp_keys,
             },
         )
     }
@@ -275,11 +318,16 @@ impl Queues {
         caches: &Arc<Caches>,
         push_index: &Arc<push::index::Index>,
         tracked: &Arc<Tracked>,
+        stamps: &Arc<stamp::cache::Stamps>,
     ) -> impl Fn() + use<> {
         let (reconcile, fills) = (self.reconcile.clone(), self.fills.clone());
         let (vault, clusters) = (self.vault.clone(), self.clusters.clone());
         let (caches, push_index, tracked) = (caches.clone(), push_index.clone(), tracked.clone());
+        let (stamp_keys, stamps) = (self.stamps.clone(), stamps.clone());
         move || {
+            for k in stamps.cluster_keys() {
+                let _ = stamp_keys.send(k);
+            }
             for k in caches.to_reconcile() {
                 let _ = reconcile.send(k);
             }
@@ -322,6 +370,25 @@ fn start_watches(
     } else {
         info!("annotation mode is off: annotated Secrets are not filled");
     }
+}
+
+/// Whether ClusterRandomSecrets are stamped: not by a controller of one
+/// namespace (`--namespace`), and not before their CRD is installed (then
+/// a restart turns them on; nothing else waits for them).
+async fn stamping(args: &ControllerArgs, client: &kube::Client) -> anyhow::Result<bool> {
+    if args.namespace.is_some() {
+        info!("ClusterRandomSecrets are off: this controller watches one namespace (--namespace)");
+        return Ok(false);
+    }
+    let served = client::served(client, crate::api::API_VERSION, "ClusterRandomSecret")
+        .await
+        .map_err(|e| anyhow::anyhow!("looking up ClusterRandomSecret in API discovery: {e}"))?;
+    if served.is_none() {
+        warn!(
+            "ClusterRandomSecrets are off: their CRD (clusterrandomsecrets.randomsecret.io) is not installed; install it and restart the controller"
+        );
+    }
+    Ok(served.is_some())
 }
 
 /// Leader election (`--leader-elect`): only the leader writes; without it

@@ -341,3 +341,87 @@ pub async fn statefulsets(w: Watch) {
 pub async fn daemonsets(w: Watch) {
     workloads::<DaemonSet>(w, WorkloadKind::DaemonSet, Stream::DaemonSets).await
 }
+
+/// The stamp wing's three watches (`stamp::cache`): ClusterRandomSecrets,
+/// namespaces (metadata only) and stamped RandomSecrets (by label). Apart
+/// from the caches retention reads, so a failure of one never holds back a
+/// release. Each sends the ClusterRandomSecrets concerned to `triggers`.
+pub fn stamps(
+    client: &Client,
+    stamps: Arc<crate::stamp::cache::Stamps>,
+    triggers: Triggers,
+) -> Vec<BoxFuture<'static, ()>> {
+    use crate::api::RandomSecret;
+    use crate::api::cluster::{ClusterRandomSecret, LABEL_CLUSTER};
+    use crate::stamp::cache::{StampedEntry, Stamps};
+    use k8s_openapi::api::core::v1::Namespace;
+    let cluster = |name: &str| Key::new("", name);
+    let (s1, t1) = (stamps.clone(), triggers.clone());
+    let clusters = stamp_watch(
+        Api::<ClusterRandomSecret>::all(client.clone()),
+        "clusterrandomsecrets",
+        watcher::Config::default(),
+        move |ev| {
+            if let Some(name) = s1.clusters.handle(ev, Stamps::cluster_of) {
+                let _ = t1.send(cluster(&name));
+            }
+        },
+    );
+    let (s2, t2) = (stamps.clone(), triggers.clone());
+    let namespaces = stamp_watch(
+        Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
+        "namespaces",
+        watcher::Config::default().page_size(PAGE_SIZE),
+        move |ev| {
+            // A namespace made, relabelled or deleted may change what any
+            // ClusterRandomSecret selects (they are few); the initial list
+            // is covered by the runner's first look at each.
+            let live = matches!(ev, watcher::Event::Apply(_) | watcher::Event::Delete(_));
+            s2.namespaces.handle(ev, Stamps::namespace_of);
+            if live {
+                for k in s2.cluster_keys() {
+                    let _ = t2.send(k);
+                }
+            }
+        },
+    );
+    let (s3, t3) = (stamps, triggers);
+    let stamped = stamp_watch(
+        Api::<RandomSecret>::all(client.clone()),
+        "stamped randomsecrets",
+        watcher::Config::default()
+            .labels(LABEL_CLUSTER)
+            .page_size(PAGE_SIZE),
+        move |ev| {
+            let claimed = match ev {
+                watcher::Event::Apply(rs) | watcher::Event::Delete(rs) => {
+                    StampedEntry::of(rs).map(|(_, e)| e.cluster)
+                }
+                _ => None,
+            };
+            s3.stamped.handle(ev, StampedEntry::of);
+            if let Some(name) = claimed {
+                let _ = t3.send(cluster(&name));
+            }
+        },
+    );
+    vec![clusters.boxed(), namespaces.boxed(), stamped.boxed()]
+}
+
+/// Runs one stamp watch with backoff, handing each event to `apply`.
+async fn stamp_watch<K>(
+    api: Api<K>,
+    what: &'static str,
+    config: watcher::Config,
+    mut apply: impl FnMut(&watcher::Event<K>),
+) where
+    K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    while let Some(ev) = events.next().await {
+        match ev {
+            Ok(ev) => apply(&ev),
+            Err(e) => warn!(watch = what, error = %e, "watch failed; retrying with backoff"),
+        }
+    }
+}

@@ -522,6 +522,7 @@ mod tests {
                 ("randomsecret.io/v1", "ClusterVaultConnection"),
                 ("randomsecret.io/v1", "VaultConnection"),
                 ("randomsecret.io/v1", "ClusterConnection"),
+                ("randomsecret.io/v1", "ClusterRandomSecret"),
             ]
         );
     }

@@ -858,7 +858,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.ends_with("and one of the kinds RandomSecret, ClusterVaultConnection, VaultConnection, ClusterConnection"),
+            e.ends_with("and one of the kinds RandomSecret, ClusterVaultConnection, VaultConnection, ClusterConnection, ClusterRandomSecret"),
             "{e}"
         );
     }
