@@ -343,7 +343,8 @@ pub async fn daemonsets(w: Watch) {
 }
 
 /// The stamp wing's three watches (`stamp::cache`): ClusterRandomSecrets,
-/// namespaces (metadata only) and stamped RandomSecrets (by label). Apart
+/// then, once one exists, namespaces (metadata only) and stamped
+/// RandomSecrets (by label). Apart
 /// from the caches retention reads, so a failure of one never holds back a
 /// release. Each sends the ClusterRandomSecrets concerned to `triggers`.
 pub fn stamps(
@@ -363,11 +364,13 @@ pub fn stamps(
         watcher::Config::default(),
         move |ev| {
             if let Some(name) = s1.clusters.handle(ev, Stamps::cluster_of) {
+                s1.wanted.raise_if(true);
                 let _ = t1.send(cluster(&name));
             }
         },
     );
     let (s2, t2) = (stamps.clone(), triggers.clone());
+    let wanted = stamps.clone();
     let namespaces = stamp_watch(
         Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
         "namespaces",
@@ -385,7 +388,11 @@ pub fn stamps(
             }
         },
     );
-    let (s3, t3) = (stamps, triggers);
+    let namespaces = async move {
+        wanted.wanted.wait().await;
+        namespaces.await
+    };
+    let (s3, t3) = (stamps.clone(), triggers);
     let stamped = stamp_watch(
         Api::<RandomSecret>::all(client.clone()),
         "stamped randomsecrets",
@@ -405,6 +412,10 @@ pub fn stamps(
             }
         },
     );
+    let stamped = async move {
+        stamps.wanted.wait().await;
+        stamped.await
+    };
     vec![clusters.boxed(), namespaces.boxed(), stamped.boxed()]
 }
 

@@ -17,7 +17,10 @@ use tower::{BoxError, ServiceBuilder};
 /// timeout needs a timer it does not set): some 25 after a burst at
 /// `--concurrency 16`, each holding TLS and read buffers. The pool itself
 /// is not bounded: closing connections during a burst costs handshakes.
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// 90 s (hyper's own default): at 30 s, the first writes after a pause of
+/// half a minute each waited for a new TLS connection (about 50 ms on the
+/// benchmark's machine: the two slowest of 1,000 rotations, issue 33).
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Builds the client from `kubeconfig` (`--kubeconfig`), else
 /// `KUBECONFIG`/~/.kube/config, else in-cluster.

@@ -175,6 +175,10 @@ pub struct Stamps {
     pub clusters: Table<String, Arc<ClusterRandomSecret>>,
     pub namespaces: Table<String, NamespaceEntry>,
     pub stamped: Table<Key, StampedEntry>,
+    /// Raised by the first ClusterRandomSecret seen: the namespaces and
+    /// stamped RandomSecrets are watched from then on (a cluster without
+    /// one pays for one watch, not three).
+    pub wanted: Listed,
     /// Per stamped RandomSecret, the generation our last write left it at:
     /// a later generation is someone else's edit, put back (in memory only:
     /// a new leader trusts the template digest until the next change).
