@@ -33,14 +33,18 @@ pub type Counts = BTreeMap<(String, String), f64>;
 
 /// Reads the counters from the apiserver's `/metrics`.
 pub async fn scrape(client: &Client) -> Result<Counts> {
+    Ok(parse(&text(client).await?))
+}
+
+/// The apiserver's `/metrics`, as text.
+pub async fn text(client: &Client) -> Result<String> {
     let req = http::Request::get("/metrics")
         .body(Vec::new())
         .context("building the /metrics request")?;
-    let text = client
+    client
         .request_text(req)
         .await
-        .context("reading the apiserver's /metrics")?;
-    Ok(parse(&text))
+        .context("reading the apiserver's /metrics")
 }
 
 /// Sums `apiserver_request_total` over the labels other than verb and resource.

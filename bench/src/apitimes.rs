@@ -10,7 +10,7 @@
 //! the controller's threads waited for).
 
 use crate::stats::{Buckets, parse};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kube::Client;
 use serde_json::{Value, json};
 
@@ -68,14 +68,7 @@ pub struct ApiTimes {
 }
 
 pub async fn scrape(client: &Client) -> Result<Snapshot> {
-    let req = http::Request::get("/metrics")
-        .body(Vec::new())
-        .context("building the /metrics request")?;
-    let text = client
-        .request_text(req)
-        .await
-        .context("reading the apiserver's /metrics")?;
-    Ok(of(&text))
+    Ok(of(&crate::apimetrics::text(client).await?))
 }
 
 fn of(text: &str) -> Snapshot {

@@ -21,11 +21,6 @@ const NAME: &str = "bench-randomsecret";
 const HOOK: &str = "secrets.randomsecret.io";
 const NAMESPACE: &str = "bench-webhook";
 
-async fn apiserver_metrics(client: &Client) -> Result<String> {
-    let req = http::Request::get("/metrics").body(Vec::new())?;
-    Ok(client.request_text(req).await?)
-}
-
 fn annotated(name: &str) -> Result<Secret> {
     Ok(serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {"randomsecret.io/managed": "true"},
@@ -103,7 +98,7 @@ pub async fn phase(
         "type=\"admit\"",
     ];
     let ours = "randomsecret_webhook_request_duration_seconds";
-    let before = parse(&apiserver_metrics(client).await?, metric, &must);
+    let before = parse(&crate::apimetrics::text(client).await?, metric, &must);
     let ours_before = parse(&ctl.metrics()?, ours, &[]);
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
     let mut inflight = futures::stream::FuturesUnordered::new();
@@ -121,7 +116,7 @@ pub async fn phase(
     while let Some(r) = futures::StreamExt::next(&mut inflight).await {
         filled += usize::from(r?.data.is_some());
     }
-    let after = parse(&apiserver_metrics(client).await?, metric, &must);
+    let after = parse(&crate::apimetrics::text(client).await?, metric, &must);
     let ours_after = parse(&ctl.metrics()?, ours, &[]);
     let ms = |b: &Buckets, a: &Buckets, q| {
         quantile(b, a, q)
