@@ -24,7 +24,8 @@ pub enum Command {
     /// Run the controller (all namespaces unless --namespace is given).
     Controller(Box<ControllerArgs>),
     /// Print the CRDs (RandomSecret, ClusterVaultConnection, VaultConnection,
-    /// ClusterConnection) generated from the Rust types, as one YAML stream.
+    /// ClusterConnection, ClusterRandomSecret) generated from the Rust types,
+    /// as one YAML stream.
     Crd {
         /// Write one file per CRD into this folder instead (`make crd`).
         #[arg(long)]

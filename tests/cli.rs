@@ -146,7 +146,7 @@ fn crd_help_names_every_printed_kind() {
         .filter_map(|l| l.trim().strip_prefix("kind: "))
         .filter(|k| *k != "CustomResourceDefinition")
         .collect();
-    assert_eq!(kinds.len(), 4, "the kinds `crd` prints: {kinds:?}");
+    assert_eq!(kinds.len(), 5, "the kinds `crd` prints: {kinds:?}");
     for kind in kinds {
         assert!(
             help.contains(&format!("{kind},")) || help.contains(&format!("{kind})")),
