@@ -406,7 +406,10 @@ pub fn stamps(
                 }
                 _ => None,
             };
-            s3.stamped.handle(ev, StampedEntry::of);
+            let key = s3.stamped.handle(ev, StampedEntry::of);
+            if let (watcher::Event::Delete(_), Some(key)) = (ev, key) {
+                s3.forget(&key);
+            }
             if let Some(name) = claimed {
                 let _ = t3.send(cluster(&name));
             }

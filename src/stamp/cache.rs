@@ -232,6 +232,11 @@ impl Stamps {
             .is_some_and(|g| *g != generation)
     }
 
+    /// A stamped RandomSecret is gone: nothing to compare with any more.
+    pub fn forget(&self, key: &Key) {
+        self.written.write().expect("written lock").remove(key);
+    }
+
     pub fn wrote(&self, key: Key, generation: i64) {
         self.written
             .write()
