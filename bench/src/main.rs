@@ -110,17 +110,27 @@ async fn main() -> Result<()> {
         });
         let mut interleaved = Vec::with_capacity(pairs);
         for p in 1..pairs {
-            eprintln!("bench: N={n}: pair {p} of {pairs}");
-            let floor = match args.no_floor {
-                true => None,
-                false => Some(phases::floor(&client, &args, n, false, false).await?),
-            };
+            // Every other pair runs ours first, so that neither side always
+            // runs on the apiserver the other has just worked (the last
+            // pair, whose controller goes on below, runs the floor first).
+            let ours_first = p % 2 == 0 && !args.no_floor;
+            eprintln!(
+                "bench: N={n}: pair {p} of {pairs}{}",
+                if ours_first { " (ours first)" } else { "" }
+            );
+            let mut floor = None;
+            if !ours_first && !args.no_floor {
+                floor = Some(phases::floor(&client, &args, n, false, false).await?);
+            }
             let ctl = controller::start(&args, "bench", &[])?;
             let ours = phases::converge(&client, &args, n, &ctl).await?;
             ctl.terminate()?;
-            interleaved.push((floor.map(|f| f.took), ours.took));
             workload::delete_namespaces(&client, &phases::prefix("ours", n), args.namespaces)
                 .await?;
+            if ours_first {
+                floor = Some(phases::floor(&client, &args, n, false, false).await?);
+            }
+            interleaved.push((floor.map(|f| f.took), ours.took, ours_first));
         }
         eprintln!("bench: N={n}: pair {pairs} of {pairs}: floor");
         let mut floor = if args.no_floor {
@@ -142,7 +152,7 @@ async fn main() -> Result<()> {
         let mut ctl = controller::start(&args, "bench", &[])?;
         let ours = phases::converge(&client, &args, n, &ctl).await?;
         report.convergence(n, floor.as_ref(), &ours);
-        interleaved.push((floor.as_ref().map(|f| f.took), ours.took));
+        interleaved.push((floor.as_ref().map(|f| f.took), ours.took, false));
         report.interleaved(n, &interleaved);
         report.phase_times(
             &format!("convergence of {n}"),

@@ -256,43 +256,64 @@ impl Report {
         );
     }
 
-    /// Convergence at `n` over interleaved pairs (floor, ours), in the order
-    /// run: each pair's ratio, their median, minimum and maximum.
-    pub fn interleaved(&mut self, n: usize, pairs: &[(Option<Duration>, Duration)]) {
+    /// Convergence at `n` over interleaved pairs, in the order run: each
+    /// pair's ratio, their median, minimum and maximum, and the median of
+    /// each order apart. `pairs`: (the floor, ours, whether ours ran first).
+    pub fn interleaved(&mut self, n: usize, pairs: &[(Option<Duration>, Duration, bool)]) {
         let ratios: Vec<Option<f64>> = pairs
             .iter()
-            .map(|(f, o)| f.map(|f| o.as_secs_f64() / f.as_secs_f64()))
+            .map(|(f, o, _)| f.map(|f| o.as_secs_f64() / f.as_secs_f64()))
             .collect();
         let Some(spread) = Spread::of(&ratios.iter().flatten().copied().collect::<Vec<_>>()) else {
             return; // no floor
         };
+        // The median of each order apart: whether running second costs.
+        let by_order = |first: bool| {
+            let of_order: Vec<f64> = pairs
+                .iter()
+                .zip(&ratios)
+                .filter(|((_, _, f), _)| *f == first)
+                .filter_map(|(_, r)| *r)
+                .collect();
+            Spread::of(&of_order).map(|s| s.median)
+        };
+        let (floor_first, ours_first) = (by_order(false), by_order(true));
         self.push(
             "interleaved",
             json!({"n": n, "median": spread.median, "min": spread.min, "max": spread.max,
-                   "pairs": pairs.iter().zip(&ratios).map(|((f, o), r)| json!({
+                   "median_floor_first": floor_first, "median_ours_first": ours_first,
+                   "pairs": pairs.iter().zip(&ratios).map(|((f, o, first), r)| json!({
                        "floor_s": f.map(secs), "randomsecret_s": secs(*o), "ratio": r,
+                       "ours_first": first,
                    })).collect::<Vec<_>>()}),
         );
         let each = pairs
             .iter()
             .zip(&ratios)
-            .map(|((f, o), r)| {
+            .map(|((f, o, first), r)| {
                 format!(
-                    "{:.2}/{:.2} s = {:.2}x",
+                    "{:.2}/{:.2} s = {:.2}x{}",
                     o.as_secs_f64(),
                     f.map_or(f64::NAN, |f| f.as_secs_f64()),
-                    r.unwrap_or(f64::NAN)
+                    r.unwrap_or(f64::NAN),
+                    if *first { " (ours first)" } else { "" }
                 )
             })
             .collect::<Vec<_>>()
             .join(", ");
+        let orders = match (floor_first, ours_first) {
+            (Some(f), Some(o)) => {
+                format!("; median with the floor first {f:.2}x, with ours first {o:.2}x")
+            }
+            _ => String::new(),
+        };
         self.row(
             format!(
-                "Convergence N={n} over {} interleaved pairs (floor, then randomsecret, each on a compacted etcd): median ratio (min to max)",
+                "Convergence N={n} over {} interleaved pairs (every other pair ours first, each run on a compacted etcd): median ratio (min to max)",
                 pairs.len()
             ),
             format!(
-                "**{:.2}x** ({:.2}x to {:.2}x); each, ours / floor: {each}",
+                "**{:.2}x** ({:.2}x to {:.2}x); each, ours / floor: {each}{orders}",
                 spread.median, spread.min, spread.max
             ),
             format!(
