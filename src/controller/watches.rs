@@ -167,20 +167,17 @@ pub async fn annotated_secrets(w: Watch, tracked: Arc<Tracked>, fills: Triggers)
     let config = watcher::Config::default()
         .labels(&selector)
         .page_size(PAGE_SIZE);
-    let mut events =
-        std::pin::pin!(watcher(w.api::<PartialObjectMeta<Secret>>(), config).default_backoff());
-    while let Some(ev) = events.next().await {
-        match ev {
-            Ok(ev) => {
-                for key in tracked.handle(&ev) {
-                    let _ = fills.send(key);
-                }
+    apart(
+        w.api::<PartialObjectMeta<Secret>>(),
+        "annotated secrets",
+        config,
+        |ev| {
+            for key in tracked.handle(ev) {
+                let _ = fills.send(key);
             }
-            Err(e) => {
-                warn!(watch = "annotated secrets", error = %e, "watch failed; retrying with backoff")
-            }
-        }
-    }
+        },
+    )
+    .await
 }
 
 /// A holder kind into the reference index: a change of what it references
@@ -358,7 +355,7 @@ pub fn stamps(
     use k8s_openapi::api::core::v1::Namespace;
     let cluster = |name: &str| Key::new("", name);
     let (s1, t1) = (stamps.clone(), triggers.clone());
-    let clusters = stamp_watch(
+    let clusters = apart(
         Api::<ClusterRandomSecret>::all(client.clone()),
         "clusterrandomsecrets",
         watcher::Config::default(),
@@ -371,7 +368,7 @@ pub fn stamps(
     );
     let (s2, t2) = (stamps.clone(), triggers.clone());
     let wanted = stamps.clone();
-    let namespaces = stamp_watch(
+    let namespaces = apart(
         Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
         "namespaces",
         watcher::Config::default().page_size(PAGE_SIZE),
@@ -393,7 +390,7 @@ pub fn stamps(
         namespaces.await
     };
     let (s3, t3) = (stamps.clone(), triggers);
-    let stamped = stamp_watch(
+    let stamped = apart(
         Api::<RandomSecret>::all(client.clone()),
         "stamped randomsecrets",
         watcher::Config::default()
@@ -422,8 +419,9 @@ pub fn stamps(
     vec![clusters.boxed(), namespaces.boxed(), stamped.boxed()]
 }
 
-/// Runs one stamp watch with backoff, handing each event to `apply`.
-async fn stamp_watch<K>(
+/// Runs a watch apart from the caches retention reads (annotation mode's,
+/// the stamp wing's), with backoff, handing each event to `apply`.
+async fn apart<K>(
     api: Api<K>,
     what: &'static str,
     config: watcher::Config,
