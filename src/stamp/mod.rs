@@ -79,7 +79,7 @@ async fn run(crs: &ClusterRandomSecret, ctx: &Context) -> Result<Next, kube::Err
     let selected = match plan::selected(crs, &namespaces, &ctx.excluded) {
         Ok(s) => s,
         Err(message) => {
-            write_status(ctx, crs, invalid(crs, message)).await?;
+            write_status(ctx, crs, plan::invalid(crs, message, now())).await?;
             return Ok(Next::AwaitChange);
         }
     };
@@ -250,18 +250,6 @@ fn remember(ctx: &Context, made: &RandomSecret) {
         ctx.stamps.wrote(key.clone(), entry.generation);
         ctx.stamps.stamped.put(key, entry);
     }
-}
-
-/// The status of a ClusterRandomSecret whose selection cannot be read.
-fn invalid(
-    crs: &ClusterRandomSecret,
-    message: String,
-) -> crate::api::cluster::ClusterRandomSecretStatus {
-    let mut s = plan::status(crs, &[], &BTreeMap::new(), now());
-    s.conditions[0].status = "False".into();
-    s.conditions[0].reason = "InvalidSelector".into();
-    s.conditions[0].message = message;
-    s
 }
 
 async fn write_status(

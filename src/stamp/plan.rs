@@ -136,11 +136,12 @@ pub fn steps(
 /// deletes them), not otherwise (so deleting it leaves them).
 pub fn stamped(crs: &ClusterRandomSecret, namespace: &str, digest: &str, proof: &str) -> Value {
     let name = crs.metadata.name.clone().unwrap_or_default();
+    let (labels, annotations) = ours(crs, digest, proof);
     let mut metadata = json!({
         "name": name,
         "namespace": namespace,
-        "labels": ours(crs, digest, proof).0,
-        "annotations": ours(crs, digest, proof).1,
+        "labels": labels,
+        "annotations": annotations,
     });
     if let Some(owner) = owner(crs) {
         metadata["ownerReferences"] = json!([owner]);
@@ -324,15 +325,6 @@ pub fn status(
             format!("{total} selected namespaces, each RandomSecret {name} Ready"),
         )
     };
-    let previous = crs
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == READY));
-    let status = if ready { "True" } else { "False" };
-    // The transition time moves only when the status does.
-    let since = previous
-        .filter(|c| c.status == status)
-        .map_or(now, |c| c.last_transition_time.clone());
     let total_failed = failed.len();
     failed.truncate(MAX_FAILED_LISTED);
     let message = if total_failed > MAX_FAILED_LISTED {
@@ -345,14 +337,43 @@ pub fn status(
         provisioned: i32::try_from(provisioned.len()).unwrap_or(i32::MAX),
         provisioned_namespaces: provisioned,
         failed_namespaces: failed,
-        conditions: vec![Condition {
-            type_: READY.into(),
-            status: status.into(),
-            reason: reason.into(),
-            message,
-            last_transition_time: since,
-            observed_generation: crs.metadata.generation,
-        }],
+        conditions: vec![ready_condition(crs, ready, reason, message, now)],
+    }
+}
+
+/// The status of `crs` when its selector cannot be read: Ready=False,
+/// reason InvalidSelector, with what to fix; nothing provisioned.
+pub fn invalid(crs: &ClusterRandomSecret, message: String, now: Time) -> ClusterRandomSecretStatus {
+    ClusterRandomSecretStatus {
+        observed_generation: crs.metadata.generation,
+        conditions: vec![ready_condition(crs, false, "InvalidSelector", message, now)],
+        ..Default::default()
+    }
+}
+
+/// The Ready condition; its transition time moves only when its status
+/// does (from `crs`'s current status).
+fn ready_condition(
+    crs: &ClusterRandomSecret,
+    ready: bool,
+    reason: &str,
+    message: String,
+    now: Time,
+) -> Condition {
+    let status = if ready { "True" } else { "False" };
+    let since = crs
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == READY))
+        .filter(|c| c.status == status)
+        .map_or(now, |c| c.last_transition_time.clone());
+    Condition {
+        type_: READY.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        last_transition_time: since,
+        observed_generation: crs.metadata.generation,
     }
 }
 
@@ -639,5 +660,16 @@ mod tests {
         let ok = status(&c, &[], &BTreeMap::new(), now());
         assert_eq!(ok.conditions[0].status, "True");
         assert_eq!(ok.conditions[0].last_transition_time, now());
+        // An unreadable selector: False from False keeps the time too.
+        let bad = invalid(&c, "spec.namespaceSelector: x".into(), now());
+        assert_eq!(
+            (
+                bad.conditions[0].status.as_str(),
+                bad.conditions[0].reason.as_str()
+            ),
+            ("False", "InvalidSelector")
+        );
+        assert_eq!(bad.conditions[0].last_transition_time, earlier);
+        assert!(bad.provisioned_namespaces.is_empty() && bad.failed_namespaces.is_empty());
     }
 }
