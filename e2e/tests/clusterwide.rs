@@ -373,3 +373,38 @@ async fn the_schema_refuses_a_clusterrandomsecret_that_selects_nothing() -> Resu
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn a_selector_the_apiserver_takes_but_no_one_can_read_is_reported() -> Result<()> {
+    let client = client().await?;
+    let crs_api = Api::<ClusterRandomSecret>::all(client.clone());
+    let name = unique("crsbad");
+    let spec = json!({
+        "namespaceSelector": {"matchExpressions": [{"key": "tenant", "operator": "Near"}]},
+        "template": {"spec": {"keys": {"p": {"length": 8}}}},
+    });
+    crs_api
+        .create(&PostParams::default(), &cluster_rs(&name, spec)?)
+        .await?;
+    let got = wait_for(
+        &crs_api,
+        &name,
+        "Ready=False InvalidSelector",
+        |c: Option<&ClusterRandomSecret>| {
+            c.and_then(ready_reason) == Some(("False".into(), "InvalidSelector".into()))
+        },
+    )
+    .await?;
+    let ready = got
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+        .context("Ready")?;
+    ensure!(
+        ready.message.starts_with("spec.namespaceSelector: "),
+        "{}",
+        ready.message
+    );
+    crs_api.delete(&name, &DeleteParams::default()).await?;
+    Ok(())
+}
