@@ -8,6 +8,7 @@ use kube::runtime::wait::Condition;
 use kube::{Api, Client, ResourceExt};
 use randomsecret::api::RandomSecret;
 use randomsecret::api::cluster::{ClusterRandomSecret, LABEL_CLUSTER};
+use randomsecret_e2e::workloads::{deployment, point_at, rolled_out_on_all};
 use randomsecret_e2e::*;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -281,6 +282,214 @@ async fn a_clusterrandomsecret_keeps_a_randomsecret_in_each_selected_namespace()
         );
     }
     for ns in [a, b, c, foreign, forged, later] {
+        ns.delete().await?;
+    }
+    Ok(())
+}
+
+/// Every value of the version a namespace's RandomSecret is Ready on, and its name.
+async fn version_data(client: &Client, ns: &str, name: &str) -> Result<(String, Value)> {
+    let api: Api<RandomSecret> = Api::namespaced(client.clone(), ns);
+    let rs = wait_for(&api, name, "Ready", is_ready).await?;
+    let secret = current_secret(&Api::<Secret>::namespaced(client.clone(), ns), &rs).await?;
+    let secret_name = secret.metadata.name.clone().context("name")?;
+    Ok((secret_name, serde_json::to_value(&secret.data)?))
+}
+
+/// Waits until each namespace's RandomSecret is Ready on a version other
+/// than `not`, and returns the version name and data of each.
+async fn versions_past(
+    client: &Client,
+    namespaces: &[String],
+    name: &str,
+    not: Option<&str>,
+) -> Result<Vec<(String, Value)>> {
+    let mut out = Vec::new();
+    for ns in namespaces {
+        let api: Api<RandomSecret> = Api::namespaced(client.clone(), ns);
+        let not = not.map(str::to_string);
+        wait_for(
+            &api,
+            name,
+            "Ready on a new version",
+            move |rs: Option<&RandomSecret>| {
+                is_ready(rs)
+                    && rs
+                        .and_then(|r| r.status.as_ref())
+                        .and_then(|s| s.secret_name.as_deref())
+                        .is_some_and(|n| Some(n) != not.as_deref())
+            },
+        )
+        .await?;
+        out.push(version_data(client, ns, name).await?);
+    }
+    Ok(out)
+}
+
+#[tokio::test]
+async fn shared_values_are_the_same_in_every_namespace_and_each_rolls_out_onto_them() -> Result<()>
+{
+    let client = client().await?;
+    let tenant = unique("tenant");
+    let name = unique("crss");
+    let sel = json!({"e2e.randomsecret.io/tenant": tenant});
+    let a = labelled(&client, "crss-a", sel.clone()).await?;
+    let b = labelled(&client, "crss-b", sel.clone()).await?;
+    let c = labelled(&client, "crss-c", sel.clone()).await?;
+    let crs_api = Api::<ClusterRandomSecret>::all(client.clone());
+    let template = json!({
+        "keys": {"password": {"length": 32}, "apiKey": {"length": 48, "charset": "hex"}},
+        "static": {"username": "app"},
+    });
+    let spec = json!({
+        "namespaceSelector": {"matchLabels": sel},
+        "values": "Shared",
+        "template": {"spec": template},
+    });
+    crs_api
+        .create(&PostParams::default(), &cluster_rs(&name, spec.clone())?)
+        .await?;
+    let three = vec![a.name.clone(), b.name.clone(), c.name.clone()];
+    wait_for(
+        &crs_api,
+        &name,
+        "Ready with a, b and c",
+        provisions("Provisioned", three.clone()),
+    )
+    .await?;
+    let first = versions_past(&client, &three, &name, None).await?;
+    // The same name everywhere, and the same values: made once, copied.
+    ensure!(
+        first.iter().all(|v| v == &first[0]),
+        "every namespace holds the same version, with the same values: {:?}",
+        first.iter().map(|(n, _)| n).collect::<Vec<_>>()
+    );
+    let (version, _) = first[0].clone();
+    ensure!(
+        version.starts_with(&format!("{name}-")),
+        "named as the ClusterRandomSecret: {version}"
+    );
+    for ns in &three {
+        let stamped = Api::<RandomSecret>::namespaced(client.clone(), ns)
+            .get(&name)
+            .await?;
+        ensure!(
+            stamped
+                .annotations()
+                .get("randomsecret.io/values")
+                .map(String::as_str)
+                == Some("Shared"),
+            "{ns}: {:?}",
+            stamped.annotations()
+        );
+    }
+
+    // A pod in each namespace reads it, through a Deployment rollout.
+    for ns in &three {
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+            Api::namespaced(client.clone(), ns);
+        deployments
+            .create(&PostParams::default(), &deployment("app", &version)?)
+            .await?;
+        wait_for(
+            &deployments,
+            "app",
+            "rolled out",
+            rolled_out_on_all(&[&version]),
+        )
+        .await?;
+    }
+
+    // A forgery outside the selection: a RandomSecret of the same name and
+    // spec carrying a's stamp label and annotations (the proof of a) gets
+    // values of its own, never the shared ones.
+    let outsider = TestNamespace::new(&client, "crss-outsider").await?;
+    let a_rs = a.api::<RandomSecret>().get(&name).await?;
+    let mut fake = random_secret(&name, template.clone())?;
+    fake.labels_mut().insert(LABEL_CLUSTER.into(), name.clone());
+    for k in [
+        "randomsecret.io/template",
+        "randomsecret.io/values",
+        "randomsecret.io/proof",
+    ] {
+        let v = a_rs
+            .annotations()
+            .get(k)
+            .context("stamp annotation")?
+            .clone();
+        fake.annotations_mut().insert(k.into(), v);
+    }
+    outsider
+        .api::<RandomSecret>()
+        .create(&PostParams::default(), &fake)
+        .await?;
+    let (outsider_version, outsider_data) = version_data(&client, &outsider.name, &name).await?;
+    ensure!(outsider_version == version, "same spec, same name");
+    ensure!(
+        outsider_data["password"] != first[0].1["password"]
+            && outsider_data["apiKey"] != first[0].1["apiKey"],
+        "a forged claim gets no shared values"
+    );
+
+    // A rotation: one new version, the same in every namespace, new values.
+    let mut rotated = spec.clone();
+    rotated["template"]["spec"]["rotation"] = "2".into();
+    crs_api
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": rotated})),
+        )
+        .await?;
+    let second = versions_past(&client, &three, &name, Some(&version)).await?;
+    ensure!(
+        second.iter().all(|v| v == &second[0]),
+        "rotated alike everywhere"
+    );
+    let (next, next_data) = second[0].clone();
+    ensure!(
+        next_data["password"] != first[0].1["password"]
+            && next_data["apiKey"] != first[0].1["apiKey"],
+        "a rotation makes new values"
+    );
+    for ns in &three {
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+            Api::namespaced(client.clone(), ns);
+        point_at(&deployments, "app", &next, "2").await?;
+        wait_for(
+            &deployments,
+            "app",
+            "rolled out again",
+            rolled_out_on_all(&[&next]),
+        )
+        .await?;
+        // The version the old ReplicaSet still references stays.
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+        ensure!(
+            secrets.get_opt(&version).await?.is_some(),
+            "{ns}: the previous version stays for a rollback"
+        );
+    }
+
+    // A namespace selected later copies the current version.
+    let later = labelled(&client, "crss-later", sel.clone()).await?;
+    let mut four = three.clone();
+    four.push(later.name.clone());
+    wait_for(
+        &crs_api,
+        &name,
+        "Ready with the later namespace",
+        provisions("Provisioned", four),
+    )
+    .await?;
+    ensure!(
+        version_data(&client, &later.name, &name).await? == second[0],
+        "the later namespace holds the shared version"
+    );
+
+    crs_api.delete(&name, &DeleteParams::default()).await?;
+    wait_deleted(&crs_api, &name).await?;
+    for ns in [a, b, c, later, outsider] {
         ns.delete().await?;
     }
     Ok(())

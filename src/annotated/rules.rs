@@ -170,6 +170,7 @@ pub const KNOWN: &[&str] = &[
     crate::push::targets::ANNOTATION,
     crate::api::cluster::LABEL_CLUSTER,
     crate::api::cluster::ANNOTATION_TEMPLATE,
+    crate::api::cluster::ANNOTATION_VALUES,
 ];
 
 /// Annotations of the generators we read aliases of that randomsecret does

@@ -14,6 +14,10 @@ pub const LABEL_CLUSTER: &str = super::key!("cluster-randomsecret");
 /// Annotation on each stamped RandomSecret: the digest of the template it
 /// was stamped from (covered by its proof).
 pub const ANNOTATION_TEMPLATE: &str = super::key!("template");
+/// Annotation on each stamped RandomSecret: whose values its versions hold
+/// (`PerNamespace` or `Shared`, [`Values`]). Covered by its proof when
+/// `Shared`, which is what lets the reconciler copy another namespace's.
+pub const ANNOTATION_VALUES: &str = super::key!("values");
 
 /// What happens to a stamped RandomSecret when its namespace stops being
 /// selected, or the ClusterRandomSecret is deleted.
@@ -29,6 +33,30 @@ pub enum DeletionPolicy {
     /// The ClusterRandomSecret owns each stamped RandomSecret, so deleting
     /// it deletes them (the garbage collector's cascade).
     Delete,
+}
+
+/// Whose values each namespace's versions hold.
+#[derive(
+    schemars::JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq,
+)]
+pub enum Values {
+    /// Each namespace its own random values (the default).
+    #[default]
+    PerNamespace,
+    /// Every namespace's version holds the same values: made once, by the
+    /// first namespace to need that version, and copied into the others
+    /// from a version proven ours. The version's name is the same in every
+    /// namespace either way.
+    Shared,
+}
+
+impl Values {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Values::PerNamespace => "PerNamespace",
+            Values::Shared => "Shared",
+        }
+    }
 }
 
 /// The labels and annotations every stamped RandomSecret gets.
@@ -112,6 +140,11 @@ pub struct ClusterRandomSecretSpec {
     /// or Delete.
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
+    /// PerNamespace (default): each namespace's versions get values of
+    /// their own. Shared: every namespace's version of the same spec holds
+    /// the same values.
+    #[serde(default)]
+    pub values: Values,
     /// The RandomSecret each selected namespace gets: its labels,
     /// annotations and spec.
     pub template: RandomSecretTemplate,

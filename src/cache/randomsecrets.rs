@@ -8,7 +8,9 @@
 use super::previous::Previous;
 use super::slim::RandomSecretObject;
 use super::{Key, Uid};
+use crate::api::cluster::Values;
 use crate::api::{RandomSecretSpec, RandomSecretStatus};
+use crate::stamp::claim::Claim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 use std::collections::HashMap;
@@ -27,6 +29,10 @@ pub struct Entry {
     epoch: u32,
     spec: Box<str>,
     pub status: Previous,
+    /// Its claim to be stamped with shared values (`crate::stamp::claim`),
+    /// unproven: None for every other RandomSecret (boxed, so that costs
+    /// them one word). Read with the spec, so the two always agree.
+    pub shared: Option<Box<Claim>>,
 }
 
 impl Entry {
@@ -43,6 +49,9 @@ impl Entry {
             epoch: 0,
             spec: spec.into_boxed_str(),
             status: Previous::of(status),
+            shared: Claim::of(meta.labels.as_ref(), meta.annotations.as_ref())
+                .filter(|c| c.values == Values::Shared)
+                .map(Box::new),
         })
     }
 
@@ -191,6 +200,21 @@ impl RandomSecrets {
             .map(|e| (**e).clone())
     }
 
+    /// The RandomSecrets named `name`, in any namespace, that claim to be
+    /// stamped with shared values: their key, uid and (unproven) claim,
+    /// sorted by namespace. A scan: it runs when such a version is made.
+    pub fn shared_named(&self, name: &str) -> Vec<(Key, Uid, Claim)> {
+        let guard = self.0.read().expect("randomsecrets lock");
+        let mut out: Vec<(Key, Uid, Claim)> = guard
+            .map
+            .iter()
+            .filter(|(k, _)| k.name.as_str() == name)
+            .filter_map(|(k, e)| Some((k.clone(), e.uid, (**e.shared.as_ref()?).clone())))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
     pub fn keys(&self) -> Vec<Key> {
         self.0
             .read()
@@ -304,5 +328,53 @@ mod tests {
             [Key::new("n", "db")]
         );
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn a_shared_stamp_claim_is_kept_and_nothing_else_of_the_metadata() {
+        let c = RandomSecrets::default();
+        let stamped = |ns: &str, values: &str| -> RandomSecretObject {
+            serde_json::from_value(json!({
+                "metadata": {"name": "db", "namespace": ns, "uid": UID, "resourceVersion": "5",
+                    "labels": {"randomsecret.io/cluster-randomsecret": "db", "team": "a"},
+                    "annotations": {"randomsecret.io/template": "d1", "randomsecret.io/values": values,
+                        "randomsecret.io/proof": "v1.00", "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+                "spec": {},
+            }))
+            .unwrap()
+        };
+        let shared = stamped("a", "Shared");
+        assert_eq!(
+            shared.metadata.labels.as_ref().unwrap().len(),
+            1,
+            "only the stamp's label"
+        );
+        assert_eq!(
+            shared.metadata.annotations.as_ref().unwrap().len(),
+            3,
+            "only the stamp's annotations"
+        );
+        c.handle(&Event::Apply(shared));
+        c.handle(&Event::Apply(stamped("b", "PerNamespace")));
+        c.handle(&Event::Apply(obj("10", 1, json!(null))));
+        let found = c.shared_named("db");
+        assert_eq!(found.len(), 1, "{found:?}");
+        let (key, _, claim) = &found[0];
+        assert_eq!(key, &Key::new("a", "db"));
+        assert_eq!(
+            (
+                claim.cluster.as_str(),
+                claim.template.as_deref(),
+                claim.values
+            ),
+            ("db", Some("d1"), Values::Shared)
+        );
+        // Unstamped: no label, nothing kept.
+        let plain = obj("10", 1, json!(null));
+        assert_eq!(
+            (plain.metadata.labels, plain.metadata.annotations),
+            (None, None)
+        );
+        assert!(c.get(&Key::new("n", "db")).unwrap().shared.is_none());
     }
 }

@@ -3,40 +3,79 @@
 //! managedFields) in memory. Each implements `kube::Resource` with the
 //! constants of the full type, so `watcher` and `Api` treat it as that kind.
 
+use crate::proof::ANNOTATION_PROOF;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Metadata without managedFields, labels and annotations: what identifies
 /// the object and its owners.
 pub fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Slim {
-        name: Option<String>,
-        namespace: Option<String>,
-        uid: Option<String>,
-        resource_version: Option<String>,
-        generation: Option<i64>,
-        creation_timestamp: Option<Time>,
-        deletion_timestamp: Option<Time>,
-        owner_references: Option<Vec<OwnerReference>>,
-        // Rare and short (the push's finalizer on RandomSecrets).
-        finalizers: Option<Vec<String>>,
+    Ok(Slim::<IgnoredAny>::deserialize(d)?.meta())
+}
+
+/// [`slim_meta`], plus what a stamped RandomSecret claims
+/// (`crate::stamp::claim`): its cluster label and stamp annotations, only
+/// when it carries the label. Other labels and annotations are dropped as
+/// they are read.
+pub fn claimed_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    use crate::api::cluster::{ANNOTATION_TEMPLATE, ANNOTATION_VALUES, LABEL_CLUSTER};
+    let mut s = Slim::<BTreeMap<String, String>>::deserialize(d)?;
+    let (labels, annotations) = (s.labels.take(), s.annotations.take());
+    let mut meta = s.meta();
+    if labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(LABEL_CLUSTER))
+    {
+        let pick = |m: Option<BTreeMap<String, String>>, keys: &[&str]| {
+            let mut m = m?;
+            m.retain(|k, _| keys.contains(&k.as_str()));
+            Some(m)
+        };
+        meta.labels = pick(labels, &[LABEL_CLUSTER]);
+        meta.annotations = pick(
+            annotations,
+            &[ANNOTATION_TEMPLATE, ANNOTATION_VALUES, ANNOTATION_PROOF],
+        );
     }
-    let s = Slim::deserialize(d)?;
-    Ok(ObjectMeta {
-        name: s.name,
-        namespace: s.namespace,
-        uid: s.uid,
-        resource_version: s.resource_version,
-        generation: s.generation,
-        creation_timestamp: s.creation_timestamp,
-        deletion_timestamp: s.deletion_timestamp,
-        owner_references: s.owner_references,
-        finalizers: s.finalizers,
-        ..Default::default()
-    })
+    Ok(meta)
+}
+
+/// The metadata fields the caches read; labels and annotations as `L`
+/// (skipped unread, or read whole for [`claimed_meta`] to pick from).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Slim<L> {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    generation: Option<i64>,
+    creation_timestamp: Option<Time>,
+    deletion_timestamp: Option<Time>,
+    owner_references: Option<Vec<OwnerReference>>,
+    // Rare and short (the push's finalizer on RandomSecrets).
+    finalizers: Option<Vec<String>>,
+    labels: Option<L>,
+    annotations: Option<L>,
+}
+
+impl<L> Slim<L> {
+    fn meta(self) -> ObjectMeta {
+        ObjectMeta {
+            name: self.name,
+            namespace: self.namespace,
+            uid: self.uid,
+            resource_version: self.resource_version,
+            generation: self.generation,
+            creation_timestamp: self.creation_timestamp,
+            deletion_timestamp: self.deletion_timestamp,
+            owner_references: self.owner_references,
+            finalizers: self.finalizers,
+            ..Default::default()
+        }
+    }
 }
 
 /// Implements `kube::Resource` for a slim type by borrowing a full type's
@@ -103,7 +142,7 @@ impl kube::Resource for RolloutObject {
 /// version cannot read must not break the whole list; the reconciler reports it).
 #[derive(Deserialize, Clone, Debug)]
 pub struct RandomSecretObject {
-    #[serde(deserialize_with = "slim_meta")]
+    #[serde(deserialize_with = "claimed_meta")]
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: serde_json::Value,

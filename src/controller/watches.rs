@@ -399,7 +399,7 @@ pub fn stamps(
         move |ev| {
             let claimed = match ev {
                 watcher::Event::Apply(rs) | watcher::Event::Delete(rs) => {
-                    StampedEntry::of(rs).map(|(_, e)| e.cluster)
+                    StampedEntry::of(rs).map(|(_, e)| e.claim.cluster)
                 }
                 _ => None,
             };

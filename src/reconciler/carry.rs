@@ -71,6 +71,9 @@ pub struct Carried {
     /// starts from (`crate::generate::jwks`): only from a proven previous
     /// version whose record says it is that key's.
     pub previous_jwks: BTreeMap<String, ByteString>,
+    /// Copied from another namespace: the ClusterRandomSecret whose
+    /// values are shared (`super::shared`).
+    pub shared: Option<String>,
 }
 
 impl Carried {
@@ -91,6 +94,9 @@ impl Carried {
     /// A sentence for the Event: which values were kept and which rotated,
     /// and why (none for the first version).
     pub fn summary(&self) -> String {
+        if let Some(cluster) = &self.shared {
+            return format!("with the values ClusterRandomSecret {cluster} shares");
+        }
         if self.first {
             return String::new();
         }
@@ -213,6 +219,7 @@ pub fn values(spec: &VersionSpec, previous: &Previous) -> (BTreeMap<String, Byte
         first: previous.lineage.is_none()
             && previous.unavailable.is_none()
             && !previous.every_key_rotates,
+        shared: None,
     };
     (out, carried)
 }

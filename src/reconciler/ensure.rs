@@ -14,7 +14,7 @@ use crate::proof::ANNOTATION_PROOF;
 use crate::runtime::status::Answer as _;
 use crate::version::Kind;
 use crate::version::Version;
-use crate::version::record::ANNOTATION_LINEAGE;
+use crate::version::record::{ANNOTATION_LINEAGE, Record};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -194,10 +194,9 @@ pub fn build_secret(
     rs: &Subject,
     v: &Version,
     values: BTreeMap<String, ByteString>,
-    how: &Carried,
+    mut record: Record,
     ctx: &Context,
 ) -> Result<Secret, ReconcileError> {
-    let mut record = how.record(&v.spec);
     let mut data = values;
     record.not_after = v
         .spec
@@ -335,17 +334,44 @@ pub async fn version(
             };
             let doing = || format!("creating Secret {}", v.secret_name);
             ctx.may_write()?;
-            let previous = super::carry::previous(rs, v, &api, ctx)
-                .instrument(phase!("carry_read"))
-                .await?;
-            let (mut values, how) = super::carry::values(&v.spec, &previous);
-            async {
-                generate_missing(v, &mut values, ctx).await?;
-                derive(v, &mut values, &how, ctx).await
-            }
-            .instrument(phase!("generate"))
-            .await?;
-            let secret = build_secret(rs, v, values, &how, ctx)?;
+            // Shared values: held until this version is created, so no
+            // other namespace makes values of its own meanwhile.
+            let mut _made_once = None;
+            let copied = match super::shared::cluster_of(rs, ctx) {
+                None => None,
+                Some(cluster) => {
+                    let mut c = super::shared::copy(rs, v, &cluster, ctx).await?;
+                    if c.is_none() {
+                        _made_once = Some(ctx.shared_locks.hold(&cluster, &v.secret_name).await);
+                        c = super::shared::copy(rs, v, &cluster, ctx).await?;
+                    }
+                    c.map(|c| (c, cluster))
+                }
+            };
+            let (values, how, record) = match copied {
+                Some((c, cluster)) => {
+                    let how = Carried {
+                        shared: Some(cluster),
+                        ..Default::default()
+                    };
+                    (c.data, how, c.record)
+                }
+                None => {
+                    let previous = super::carry::previous(rs, v, &api, ctx)
+                        .instrument(phase!("carry_read"))
+                        .await?;
+                    let (mut values, how) = super::carry::values(&v.spec, &previous);
+                    async {
+                        generate_missing(v, &mut values, ctx).await?;
+                        derive(v, &mut values, &how, ctx).await
+                    }
+                    .instrument(phase!("generate"))
+                    .await?;
+                    let record = how.record(&v.spec);
+                    (values, how, record)
+                }
+            };
+            let secret = build_secret(rs, v, values, record, ctx)?;
             match api.create(&pp, &secret).instrument(phase!("create")).await {
                 Ok(created) => {
                     // Only the metadata is kept; the values are never cached.

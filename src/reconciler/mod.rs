@@ -21,6 +21,7 @@ pub mod proven;
 pub mod report;
 pub mod retain;
 pub mod retention;
+pub mod shared;
 pub mod status;
 pub mod subject;
 pub mod tracking;
@@ -63,6 +64,8 @@ pub struct Context {
     pub keygen: Arc<KeyGeneration>,
     /// Tracking mode's open batches: one rollout for several rotations.
     pub batches: crate::tracking::batch::Batches,
+    /// Shared values are made once per version (`shared`).
+    pub shared_locks: shared::Locks,
 }
 
 impl Context {
@@ -87,6 +90,7 @@ impl Context {
             protect,
             keygen,
             batches: crate::tracking::batch::Batches::new(tracking_window),
+            shared_locks: shared::Locks::default(),
         }
     }
 

@@ -5,6 +5,7 @@ use crate::api::RandomSecretSpec;
 use crate::cache::previous::Previous;
 use crate::cache::randomsecrets::Entry;
 use crate::cache::{Key, Uid};
+use crate::stamp::claim::Claim;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
@@ -17,6 +18,8 @@ pub struct Subject {
     pub created: i64,
     pub spec: RandomSecretSpec,
     pub status: Previous,
+    /// Its unproven claim to be stamped with shared values (`shared`).
+    pub shared: Option<Box<Claim>>,
 }
 
 impl Subject {
@@ -31,6 +34,7 @@ impl Subject {
             created: entry.created,
             spec: RandomSecretSpec::default(),
             status: entry.status,
+            shared: entry.shared,
         };
         match spec {
             Ok(spec) => (Subject { spec, ..rs }, None),

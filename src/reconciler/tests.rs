@@ -140,6 +140,7 @@ impl Harness {
                 protect,
                 keygen: Arc::new(crate::runtime::keygen::KeyGeneration::new(Some(1)).unwrap()),
                 batches: crate::tracking::batch::Batches::new(std::time::Duration::ZERO),
+                shared_locks: Default::default(),
             });
             reconcile(key(), ctx)
         })

@@ -4,13 +4,12 @@
 //! `randomsecret.io/cluster-randomsecret`: their identity, proof and Ready,
 //! never their spec).
 
-use crate::api::cluster::{ANNOTATION_TEMPLATE, ClusterRandomSecret, LABEL_CLUSTER};
+use super::claim::Claim;
+use crate::api::cluster::ClusterRandomSecret;
 use crate::api::{READY, RandomSecret};
 use crate::cache::{Key, Listed};
-use crate::proof::ANNOTATION_PROOF;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::Event;
 use std::collections::{BTreeMap, HashMap};
@@ -125,11 +124,9 @@ pub enum Readiness {
 #[derive(Clone, Debug, PartialEq)]
 pub struct StampedEntry {
     pub uid: String,
-    /// The label's value: the ClusterRandomSecret it claims.
-    pub cluster: String,
-    /// The template digest and the proof, as annotated.
-    pub template: Option<String>,
-    pub proof: Option<String>,
+    /// What its label and annotations claim (the ClusterRandomSecret, the
+    /// template digest, the values) and their proof.
+    pub claim: Claim,
     pub generation: i64,
     pub readiness: Readiness,
     /// Its owner references (an update keeps those not ours).
@@ -142,7 +139,6 @@ impl StampedEntry {
             rs.metadata.namespace.as_deref()?,
             rs.metadata.name.as_deref()?,
         );
-        let annotation = |k: &str| rs.annotations().get(k).cloned();
         let generation = rs.metadata.generation.unwrap_or_default();
         let status = rs.status.as_ref();
         let observed = status.and_then(|s| s.observed_generation) == Some(generation);
@@ -158,9 +154,10 @@ impl StampedEntry {
             key,
             StampedEntry {
                 uid: rs.metadata.uid.clone()?,
-                cluster: rs.labels().get(LABEL_CLUSTER)?.clone(),
-                template: annotation(ANNOTATION_TEMPLATE),
-                proof: annotation(ANNOTATION_PROOF),
+                claim: Claim::of(
+                    rs.metadata.labels.as_ref(),
+                    rs.metadata.annotations.as_ref(),
+                )?,
                 generation,
                 readiness,
                 owners: rs.metadata.owner_references.clone().unwrap_or_default(),

@@ -12,12 +12,13 @@
 //! applied over), so a name taken meanwhile fails instead of being taken.
 
 pub mod cache;
+pub mod claim;
 pub mod plan;
 
 use crate::api::RandomSecret;
 use crate::api::cluster::ClusterRandomSecret;
 use crate::cache::{Caches, Key};
-use crate::proof::{Proof, ProofKey};
+use crate::proof::ProofKey;
 use crate::runtime::leader::Leadership;
 use crate::runtime::runner::Next;
 use crate::runtime::status::Answer;
@@ -92,7 +93,7 @@ async fn run(crs: &ClusterRandomSecret, ctx: &Context) -> Result<Next, kube::Err
     let unselected: Vec<(String, String)> = ctx
         .stamps
         .stamped
-        .filter(|k, e| e.cluster == name && !selected.iter().any(|s| k.ns() == s))
+        .filter(|k, e| e.claim.cluster == name && !selected.iter().any(|s| k.ns() == s))
         .into_iter()
         .filter(|(k, e)| proven(ctx, &name, k.ns(), e))
         .map(|(k, e)| (k.ns().to_string(), e.uid))
@@ -102,10 +103,7 @@ async fn run(crs: &ClusterRandomSecret, ctx: &Context) -> Result<Next, kube::Err
         .filter(|(_, h)| *h == Here::Foreign)
         .map(|(ns, _)| (ns.clone(), Failure::NameConflict))
         .collect();
-    let proof = |ns: &str| {
-        ctx.key
-            .sign_fields(plan::PROOF_DOMAIN, &plan::proof_fields(&name, ns, &digest))
-    };
+    let proof = |ns: &str| claim::sign(&ctx.key, &name, ns, &digest, crs.spec.values);
     for step in plan::steps(&here, &unselected, crs.spec.deletion_policy) {
         if let Err(failure) = write(ctx, crs, &step, &digest, &proof).await {
             let (Step::Create(ns) | Step::Update(ns, _) | Step::Delete(ns, _)) = step;
@@ -137,22 +135,15 @@ async fn run(crs: &ClusterRandomSecret, ctx: &Context) -> Result<Next, kube::Err
 /// Whether stamped entry `e` in `namespace` proves it was made by us for
 /// ClusterRandomSecret `name` (with whatever template it carries).
 fn proven(ctx: &Context, name: &str, namespace: &str, e: &cache::StampedEntry) -> bool {
-    let Some(template) = e.template.as_deref() else {
-        return false;
-    };
-    ctx.key.check_fields(
-        plan::PROOF_DOMAIN,
-        &plan::proof_fields(name, namespace, template),
-        e.proof.as_deref(),
-    ) == Proof::Valid
+    e.claim.cluster == name && e.claim.proven(&ctx.key, namespace)
 }
 
 /// What is in `namespace` under the name `name`.
 fn look(ctx: &Context, name: &str, namespace: &str, digest: &str) -> Here {
     let key = Key::new(namespace, name);
     match ctx.stamps.stamped.get(&key) {
-        Some(e) if e.cluster == name && proven(ctx, name, namespace, &e) => Here::Ours {
-            current: e.template.as_deref() == Some(digest),
+        Some(e) if proven(ctx, name, namespace, &e) => Here::Ours {
+            current: e.claim.template.as_deref() == Some(digest),
             drifted: ctx.stamps.drifted(&key, e.generation),
             readiness: e.readiness.clone(),
             uid: e.uid,

@@ -4,8 +4,8 @@
 
 use super::cache::{NamespaceEntry, Readiness};
 use crate::api::cluster::{
-    ANNOTATION_TEMPLATE, ClusterRandomSecret, ClusterRandomSecretStatus, DeletionPolicy,
-    FailedNamespace, LABEL_CLUSTER,
+    ANNOTATION_TEMPLATE, ANNOTATION_VALUES, ClusterRandomSecret, ClusterRandomSecretStatus,
+    DeletionPolicy, FailedNamespace, LABEL_CLUSTER, Values,
 };
 use crate::api::{API_VERSION, LABEL_MANAGED_BY, MANAGED_BY, READY};
 use crate::proof::ANNOTATION_PROOF;
@@ -53,23 +53,20 @@ pub fn selected(
 /// another digest is brought up to date.
 pub fn digest(crs: &ClusterRandomSecret) -> String {
     let t = &crs.spec.template;
-    let canonical = json!({
+    let mut canonical = json!({
         "labels": t.metadata.labels,
         "annotations": t.metadata.annotations,
         "spec": t.spec,
         "owned": crs.spec.deletion_policy == DeletionPolicy::Delete,
     });
+    // Added only when shared, so the digest of every PerNamespace stamp
+    // made before values could be shared stays what it was.
+    if crs.spec.values == Values::Shared {
+        canonical["values"] = json!(Values::Shared.as_str());
+    }
     let sum = Sha256::digest(canonical.to_string().as_bytes());
     sum[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
-
-/// The fields the proof of a stamped RandomSecret covers: the
-/// ClusterRandomSecret, where, and the template digest (`ProofKey::sign_fields`
-/// under [`PROOF_DOMAIN`]).
-pub fn proof_fields<'a>(cluster: &'a str, namespace: &'a str, digest: &'a str) -> [&'a str; 3] {
-    [cluster, namespace, digest]
-}
-pub const PROOF_DOMAIN: &str = "stamp";
 
 /// A stamped RandomSecret in one selected namespace, as the caches show it.
 #[derive(Clone, Debug, PartialEq)]
@@ -170,6 +167,7 @@ fn ours(
     let mut annotations = t.annotations.clone();
     annotations.insert(ANNOTATION_TEMPLATE.into(), digest.into());
     annotations.insert(ANNOTATION_PROOF.into(), proof.into());
+    annotations.insert(ANNOTATION_VALUES.into(), crs.spec.values.as_str().into());
     (labels, annotations)
 }
 
@@ -390,6 +388,7 @@ mod tests {
                 namespace_selector: selector,
                 namespaces: names.iter().map(|s| s.to_string()).collect(),
                 deletion_policy: DeletionPolicy::Orphan,
+                values: Values::PerNamespace,
                 template: RandomSecretTemplate::default(),
             },
         );
@@ -500,6 +499,12 @@ mod tests {
         c.spec.deletion_policy = DeletionPolicy::Delete;
         assert_ne!(digest(&a), digest(&c));
         assert_eq!(digest(&a).len(), 32);
+        let mut d = a.clone();
+        d.spec.values = Values::Shared;
+        assert_ne!(digest(&a), digest(&d), "sharing values is a change");
+        // A PerNamespace digest is what it was before values could be
+        // shared: stamps made then are not all rewritten on upgrade.
+        assert_eq!(digest(&a), "a0c3fbc39fcc7934a7d2dfeaffb5d0d5");
     }
 
     #[test]
