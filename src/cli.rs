@@ -31,7 +31,8 @@ pub enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-    /// Print the versioned Secret name of each RandomSecret in a YAML stream, one per line.
+    /// Print the versioned Secret name of each RandomSecret in a YAML stream, one per line
+    /// (of a ClusterRandomSecret: the name its RandomSecret has in every namespace).
     Name {
         #[command(flatten)]
         input: InputArgs,
@@ -55,7 +56,8 @@ pub enum Command {
     /// says what it would rotate.
     Rotate(RotateArgs),
     /// Rewrite workload references to RandomSecret base names into versioned names
-    /// (a YAML stream in and out; also a Helm --post-renderer).
+    /// (a YAML stream in and out; also a Helm --post-renderer). A ClusterRandomSecret's
+    /// name is rewritten in the namespaces it lists, and in any with a namespaceSelector.
     Resolve {
         #[command(flatten)]
         input: InputArgs,

@@ -365,9 +365,12 @@ async fn shared_values_are_the_same_in_every_namespace_and_each_rolls_out_onto_t
         first.iter().map(|(n, _)| n).collect::<Vec<_>>()
     );
     let (version, _) = first[0].clone();
+    // The name the CLI, the KRM function and the Helm helper compute offline.
+    let manifest = serde_json::to_string(&cluster_rs(&name, spec.clone())?)?;
+    let offline = randomsecret::gitops::manifests::versioned_names(&manifest)?;
     ensure!(
-        version.starts_with(&format!("{name}-")),
-        "named as the ClusterRandomSecret: {version}"
+        offline == [version.clone()],
+        "offline {offline:?}, in the cluster {version}"
     );
     for ns in &three {
         let stamped = Api::<RandomSecret>::namespaced(client.clone(), ns)

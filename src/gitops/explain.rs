@@ -151,14 +151,21 @@ pub fn lines(v: &VersionSpec) -> Vec<Line> {
     out
 }
 
-/// `name --explain` for one version.
-pub fn explain(object: &str, v: &Version) -> String {
+/// `name --explain` for one version of `found`'s.
+pub fn explain(found: &Found) -> String {
+    let (object, v) = (&found.name, &found.version);
     let mut out = String::new();
     let _ = writeln!(out, "{}", v.secret_name);
+    let (spec, everywhere) = match found.stamps {
+        Some(_) => ("spec.template.spec", ", in every namespace it stamps"),
+        None => ("spec", ""),
+    };
     let _ = writeln!(
         out,
-        "  RandomSecret {object}: base name {:?} (spec.secretName, else metadata.name), hash {}",
-        v.base, v.hash
+        "  {} {object}: base name {:?} ({spec}.secretName, else metadata.name), hash {}{everywhere}",
+        found.kind(),
+        v.base,
+        v.hash
     );
     let _ = writeln!(
         out,
@@ -265,7 +272,7 @@ pub fn named(input: &str) -> Result<Vec<Found>, ManifestError> {
 pub fn explain_stream(input: &str) -> Result<String, ManifestError> {
     Ok(named(input)?
         .iter()
-        .map(|n| explain(&n.name, &n.version))
+        .map(explain)
         .collect::<Vec<_>>()
         .join("\n"))
 }
@@ -304,10 +311,10 @@ pub fn diff(old: &str, new: &str) -> Result<String, ManifestError> {
 
 /// [`diff`] of the RandomSecrets of two streams ([`named`]).
 pub fn diff_of(old: &[Found], new: &[Found]) -> String {
-    let key = |n: &Found| (n.namespace.clone(), n.name.clone());
+    let key = |n: &Found| (n.kind(), n.namespace.clone(), n.name.clone());
     let title = |n: &Found| match &n.namespace {
-        Some(ns) => format!("RandomSecret {ns}/{}", n.name),
-        None => format!("RandomSecret {}", n.name),
+        Some(ns) => format!("{} {ns}/{}", n.kind(), n.name),
+        None => format!("{} {}", n.kind(), n.name),
     };
     let mut out = String::new();
     for o in old {

@@ -264,6 +264,50 @@ fn version_of(doc: usize, value: &Value) -> Result<Version, ManifestError> {
     Version::of(&rs.spec, &name).map_err(|e| err(Some(field_of(&e, &rs)), e.to_string()))
 }
 
+/// The version each RandomSecret a ClusterRandomSecret document stamps
+/// names: its template's spec under its own name, the same in every
+/// namespace. Errors name the template's fields.
+fn stamped_version_of(doc: usize, value: &Value) -> Result<Version, ManifestError> {
+    let stamped = serde_json::json!({
+        "apiVersion": crate::api::API_VERSION,
+        "kind": "RandomSecret",
+        "metadata": {"name": value.pointer("/metadata/name")},
+        "spec": value.pointer("/spec/template/spec"),
+    });
+    version_of(doc, &stamped).map_err(|e| match e {
+        ManifestError::Document { field, message, .. } => {
+            let within = |text: &str| text.replacen("spec.", "spec.template.spec.", 1);
+            let message = match &field {
+                Some(f) if f.starts_with("spec.") => message.replace(f.as_str(), &within(f)),
+                _ => message,
+            };
+            let field = field.map(|f| {
+                if f.starts_with("spec.") {
+                    within(&f)
+                } else {
+                    f
+                }
+            });
+            ManifestError::of(doc, value, field, message)
+        }
+        e => e,
+    })
+}
+
+/// Where a ClusterRandomSecret document says it stamps.
+fn stamps_of(value: &Value) -> Stamps {
+    Stamps {
+        namespaces: value
+            .pointer("/spec/namespaces")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n.as_str().map(String::from))
+            .collect(),
+        by_selector: value.pointer("/spec/namespaceSelector").is_some(),
+    }
+}
+
 /// The field a [`SpecError`] is about, as a path.
 fn field_of(e: &SpecError, rs: &RandomSecret) -> String {
     let spec = &rs.spec;
@@ -324,16 +368,50 @@ pub fn namespace(doc: &Value) -> Option<String> {
         .map(String::from)
 }
 
-/// One RandomSecret of a stream.
+/// One RandomSecret of a stream, or a ClusterRandomSecret (whose
+/// RandomSecrets, one per namespace it selects, all name the same version).
 #[derive(Debug)]
 pub struct Found {
-    /// Its namespace as written (None: none in the manifest).
+    /// Its namespace as written (None: none in the manifest, or a
+    /// ClusterRandomSecret).
     pub namespace: Option<String>,
     /// Its metadata.name.
     pub name: String,
     /// Its document's number in the stream (from 1, empty documents not counted).
     pub doc: usize,
     pub version: Version,
+    /// A ClusterRandomSecret's: where it stamps, as far as a manifest can tell.
+    pub stamps: Option<Stamps>,
+}
+
+/// The namespaces a ClusterRandomSecret's manifest says it stamps into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamps {
+    /// `spec.namespaces`.
+    pub namespaces: Vec<String>,
+    /// It has a `namespaceSelector`, which only the cluster can evaluate:
+    /// any namespace may be selected.
+    pub by_selector: bool,
+}
+
+impl Found {
+    pub fn kind(&self) -> &'static str {
+        if self.stamps.is_some() {
+            "ClusterRandomSecret"
+        } else {
+            "RandomSecret"
+        }
+    }
+
+    /// What two of a stream must not share: the kind's scope, the
+    /// namespace and the base name.
+    fn identity(&self) -> (bool, Option<String>, String) {
+        (
+            self.stamps.is_some(),
+            self.namespace.clone(),
+            self.version.base.clone(),
+        )
+    }
 }
 
 /// Every RandomSecret among `docs`, in order, with its version; every
@@ -368,30 +446,35 @@ fn found(
         let Some(kind) = identify(i + 1, doc)? else {
             continue;
         };
-        if kind.kind != "RandomSecret" {
+        let cluster = kind.kind == "ClusterRandomSecret";
+        if kind.kind != "RandomSecret" && !cluster {
             check_fields(i + 1, doc, kind)?;
             continue;
         }
         scalars(i).map_err(|e| ManifestError::of(i + 1, doc, None, e.to_string()))?;
         check_fields(i + 1, doc, kind)?;
-        let version = version_of(i + 1, doc)?;
-        let namespace = namespace(doc);
+        let (version, stamps) = if cluster {
+            (stamped_version_of(i + 1, doc)?, Some(stamps_of(doc)))
+        } else {
+            (version_of(i + 1, doc)?, None)
+        };
         let name = doc
             .pointer("/metadata/name")
             .and_then(|n| n.as_str())
             .unwrap_or_default()
             .to_string();
-        let key = (namespace.clone(), version.base.clone());
-        if let Some((first_doc, first_name)) = seen.insert(key, (i + 1, name.clone())) {
-            let first = format!("RandomSecret {first_name} in document {first_doc}");
-            return Err(same_base(i + 1, doc, &version.base, &first));
-        }
-        found.push(Found {
-            namespace,
+        let f = Found {
+            namespace: namespace(doc).filter(|_| !cluster),
             name,
             doc: i + 1,
             version,
-        });
+            stamps,
+        };
+        if let Some((first_doc, first_name)) = seen.insert(f.identity(), (i + 1, f.name.clone())) {
+            let first = format!("{} {first_name} in document {first_doc}", f.kind());
+            return Err(same_base(i + 1, doc, &f.version.base, &first));
+        }
+        found.push(f);
     }
     Ok(found)
 }
@@ -428,12 +511,12 @@ pub fn random_secrets_across(
     for (s, stream) in streams.iter().enumerate() {
         let found = random_secrets_in(stream).map_err(|e| (s, e))?;
         for f in &found {
-            let key = (f.namespace.clone(), f.version.base.clone());
             if let Some((first_s, first_doc, first_name)) =
-                seen.insert(key, (s, f.doc, f.name.clone()))
+                seen.insert(f.identity(), (s, f.doc, f.name.clone()))
             {
                 let first = format!(
-                    "RandomSecret {first_name} in document {first_doc} of {}",
+                    "{} {first_name} in document {first_doc} of {}",
+                    f.kind(),
                     names[first_s]
                 );
                 // Found's numbering: the stream's documents that hold a value.

@@ -14,9 +14,15 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 /// Base name -> versioned name, per namespace (None: no namespace in the
-/// manifest), and the custom kinds whose references are rewritten too.
+/// manifest); the custom kinds whose references are rewritten too; and the
+/// names of ClusterRandomSecrets with a namespace selector, which may stamp
+/// into any namespace (the selector is the cluster's to evaluate).
 #[derive(Debug, Default)]
-pub struct Names(HashMap<(Option<String>, String), String>, Vec<CustomKind>);
+pub struct Names(
+    HashMap<(Option<String>, String), String>,
+    Vec<CustomKind>,
+    HashMap<String, String>,
+);
 
 impl Names {
     /// The versioned names of every RandomSecret among `docs` (two with the
@@ -25,11 +31,28 @@ impl Names {
         Ok(Self::of(random_secrets(docs)?))
     }
 
+    /// A namespace's own RandomSecret comes first: where one has the name
+    /// a ClusterRandomSecret stamps, the cluster keeps it (NameConflict).
     fn of(found: Vec<Found>) -> Self {
-        let names = found
+        let (stamped, own): (Vec<Found>, Vec<Found>) =
+            found.into_iter().partition(|f| f.stamps.is_some());
+        let mut names: HashMap<_, _> = own
             .into_iter()
-            .map(|f| ((f.namespace, f.version.base), f.version.secret_name));
-        Names(names.collect(), Vec::new())
+            .map(|f| ((f.namespace, f.version.base), f.version.secret_name))
+            .collect();
+        let mut anywhere = HashMap::new();
+        for f in stamped {
+            let stamps = f.stamps.expect("partitioned");
+            for ns in stamps.namespaces {
+                names
+                    .entry((Some(ns), f.version.base.clone()))
+                    .or_insert_with(|| f.version.secret_name.clone());
+            }
+            if stamps.by_selector {
+                anywhere.insert(f.version.base, f.version.secret_name);
+            }
+        }
+        Names(names, Vec::new(), anywhere)
     }
 
     /// Also rewrites the references of these custom kinds (`--reference`).
@@ -41,7 +64,10 @@ impl Names {
     /// The current versioned name for a reference to a base name, or to any
     /// version of it (`<base>-<hash>`, as an earlier layer may have written).
     fn versioned(&self, ns: &Option<String>, name: &str) -> Option<String> {
-        let lookup = |base: &str| self.0.get(&(ns.clone(), base.to_string())).cloned();
+        let lookup = |base: &str| {
+            let here = self.0.get(&(ns.clone(), base.to_string()));
+            here.or_else(|| self.2.get(base)).cloned()
+        };
         lookup(name).or_else(|| {
             let (base, _) = name.rsplit_once('-')?;
             crate::tracking::refers_to(name, base).then(|| lookup(base))?
@@ -49,7 +75,7 @@ impl Names {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.is_empty() && self.2.is_empty()
     }
 
     /// Rewrites one document's Secret references in its own namespace; returns how many changed.
@@ -408,6 +434,69 @@ mod tests {
             docs[3]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"],
             "db"
         );
+    }
+
+    /// A ClusterRandomSecret names the same version in every namespace it
+    /// stamps: those it lists, and with a selector any; a namespace's own
+    /// RandomSecret of that name comes first (the cluster keeps it).
+    #[test]
+    fn a_clusterrandomsecret_resolves_where_it_stamps() {
+        let crs = |name: &str, spec: Value| {
+            let mut template = rs(name, None);
+            template["kind"] = json!("ClusterRandomSecret");
+            let mut s = spec;
+            s["template"] = json!({"spec": template["spec"].take()});
+            template["spec"] = s;
+            template
+        };
+        let pod = |ns: &str, secret: &str| json!({"kind": "Pod", "metadata": {"name": "p", "namespace": ns}, "spec": env_from(secret)});
+        let name_in =
+            |d: &Value| d["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"].clone();
+        let mut own = rs("db", Some("c"));
+        own["spec"]["keys"]["k"]["length"] = json!(9);
+        let mut docs = vec![
+            crs("db", json!({"namespaces": ["a", "c"]})),
+            own,
+            pod("a", "db"),
+            pod("b", "db"),
+            pod("c", "db"),
+        ];
+        assert_eq!(resolve(&mut docs, &[]).unwrap(), 2);
+        assert_eq!(
+            name_in(&docs[2]),
+            json!(versioned("db")),
+            "the same name as a RandomSecret of that spec"
+        );
+        assert_eq!(name_in(&docs[3]), json!("db"), "b is not stamped");
+        let own_name = name_in(&docs[4]);
+        assert!(
+            own_name != json!("db") && own_name != json!(versioned("db")),
+            "c's own: {own_name}"
+        );
+
+        let mut docs = vec![
+            pod("b", "db"),
+            crs(
+                "db",
+                json!({"namespaceSelector": {"matchLabels": {"tenant": "yes"}}}),
+            ),
+        ];
+        assert_eq!(resolve(&mut docs, &[]).unwrap(), 1);
+        assert_eq!(name_in(&docs[0]), json!(versioned("db")));
+    }
+
+    #[test]
+    fn a_template_error_names_the_template_field() {
+        let doc = json!({"apiVersion": "randomsecret.io/v1", "kind": "ClusterRandomSecret",
+            "metadata": {"name": "db"},
+            "spec": {"namespaces": ["a"], "template": {"spec": {"keys": {"k": {"length": 8}}, "rotateEvery": "24h"}}}});
+        let e = resolve(&mut [doc.clone()], &[]).unwrap_err().to_string();
+        assert!(e.starts_with("document 1: ClusterRandomSecret db: "), "{e}");
+        assert!(e.contains("time"), "{e}");
+        let ManifestError::Document { field, .. } = Names::collect(&[doc]).unwrap_err() else {
+            panic!("a document error");
+        };
+        assert_eq!(field.as_deref(), Some("spec.template.spec.rotateEvery"));
     }
 
     #[test]
