@@ -237,34 +237,75 @@ pub struct Settings {
     pub webhook_namespace: String,
 }
 
-/// The Lease named, or the one that looks like ours in `api`'s namespace:
+/// The Lease named, or those that look like ours in `api`'s namespace:
 /// the controller's default name, or the chart's (a name ending in the
-/// project's). Err when several do (then --lease says which).
-async fn find_lease(api: &Api<Lease>, name: Option<&str>) -> anyhow::Result<Option<Lease>> {
+/// project's), and each shard's (that name, `-` and 8 hex digits,
+/// `crate::shard::Shard::lease`). Err when several controllers' do (then
+/// --lease says which).
+async fn find_leases(api: &Api<Lease>, name: Option<&str>) -> anyhow::Result<Vec<Lease>> {
     if let Some(name) = name {
-        return Ok(api.get_opt(name).await?);
+        return Ok(api.get_opt(name).await?.into_iter().collect());
     }
-    let ours: Vec<Lease> = api
+    let ours: Vec<(String, Lease)> = api
         .list(&ListParams::default())
         .await?
         .items
         .into_iter()
-        .filter(|l| {
-            let n = l.metadata.name.as_deref().unwrap_or_default();
-            n == DEFAULT_LEASE || n.ends_with(crate::api::project!())
-        })
+        .filter_map(|l| Some((base_of(l.metadata.name.as_deref()?)?.to_string(), l)))
         .collect();
-    if ours.len() > 1 {
+    let mut bases: Vec<&str> = ours.iter().map(|(b, _)| b.as_str()).collect();
+    bases.sort_unstable();
+    bases.dedup();
+    if bases.len() > 1 {
         let names: Vec<&str> = ours
             .iter()
-            .filter_map(|l| l.metadata.name.as_deref())
+            .filter_map(|(_, l)| l.metadata.name.as_deref())
             .collect();
         anyhow::bail!(
             "several Leases could be the controller's ({}): give --lease",
             names.join(", ")
         );
     }
-    Ok(ours.into_iter().next())
+    Ok(ours.into_iter().map(|(_, l)| l).collect())
+}
+
+/// The controller a Lease named `name` is of (its --leader-election-id),
+/// if it looks like ours: that name, or a shard's, that name and `-`
+/// and 8 hex digits.
+fn base_of(name: &str) -> Option<&str> {
+    let ours = |n: &str| n == DEFAULT_LEASE || n.ends_with(crate::api::project!());
+    if ours(name) {
+        return Some(name);
+    }
+    let (base, digest) = name.rsplit_once('-')?;
+    (digest.len() == 8 && digest.bytes().all(|b| b.is_ascii_hexdigit()) && ours(base))
+        .then_some(base)
+}
+
+/// [`lease`] of every Lease found (a sharded controller holds one per
+/// shard): the first that fails, else all of them.
+pub fn leases(found: &[Lease], namespace: &str, now: Timestamp) -> Verdict {
+    let verdicts: Vec<Verdict> = found
+        .iter()
+        .map(|l| lease(Some(l), namespace, now))
+        .collect();
+    match verdicts.iter().position(|v| !v.passed()) {
+        _ if verdicts.is_empty() => lease(None, namespace, now),
+        Some(i) => verdicts.into_iter().nth(i).expect("found"),
+        None if verdicts.len() == 1 => verdicts.into_iter().next().expect("one"),
+        None => Verdict::ok(
+            "Lease",
+            format!(
+                "{} shards' Leases held: {}",
+                verdicts.len(),
+                verdicts
+                    .iter()
+                    .filter_map(|v| v.result.as_deref().ok())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        ),
+    }
 }
 
 /// Where the webhook is installed, that it fills a dry-run Secret asking for
@@ -339,8 +380,8 @@ pub async fn once(client: &Client, s: &Settings) -> Vec<Verdict> {
         Err(e) => Verdict::fail("CRDs", format!("listing CustomResourceDefinitions: {e}")),
     };
     let leases: Api<Lease> = Api::namespaced(client.clone(), &s.namespace);
-    let held = match find_lease(&leases, s.lease.as_deref()).await {
-        Ok(l) => lease(l.as_ref(), &s.namespace, now),
+    let held = match find_leases(&leases, s.lease.as_deref()).await {
+        Ok(l) => self::leases(&l, &s.namespace, now),
         Err(e) => Verdict::fail("Lease", format!("{e:#}")),
     };
     // Without the CRD there is nothing to list.
@@ -421,6 +462,50 @@ mod tests {
                 ..Default::default()
             }),
         }
+    }
+
+    /// A sharded controller's Leases (`crate::shard::Shard::lease`) are
+    /// found beside the chart's and the default name; others are not.
+    #[test]
+    fn a_shards_lease_is_its_controllers() {
+        let shard = crate::shard::Shard::parse("sharding.randomsecret.io/key=a").unwrap();
+        let name = shard.lease("rel-randomsecret");
+        assert_eq!(base_of(&name), Some("rel-randomsecret"));
+        assert_eq!(base_of(DEFAULT_LEASE), Some(DEFAULT_LEASE));
+        assert_eq!(base_of("rel-randomsecret"), Some("rel-randomsecret"));
+        assert_eq!(base_of("kube-scheduler"), None);
+        assert_eq!(base_of("other-1311f203"), None);
+        assert_eq!(base_of("rel-randomsecret-xyz"), None);
+    }
+
+    /// Every shard's Lease must be held: one that is not fails the check.
+    #[test]
+    fn every_shards_lease_must_be_held() {
+        let named = |name: &str, l: Lease| Lease {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            ..l
+        };
+        let both = [
+            named("rs-00000001", held(Some("a"), -1)),
+            named("rs-00000002", held(Some("b"), -2)),
+        ];
+        let v = leases(&both, "ns", at(0));
+        assert!(v.passed(), "{}", v.line());
+        assert!(v.line().contains("2 shards"), "{}", v.line());
+        let one_gone = [
+            named("rs-00000001", held(Some("a"), -1)),
+            named("rs-00000002", held(None, -2)),
+        ];
+        let v = leases(&one_gone, "ns", at(0));
+        assert!(
+            !v.passed() && v.line().contains("rs-00000002"),
+            "{}",
+            v.line()
+        );
+        assert!(!leases(&[], "ns", at(0)).passed());
     }
 
     #[test]

@@ -314,6 +314,14 @@ pub struct ControllerArgs {
         default_value = "kube-system"
     )]
     pub cluster_exclude_namespaces: Vec<String>,
+    /// Sharding: reconcile only the RandomSecrets, ClusterRandomSecrets and
+    /// annotated Secrets this label selector matches, such as
+    /// sharding.randomsecret.io/key=shard1 (one controller per shard), and
+    /// !sharding.randomsecret.io/key for the default shard. Each shard's
+    /// versions carry their RandomSecret's labels of the keys it names, and
+    /// its Lease is --leader-election-id and a digest of the selector.
+    #[arg(long, env = "RANDOMSECRET_SHARD_SELECTOR", value_name = "SELECTOR")]
+    pub shard_selector: Option<String>,
     /// Tracking mode: a workload that tracks several RandomSecrets is
     /// pointed once for all that get a new version within this window of the
     /// first (one rollout, not one per RandomSecret); a workload that tracks

@@ -23,6 +23,7 @@
 //!   certificates.
 //! - [`gitops`], [`manifests`]: YAML streams for the CLI (`name`, `resolve`,
 //!   the KRM function). [`cli`]: the command line.
+//! - [`shard`]: sharding by label selector (`--shard-selector`).
 //! - [`rotate`]: `randomsecret rotate`, a new rotation token.
 //! - [`check`]: `randomsecret check`, whether it is installed and working.
 //! - [`docgen`]: the generated pages of the book (CLI and CRD references).
@@ -46,6 +47,7 @@ pub mod references;
 pub mod release;
 pub mod rotate;
 pub mod runtime;
+pub mod shard;
 pub mod stamp;
 pub mod template;
 #[cfg(test)]

@@ -94,6 +94,20 @@ impl Previous {
         self.secret_name.as_deref() == Some(name) || self.listed.iter().any(|l| l.name == h)
     }
 
+    /// Whether the status shows a live version (the current name, or one
+    /// listed live) other than `held`: one out of this replica's sight,
+    /// as the versions of a RandomSecret handed over from another shard are.
+    pub fn lists_beyond<'a>(&self, held: impl IntoIterator<Item = &'a str>) -> bool {
+        let held: Vec<u64> = held.into_iter().map(name_hash).collect();
+        self.secret_name
+            .as_deref()
+            .is_some_and(|n| !held.contains(&name_hash(n)))
+            || self
+                .listed
+                .iter()
+                .any(|l| l.object != Object::Released && !held.contains(&l.name))
+    }
+
     /// Whether the status records this very object (`uid`) as a live
     /// version `name`: the controller created or verified it before.
     pub fn recorded(&self, name: &str, uid: &str) -> bool {
@@ -220,4 +234,38 @@ pub fn conditions_fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
             without_transition_times(&s.conditions),
         )
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{VersionState, VersionStatus};
+
+    fn listed(name: &str, uid: Option<&str>, state: VersionState) -> VersionStatus {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "hash": "h", "uid": uid, "state": state,
+        }))
+        .unwrap()
+    }
+
+    /// A handed-over RandomSecret's status lists versions the new shard's
+    /// cache lacks; released ones never count.
+    #[test]
+    fn a_live_version_out_of_sight_is_seen_and_a_released_one_is_not() {
+        let status = RandomSecretStatus {
+            secret_name: Some("db-2".into()),
+            versions: vec![
+                listed("db-2", Some("u2"), VersionState::Current),
+                listed("db-1", Some("u1"), VersionState::Retained),
+                listed("db-0", None, VersionState::Released),
+            ],
+            ..Default::default()
+        };
+        let p = Previous::of(Some(&status));
+        assert!(!p.lists_beyond(["db-2", "db-1"]));
+        assert!(p.lists_beyond(["db-2"]));
+        assert!(p.lists_beyond(["db-1"]));
+        assert!(p.lists_beyond([]));
+        assert!(!Previous::of(None).lists_beyond([]));
+    }
 }

@@ -10,6 +10,7 @@ use super::slim::RandomSecretObject;
 use super::{Key, Uid};
 use crate::api::cluster::Values;
 use crate::api::{RandomSecretSpec, RandomSecretStatus};
+use crate::shard::ShardLabels;
 use crate::stamp::claim::Claim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
@@ -29,10 +30,30 @@ pub struct Entry {
     epoch: u32,
     spec: Box<str>,
     pub status: Previous,
-    /// Its claim to be stamped with shared values (`crate::stamp::claim`),
-    /// unproven: None for every other RandomSecret (boxed, so that costs
-    /// them one word). Read with the spec, so the two always agree.
-    pub shared: Option<Box<Claim>>,
+    /// What it keeps of its labels and annotations: None for most
+    /// (boxed, so that costs them one word). Read with the spec, so the
+    /// two always agree.
+    pub labelled: Option<Box<Labelled>>,
+}
+
+/// What a cached RandomSecret keeps of its labels and annotations.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Labelled {
+    /// Its claim to be stamped with shared values (`crate::stamp::claim`), unproven.
+    pub shared: Option<Claim>,
+    /// Its shard labels (`crate::shard`), when this replica is sharded.
+    pub shard: ShardLabels,
+}
+
+impl Labelled {
+    fn of(meta: &ObjectMeta) -> Option<Box<Self>> {
+        let l = Labelled {
+            shared: Claim::of(meta.labels.as_ref(), meta.annotations.as_ref())
+                .filter(|c| c.values == Values::Shared),
+            shard: crate::shard::labels_of(crate::shard::keys(), meta.labels.as_ref()),
+        };
+        (l != Labelled::default()).then(|| Box::new(l))
+    }
 }
 
 impl Entry {
@@ -49,9 +70,7 @@ impl Entry {
             epoch: 0,
             spec: spec.into_boxed_str(),
             status: Previous::of(status),
-            shared: Claim::of(meta.labels.as_ref(), meta.annotations.as_ref())
-                .filter(|c| c.values == Values::Shared)
-                .map(Box::new),
+            labelled: Labelled::of(meta),
         })
     }
 
@@ -209,7 +228,7 @@ impl RandomSecrets {
             .map
             .iter()
             .filter(|(k, _)| k.name.as_str() == name)
-            .filter_map(|(k, e)| Some((k.clone(), e.uid, (**e.shared.as_ref()?).clone())))
+            .filter_map(|(k, e)| Some((k.clone(), e.uid, e.labelled.as_ref()?.shared.clone()?)))
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
@@ -375,6 +394,32 @@ mod tests {
             (plain.metadata.labels, plain.metadata.annotations),
             (None, None)
         );
-        assert!(c.get(&Key::new("n", "db")).unwrap().shared.is_none());
+        assert!(c.get(&Key::new("n", "db")).unwrap().labelled.is_none());
+    }
+
+    /// A sharded replica keeps each RandomSecret's shard label (its
+    /// versions carry it), and still no other label.
+    #[test]
+    fn a_shard_label_is_kept_for_the_versions() {
+        use crate::shard::{SHARD_KEY, Shard};
+        // The process's shard, as the controller registers it at start (once
+        // per test process: it changes only objects that carry the key).
+        let _ = crate::shard::register(&Shard::parse(&format!("{SHARD_KEY}=s1")).unwrap());
+        let c = RandomSecrets::default();
+        let o: RandomSecretObject = serde_json::from_value(json!({
+            "metadata": {"name": "db", "namespace": "s", "uid": UID, "resourceVersion": "5",
+                "labels": {SHARD_KEY: "s1", "team": "a"}},
+            "spec": {},
+        }))
+        .unwrap();
+        assert_eq!(
+            o.metadata.labels.as_ref().unwrap().len(),
+            1,
+            "only the shard's label"
+        );
+        c.handle(&Event::Apply(o));
+        let kept = c.get(&Key::new("s", "db")).unwrap().labelled.unwrap();
+        assert_eq!(kept.shard, [(SHARD_KEY.to_string(), "s1".to_string())]);
+        assert_eq!(kept.shared, None);
     }
 }

@@ -17,27 +17,29 @@ pub fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error
 
 /// [`slim_meta`], plus what a stamped RandomSecret claims
 /// (`crate::stamp::claim`): its cluster label and stamp annotations, only
-/// when it carries the label. Other labels and annotations are dropped as
-/// they are read.
+/// when it carries the label; and its shard labels (`crate::shard::keys`).
+/// Other labels and annotations are dropped as they are read.
 pub fn claimed_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
     use crate::api::cluster::{ANNOTATION_TEMPLATE, ANNOTATION_VALUES, LABEL_CLUSTER};
     let mut s = Slim::<BTreeMap<String, String>>::deserialize(d)?;
     let (labels, annotations) = (s.labels.take(), s.annotations.take());
     let mut meta = s.meta();
-    if labels
+    let shard = crate::shard::keys();
+    let stamped = labels
         .as_ref()
-        .is_some_and(|l| l.contains_key(LABEL_CLUSTER))
-    {
-        let pick = |m: Option<BTreeMap<String, String>>, keys: &[&str]| {
-            let mut m = m?;
-            m.retain(|k, _| keys.contains(&k.as_str()));
-            Some(m)
-        };
-        meta.labels = pick(labels, &[LABEL_CLUSTER]);
-        meta.annotations = pick(
-            annotations,
-            &[ANNOTATION_TEMPLATE, ANNOTATION_VALUES, ANNOTATION_PROOF],
-        );
+        .is_some_and(|l| l.contains_key(LABEL_CLUSTER));
+    let pick = |m: Option<BTreeMap<String, String>>, keep: &dyn Fn(&str) -> bool| {
+        let mut m = m?;
+        m.retain(|k, _| keep(k));
+        (!m.is_empty()).then_some(m)
+    };
+    meta.labels = pick(labels, &|k| {
+        (stamped && k == LABEL_CLUSTER) || shard.iter().any(|s| s == k)
+    });
+    if stamped {
+        meta.annotations = pick(annotations, &|k| {
+            [ANNOTATION_TEMPLATE, ANNOTATION_VALUES, ANNOTATION_PROOF].contains(&k)
+        });
     }
     Ok(meta)
 }

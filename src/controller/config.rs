@@ -6,6 +6,7 @@
 use crate::cli::ControllerArgs;
 use crate::push::clusters;
 use crate::runtime::{admin, leader};
+use crate::shard::Shard;
 use crate::{push, reconciler, webhook};
 
 /// Where the proof key lives: `--proof-key-namespace` (default:
@@ -27,15 +28,36 @@ fn own_namespace(flag: Option<&String>, args: &ControllerArgs) -> String {
         .unwrap_or_else(|| "default".into())
 }
 
-/// The lease, with `--leader-elect` only.
-pub fn lease(args: &ControllerArgs) -> Option<leader::Settings> {
+/// The shard (`--shard-selector`), checked: None when not sharded.
+pub fn shard(args: &ControllerArgs) -> Result<Option<Shard>, String> {
+    args.shard_selector.as_deref().map(Shard::parse).transpose()
+}
+
+/// The lease, with `--leader-elect` only: a shard's is its own
+/// ([`Shard::lease`]).
+pub fn lease(args: &ControllerArgs, shard: Option<&Shard>) -> Option<leader::Settings> {
     args.leader_elect.then(|| leader::Settings {
         namespace: args.leader_election_namespace.clone(),
-        name: args.leader_election_id.clone(),
+        name: shard.map_or_else(
+            || args.leader_election_id.clone(),
+            |s| s.lease(&args.leader_election_id),
+        ),
         lease_duration_seconds: args.lease_duration_seconds,
         renew_deadline_seconds: args.renew_deadline_seconds,
         retry_period_seconds: args.retry_period_seconds,
     })
+}
+
+/// The controller's User-Agent: its version, and its shard.
+pub fn user_agent(shard: Option<&Shard>) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    match shard {
+        Some(s) => format!(
+            "randomsecret/{version} (controller; shard {})",
+            s.selector()
+        ),
+        None => format!("randomsecret/{version} (controller)"),
+    }
 }
 
 pub fn admin(args: &ControllerArgs) -> admin::Addresses {
@@ -166,7 +188,7 @@ mod tests {
                 health: "0.0.0.0:8081".parse().unwrap(),
             }
         );
-        assert_eq!(lease(&none), None);
+        assert_eq!(lease(&none, None), None);
         assert_eq!(webhook(&none), None);
 
         let set = parse(&[
@@ -178,7 +200,7 @@ mod tests {
         assert_eq!(admin(&set).metrics.port(), 1);
         assert_eq!(admin(&set).health.port(), 2);
         assert_eq!(
-            lease(&set),
+            lease(&set, None),
             Some(leader::Settings {
                 namespace: None,
                 name: "randomsecret-controller".into(),
@@ -191,6 +213,35 @@ mod tests {
             proof_key(&set),
             ("keys".into(), "randomsecret-proof-key".into())
         );
+    }
+
+    /// A shard's Lease is its own: two shards with the chart's one
+    /// --leader-election-id never wait on each other.
+    #[test]
+    fn a_shard_leads_on_a_lease_of_its_own() {
+        let args = |sel: &str| {
+            parse(&[
+                "--leader-elect",
+                "--leader-election-id=rs",
+                &format!("--shard-selector={sel}"),
+            ])
+        };
+        let names: Vec<String> = [
+            "sharding.randomsecret.io/key=a",
+            "!sharding.randomsecret.io/key",
+        ]
+        .iter()
+        .map(|sel| {
+            let a = args(sel);
+            let s = shard(&a).unwrap().unwrap();
+            lease(&a, Some(&s)).unwrap().name
+        })
+        .collect();
+        assert_ne!(names[0], names[1]);
+        assert!(names.iter().all(|n| n.starts_with("rs-")), "{names:?}");
+        let bad = args("a in (1");
+        assert!(shard(&bad).unwrap_err().contains("unbalanced"));
+        assert_eq!(shard(&parse(&[])).unwrap(), None);
     }
 
     #[test]

@@ -45,8 +45,13 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     args.annotation
         .check(&args.webhook)
         .map_err(anyhow::Error::msg)?;
+    let shard = config::shard(&args).map_err(anyhow::Error::msg)?;
+    if let Some(s) = &shard {
+        crate::shard::register(s).map_err(anyhow::Error::msg)?;
+        info!(selector = s.selector(), labels = ?s.keys(), "sharded: reconciling only what the selector matches");
+    }
     let mut registry = Registry::default();
-    let (shared, elector) = connect(&args, &mut registry).await?;
+    let (shared, elector) = connect(&args, shard, &mut registry).await?;
     let shutdown = shared.shutdown.clone();
     let webhook_metrics = crate::webhook::metrics::WebhookMetrics::register(&mut registry);
     let cluster_metrics = clusters::Metrics::register(&mut registry);
@@ -65,7 +70,12 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     start_watches(&args, &shared, &queues, &push_index, &tracked);
     let stamping_on = stamping(&args, &shared.client).await?;
     if stamping_on {
-        for watch in watches::stamps(&shared.client, stamps.clone(), queues.stamps.clone()) {
+        for watch in watches::stamps(
+            &shared.client,
+            shared.shard.as_deref(),
+            stamps.clone(),
+            queues.stamps.clone(),
+        ) {
             tokio::spawn(watch);
         }
     }
@@ -225,10 +235,14 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
 /// core metrics, Events and leader election: what every wing shares.
 async fn connect(
     args: &ControllerArgs,
+    shard: Option<crate::shard::Shard>,
     registry: &mut Registry,
 ) -> anyhow::Result<(Shared, Option<BoxFuture<'static, ()>>)> {
-    let lease = config::lease(args).map(leader::config).transpose()?;
-    let client = client::client(args.kubeconfig.as_deref()).await?;
+    let lease = config::lease(args, shard.as_ref())
+        .map(leader::config)
+        .transpose()?;
+    let agent = config::user_agent(shard.as_ref());
+    let client = client::client_as(args.kubeconfig.as_deref(), Some(&agent)).await?;
     client::check_crd(&client).await?;
     client::custom_references(&client, &args.references).await?;
     let (key_ns, key_name) = config::proof_key(args);
@@ -259,6 +273,7 @@ async fn connect(
         leader,
         shutdown,
         proof_key,
+        shard: shard.map(Arc::new),
     };
     Ok((shared, elector))
 }
@@ -356,6 +371,7 @@ fn start_watches(
         scope: args.namespace.clone(),
         caches: shared.caches.clone(),
         triggers: queues.reconcile.clone(),
+        shard: shared.shard.clone(),
     };
     let pushes = vec![queues.vault.clone(), queues.clusters.clone()];
     for watch in watches::all(&sources, args.tracking, push_index.clone(), pushes) {

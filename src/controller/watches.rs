@@ -12,6 +12,7 @@ use crate::cache::slim::{ControllerRevisionRefs, PodRefs, RandomSecretObject, Re
 use crate::cache::{Caches, Key};
 use crate::references::{self, Held};
 use crate::runtime::runner::Triggers;
+use crate::shard::Shard;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
@@ -31,6 +32,8 @@ pub struct Watch {
     pub scope: Option<String>,
     pub caches: Arc<Caches>,
     pub triggers: Triggers,
+    /// This replica's shard: the watches of what it reconciles are narrowed to it.
+    pub shard: Option<Arc<Shard>>,
 }
 
 /// Every watch of the controller, ready to spawn.
@@ -65,6 +68,11 @@ pub fn all(
 }
 
 impl Watch {
+    /// `base` (a label selector, may be empty) narrowed to the shard.
+    fn selector(&self, base: &str) -> String {
+        narrowed(self.shard.as_deref(), base)
+    }
+
     fn api<K>(&self) -> Api<K>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
@@ -136,7 +144,11 @@ impl Watch {
 /// generation), and into the push's index, whose keys go to the push
 /// runners (`pushes`: Vault, clusters).
 pub async fn randomsecrets(w: Watch, push: Arc<crate::push::index::Index>, pushes: Vec<Triggers>) {
-    w.feed::<RandomSecretObject>("randomsecrets", watcher::Config::default(), |ev| {
+    let config = match w.selector("") {
+        s if s.is_empty() => watcher::Config::default(),
+        s => watcher::Config::default().labels(&s),
+    };
+    w.feed::<RandomSecretObject>("randomsecrets", config, |ev| {
         for key in push.handle(ev) {
             for p in &pushes {
                 let _ = p.send(key.clone());
@@ -147,9 +159,10 @@ pub async fn randomsecrets(w: Watch, push: Arc<crate::push::index::Index>, pushe
     .await
 }
 
-/// Our Secrets: metadata only (never data), selected by label.
+/// Our Secrets: metadata only (never data), selected by label (and by the
+/// shard labels versions copy from their RandomSecret).
 pub async fn secrets(w: Watch) {
-    let selector = format!("{LABEL_MANAGED_BY}={MANAGED_BY}");
+    let selector = w.selector(&format!("{LABEL_MANAGED_BY}={MANAGED_BY}"));
     w.feed::<PartialObjectMeta<Secret>>(
         "secrets",
         watcher::Config::default().labels(&selector),
@@ -163,7 +176,7 @@ pub async fn secrets(w: Watch) {
 /// keys goes to the filler (`fills`). Apart from the caches retention reads,
 /// so a failure of it never holds back a release.
 pub async fn annotated_secrets(w: Watch, tracked: Arc<Tracked>, fills: Triggers) {
-    let selector = format!("{MANAGED_LABEL}=true");
+    let selector = w.selector(&format!("{MANAGED_LABEL}=true"));
     let config = watcher::Config::default()
         .labels(&selector)
         .page_size(PAGE_SIZE);
@@ -346,6 +359,7 @@ pub async fn daemonsets(w: Watch) {
 /// release. Each sends the ClusterRandomSecrets concerned to `triggers`.
 pub fn stamps(
     client: &Client,
+    shard: Option<&Shard>,
     stamps: Arc<crate::stamp::cache::Stamps>,
     triggers: Triggers,
 ) -> Vec<BoxFuture<'static, ()>> {
@@ -355,10 +369,16 @@ pub fn stamps(
     use k8s_openapi::api::core::v1::Namespace;
     let cluster = |name: &str| Key::new("", name);
     let (s1, t1) = (stamps.clone(), triggers.clone());
+    // A shard stamps the ClusterRandomSecrets it matches; the stamped
+    // RandomSecrets are the shard's of their own labels (the template's).
+    let config = match narrowed(shard, "") {
+        s if s.is_empty() => watcher::Config::default(),
+        s => watcher::Config::default().labels(&s),
+    };
     let clusters = apart(
         Api::<ClusterRandomSecret>::all(client.clone()),
         "clusterrandomsecrets",
-        watcher::Config::default(),
+        config,
         move |ev| {
             if let Some(name) = s1.clusters.handle(ev, Stamps::cluster_of) {
                 s1.wanted.raise_if(true);
@@ -417,6 +437,11 @@ pub fn stamps(
         stamped.await
     };
     vec![clusters.boxed(), namespaces.boxed(), stamped.boxed()]
+}
+
+/// `base` (a label selector, may be empty) narrowed to `shard`.
+fn narrowed(shard: Option<&Shard>, base: &str) -> String {
+    shard.map_or_else(|| base.to_string(), |s| s.narrow(base))
 }
 
 /// Runs a watch apart from the caches retention reads (annotation mode's,

@@ -212,6 +212,9 @@ pub fn build_secret(
         data.insert(key.clone(), ByteString(value.clone().into_bytes()));
     }
     let mut labels = rs.spec.secret_labels.clone().unwrap_or_default();
+    if let Some(shard) = &ctx.shard {
+        shard.label(&mut labels, &rs.shard);
+    }
     labels.insert(LABEL_NAME.into(), rs.key.name.to_string());
     labels.insert(LABEL_HASH.into(), v.hash.clone());
     labels.insert(LABEL_MANAGED_BY.into(), MANAGED_BY.into());
@@ -325,7 +328,7 @@ pub async fn version(
             let Some(secret) = read else {
                 return Err(lost(&api, &v.secret_name).await);
             };
-            found(&secret, ctx)?
+            fetched(rs, &secret, &api, ctx).await?
         }
         None => {
             let pp = PostParams {
@@ -392,7 +395,7 @@ pub async fn version(
                         .get(&v.secret_name)
                         .await
                         .map_err(ReconcileError::api(doing()))?;
-                    found(&secret, ctx)?
+                    fetched(rs, &secret, &api, ctx).await?
                 }
                 // The apiserver refused the Secret itself (a Secret type's rules, say): retrying cannot help.
                 Err(kube::Error::Api(s)) if s.invalid() => {
@@ -415,6 +418,24 @@ pub async fn version(
         Existing::Adoptable => Ok((Ensured::Adopted, existing)),
         Existing::Foreign(why) => Err(ReconcileError::NameConflict(why)),
     }
+}
+
+/// [`found`], relabelled into this shard if another shard's labels are on
+/// it (made there before the RandomSecret moved here, `super::handover`).
+async fn fetched(
+    rs: &Subject,
+    secret: &Secret,
+    api: &Api<Secret>,
+    ctx: &Context,
+) -> Result<Cached, ReconcileError> {
+    let cached = found(secret, ctx)?;
+    if super::handover::relabel(rs, &secret.metadata, api, ctx).await? {
+        let key = rs
+            .key
+            .sibling(secret.metadata.name.as_deref().unwrap_or_default());
+        return Ok(ctx.caches.secrets.get(&key).unwrap_or(cached));
+    }
+    Ok(cached)
 }
 
 /// A Secret read whole (its name was taken, or the cache did not show it).

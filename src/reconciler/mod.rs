@@ -4,7 +4,8 @@
 //! [`subject`] reads the RandomSecret from the cache, the version is computed
 //! (pure, `crate::version`), [`ensure`] creates it if missing (AlreadyExists of
 //! our own Secret is success) from the values [`carry`] takes over from the
-//! version it supersedes, [`proven`] tells our Secrets from look-alikes
+//! version it supersedes (a RandomSecret moved into this shard has its
+//! versions relabelled into it first, [`handover`]), [`proven`] tells our Secrets from look-alikes
 //! before anything is adopted, patched or deleted, [`retain`] sets every version's owners from the
 //! retention plan (pure, [`retention`]) and deletes released ones,
 //! [`tracking`] points tracking workloads at it, and [`report`] turns the
@@ -15,6 +16,7 @@
 pub mod carry;
 pub mod ensure;
 pub mod error;
+pub mod handover;
 pub mod policy;
 pub mod protection;
 pub mod proven;
@@ -66,6 +68,9 @@ pub struct Context {
     pub batches: crate::tracking::batch::Batches,
     /// Shared values are made once per version (`shared`).
     pub shared_locks: shared::Locks,
+    /// This replica's shard: versions carry their RandomSecret's shard
+    /// labels, and a RandomSecret moved here is handed over (`handover`).
+    pub shard: Option<Arc<crate::shard::Shard>>,
 }
 
 impl Context {
@@ -91,6 +96,7 @@ impl Context {
             keygen,
             batches: crate::tracking::batch::Batches::new(tracking_window),
             shared_locks: shared::Locks::default(),
+            shard: shared.shard.clone(),
         }
     }
 
@@ -170,6 +176,8 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
     if let Some(why) = ctx.policy.refuses(&v, labels, annotations) {
         return Err(at(ReconcileError::NotAllowed(why)));
     }
+    // A RandomSecret moved into this shard: its versions first.
+    handover::gather(&rs, ctx).await.map_err(at)?;
     let (ensured, current) = ensure::version(&rs, &v, ctx).await.map_err(at)?;
     announce(&rs, &v, &ensured, ctx);
     // Tracking first: a workload rolling onto a template change, or waiting

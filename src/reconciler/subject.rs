@@ -20,6 +20,8 @@ pub struct Subject {
     pub status: Previous,
     /// Its unproven claim to be stamped with shared values (`shared`).
     pub shared: Option<Box<Claim>>,
+    /// Its shard labels, which its versions carry (`crate::shard`).
+    pub shard: crate::shard::ShardLabels,
 }
 
 impl Subject {
@@ -27,6 +29,7 @@ impl Subject {
     /// be read is an error to report, with what else is known).
     pub fn read(key: Key, entry: Entry) -> (Self, Option<ReconcileError>) {
         let spec = entry.spec();
+        let labelled = entry.labelled.map(|l| *l);
         let rs = Subject {
             key,
             uid: entry.uid,
@@ -34,7 +37,11 @@ impl Subject {
             created: entry.created,
             spec: RandomSecretSpec::default(),
             status: entry.status,
-            shared: entry.shared,
+            shared: labelled
+                .as_ref()
+                .and_then(|l| l.shared.clone())
+                .map(Box::new),
+            shard: labelled.map(|l| l.shard).unwrap_or_default(),
         };
         match spec {
             Ok(spec) => (Subject { spec, ..rs }, None),

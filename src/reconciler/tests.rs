@@ -141,6 +141,7 @@ impl Harness {
                 keygen: Arc::new(crate::runtime::keygen::KeyGeneration::new(Some(1)).unwrap()),
                 batches: crate::tracking::batch::Batches::new(std::time::Duration::ZERO),
                 shared_locks: Default::default(),
+                shard: None,
             });
             reconcile(key(), ctx)
         })

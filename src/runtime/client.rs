@@ -25,6 +25,12 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Builds the client from `kubeconfig` (`--kubeconfig`), else
 /// `KUBECONFIG`/~/.kube/config, else in-cluster.
 pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
+    client_as(kubeconfig, None).await
+}
+
+/// [`client`], its requests sent with the User-Agent `agent` (so that the
+/// apiserver's audit log tells a controller, and its shard, apart).
+pub async fn client_as(kubeconfig: Option<&Path>, agent: Option<&str>) -> anyhow::Result<Client> {
     let config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
@@ -35,6 +41,12 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
             .await
             .context("no kubeconfig and not in a cluster")?,
     };
+    let mut config = config;
+    if let Some(agent) = agent {
+        let value = hyper::header::HeaderValue::from_str(agent)
+            .with_context(|| format!("the User-Agent {agent:?}"))?;
+        config.headers.push((hyper::header::USER_AGENT, value));
+    }
     // A proxy is kube's to handle (or to refuse clearly, as this build has
     // no proxy support).
     if config.proxy_url.is_some() {

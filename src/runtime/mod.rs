@@ -53,6 +53,8 @@ pub struct Shared {
     pub shutdown: shutdown::Signal,
     /// The key that signs the Secrets we create.
     pub proof_key: ProofKey,
+    /// This replica's shard (`--shard-selector`); None: everything.
+    pub shard: Option<Arc<crate::shard::Shard>>,
 }
 
 /// Who reports Events: this replica (the pod name), else the controller.
