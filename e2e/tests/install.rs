@@ -625,3 +625,135 @@ async fn a_namespaced_install_puts_no_cluster_scoped_kind_in_its_role() -> Resul
     }
     Ok(())
 }
+
+/// `shards`: one Deployment and PodDisruptionBudget per shard and the
+/// default shard, each with its --shard-selector; the Role lets each hold
+/// exactly its Lease (the controller's `Shard::lease` of its selector); the
+/// webhook is the default shard's alone. A bad shard name is refused, and
+/// without shards nothing of it is rendered. The apiserver's dry run takes it.
+#[tokio::test]
+async fn the_chart_renders_a_deployment_and_lease_per_shard() -> Result<()> {
+    use randomsecret::shard::Shard;
+    let chart = repo_root().join("charts/randomsecret");
+    let chart = chart.to_str().unwrap();
+    let template = |extra: &[&str]| -> Result<String> {
+        let mut args = vec![
+            "template",
+            "rs",
+            chart,
+            "--namespace",
+            "rs-shards",
+            "--set",
+            "webhook.enabled=true",
+        ];
+        args.extend_from_slice(extra);
+        run("helm", &args, None)
+    };
+    // The shipped example's values: shards shard1 and shard2.
+    let example = repo_root().join("examples/sharding/values.yaml");
+    let yaml = template(&["-f", example.to_str().unwrap()])?;
+    let d = docs(&yaml)?;
+    let of_kind = |kind: &str| -> Vec<&Value> { d.iter().filter(|x| x["kind"] == kind).collect() };
+    let deployments = of_kind("Deployment");
+    let mut selectors = Vec::new();
+    for (name, selector, webhook) in [
+        ("rs-randomsecret", "!sharding.randomsecret.io/key", true),
+        (
+            "rs-randomsecret-shard1",
+            "sharding.randomsecret.io/key=shard1",
+            false,
+        ),
+        (
+            "rs-randomsecret-shard2",
+            "sharding.randomsecret.io/key=shard2",
+            false,
+        ),
+    ] {
+        let dep = deployments
+            .iter()
+            .find(|x| x["metadata"]["name"] == name)
+            .with_context(|| format!("no Deployment {name}"))?;
+        let args: Vec<&str> = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .context("args")?
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let flag = format!("--shard-selector={selector}");
+        ensure!(
+            args.contains(&flag.as_str()),
+            "{name}: {args:?} lacks {flag}"
+        );
+        ensure!(
+            args.iter().any(|a| a.starts_with("--webhook-bind-address")) == webhook,
+            "{name}: the webhook is the default shard's alone: {args:?}"
+        );
+        ensure!(
+            d.iter()
+                .any(|x| x["kind"] == "PodDisruptionBudget" && x["metadata"]["name"] == name),
+            "no PodDisruptionBudget {name}"
+        );
+        selectors.push(selector);
+    }
+    ensure!(deployments.len() == 3, "{} Deployments", deployments.len());
+    let role = d
+        .iter()
+        .find(|x| x["kind"] == "Role" && x["metadata"]["name"] == "rs-randomsecret-leader-election")
+        .context("the leader election Role")?;
+    let mut granted: Vec<&str> = role["rules"][0]["resourceNames"]
+        .as_array()
+        .context("resourceNames")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut leases: Vec<String> = selectors
+        .iter()
+        .map(|s| {
+            Ok(Shard::parse(s)
+                .map_err(anyhow::Error::msg)?
+                .lease("rs-randomsecret"))
+        })
+        .collect::<Result<_>>()?;
+    granted.sort_unstable();
+    leases.sort_unstable();
+    ensure!(
+        granted == leases,
+        "the Role grants {granted:?}, the shards lead on {leases:?}"
+    );
+    let webhook_service = d
+        .iter()
+        .find(|x| x["kind"] == "Service" && x["metadata"]["name"] == "rs-randomsecret-webhook")
+        .context("the webhook Service")?;
+    ensure!(
+        webhook_service["spec"]["selector"]["randomsecret.io/shard"] == "default",
+        "the webhook Service selects the default shard's pods: {}",
+        webhook_service["spec"]["selector"]
+    );
+    // Past the apiserver's validation (Deployments, PDBs, Role), not applied.
+    kubectl_dry_run(&yaml)?;
+    let bad = template(&["--set", "shards={default}"]);
+    ensure!(bad.is_err(), "the shard name default was taken");
+    ensure!(
+        !template(&[])?.contains("--shard-selector")
+            && !template(&[])?.contains("randomsecret.io/shard"),
+        "without shards, nothing of them is rendered"
+    );
+    Ok(())
+}
+
+/// A server-side dry run of `yaml` into namespace rs-shards (made first).
+fn kubectl_dry_run(yaml: &str) -> Result<()> {
+    let ns = "apiVersion: v1\nkind: Namespace\nmetadata: {name: rs-shards}\n";
+    run("kubectl", &["apply", "--server-side", "-f", "-"], Some(ns))?;
+    let dry = run(
+        "kubectl",
+        &["apply", "--server-side", "--dry-run=server", "-f", "-"],
+        Some(yaml),
+    );
+    run(
+        "kubectl",
+        &["delete", "namespace", "rs-shards", "--wait=false"],
+        None,
+    )?;
+    dry.map(drop)
+}
