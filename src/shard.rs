@@ -27,6 +27,24 @@ pub const SHARD_KEY: &str = concat!("sharding.", crate::api::project!(), ".io/ke
 pub struct Shard {
     selector: String,
     keys: Vec<String>,
+    requirements: Vec<Requirement>,
+}
+
+/// One requirement of a selector: a key and what its value must be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Requirement {
+    key: String,
+    op: Op,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Op {
+    Exists,
+    NotExists,
+    /// `=`, `==`, `in`.
+    In(Vec<String>),
+    /// `!=`, `notin`: also met by an object without the key.
+    NotIn(Vec<String>),
 }
 
 /// One object's shard labels: the shard's keys it has, with their values.
@@ -41,17 +59,35 @@ impl Shard {
         if selector.is_empty() {
             return Err("--shard-selector is empty: give a label selector, such as sharding.randomsecret.io/key=shard1 (or !sharding.randomsecret.io/key for the default shard)".into());
         }
-        let mut keys = Vec::new();
-        for req in split_top(selector)? {
-            let key = requirement_key(req)
-                .map_err(|why| format!("--shard-selector {selector:?}: {req:?} {why}"))?;
-            keys.push(key.to_string());
-        }
+        let requirements = split_top(selector)?
+            .into_iter()
+            .map(|req| {
+                requirement(req)
+                    .map_err(|why| format!("--shard-selector {selector:?}: {req:?} {why}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut keys: Vec<String> = requirements.iter().map(|r| r.key.clone()).collect();
         keys.sort();
         keys.dedup();
         Ok(Shard {
             selector: selector.to_string(),
             keys,
+            requirements,
+        })
+    }
+
+    /// Whether an object with the shard labels `labels` (its labels of the
+    /// shard's keys: the others cannot change the answer) is this shard's,
+    /// as the apiserver decides it for the watch.
+    pub fn matches(&self, labels: &[(String, String)]) -> bool {
+        self.requirements.iter().all(|r| {
+            let value = labels.iter().find(|(k, _)| *k == r.key).map(|(_, v)| v);
+            match &r.op {
+                Op::Exists => value.is_some(),
+                Op::NotExists => value.is_none(),
+                Op::In(set) => value.is_some_and(|v| set.contains(v)),
+                Op::NotIn(set) => value.is_none_or(|v| !set.contains(v)),
+            }
         })
     }
 
@@ -102,9 +138,12 @@ impl Shard {
         current: Option<&BTreeMap<String, String>>,
         wanted: &[(String, String)],
     ) -> Option<serde_json::Value> {
-        if self.labels_of(current) == wanted {
-            return None;
-        }
+        (self.labels_of(current) != wanted).then(|| self.labels_patch(wanted))
+    }
+
+    /// The metadata merge patch that sets the shard's keys to `wanted`
+    /// (a key `wanted` lacks is removed).
+    pub fn labels_patch(&self, wanted: &[(String, String)]) -> serde_json::Value {
         let labels: serde_json::Map<String, serde_json::Value> = self
             .keys
             .iter()
@@ -113,7 +152,7 @@ impl Shard {
                 (k.clone(), v.map_or(serde_json::Value::Null, Into::into))
             })
             .collect();
-        Some(serde_json::json!({"metadata": {"labels": labels}}))
+        serde_json::json!({"metadata": {"labels": labels}})
     }
 }
 
@@ -160,32 +199,54 @@ fn split_top(selector: &str) -> Result<Vec<&str>, String> {
     Ok(out)
 }
 
-/// The key of one requirement, its operator and values checked.
-fn requirement_key(req: &str) -> Result<&str, String> {
+/// One requirement, its key, operator and values checked.
+fn requirement(req: &str) -> Result<Requirement, String> {
+    let make = |key: &str, op| -> Result<Requirement, String> {
+        Ok(Requirement {
+            key: label_key(key.trim())?.to_string(),
+            op,
+        })
+    };
     if let Some(key) = req.strip_prefix('!') {
-        return label_key(key.trim());
+        return make(key, Op::NotExists);
     }
-    for op in ["==", "!=", "="] {
-        if let Some((key, value)) = req.split_once(op) {
-            label_value(value.trim())?;
-            return label_key(key.trim());
+    for (sign, negated) in [("==", false), ("!=", true), ("=", false)] {
+        if let Some((key, value)) = req.split_once(sign) {
+            let value = value.trim();
+            label_value(value)?;
+            let set = vec![value.to_string()];
+            return make(key, if negated { Op::NotIn(set) } else { Op::In(set) });
         }
     }
     let mut words = req.splitn(2, char::is_whitespace);
     let key = words.next().unwrap_or_default();
     let Some(rest) = words.next().map(str::trim) else {
-        return label_key(key);
+        return make(key, Op::Exists);
     };
-    let set = rest
-        .strip_prefix("notin")
-        .or_else(|| rest.strip_prefix("in"))
-        .map(str::trim)
-        .and_then(|s| s.strip_prefix('(')?.strip_suffix(')'))
+    let (negated, set) = match rest.strip_prefix("notin") {
+        Some(set) => (true, set),
+        None => (false, rest.strip_prefix("in").unwrap_or("")),
+    };
+    let set = set
+        .trim()
+        .strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
         .ok_or("is not a requirement: use key=value, key!=value, key in (a,b), key notin (a,b), key or !key")?;
-    for v in set.split(',') {
-        label_value(v.trim())?;
-    }
-    label_key(key)
+    let values = set
+        .split(',')
+        .map(|v| {
+            let v = v.trim();
+            label_value(v).map(|()| v.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    make(
+        key,
+        if negated {
+            Op::NotIn(values)
+        } else {
+            Op::In(values)
+        },
+    )
 }
 
 /// A label key: an optional DNS subdomain prefix and a name of at most 63.
@@ -273,6 +334,32 @@ mod tests {
             let s = Shard::parse(sel).unwrap_or_else(|e| panic!("{sel}: {e}"));
             assert_eq!(s.keys(), keys, "{sel}");
         }
+    }
+
+    /// The apiserver's semantics: `!=` and `notin` match an object without
+    /// the key; every requirement must hold.
+    #[test]
+    fn a_selector_matches_as_the_apiserver_does() {
+        let l = |pairs: &[(&str, &str)]| -> ShardLabels {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let one = Shard::parse("sharding.randomsecret.io/key=shard1").unwrap();
+        assert!(one.matches(&l(&[(SHARD_KEY, "shard1")])));
+        assert!(!one.matches(&l(&[(SHARD_KEY, "shard2")])));
+        assert!(!one.matches(&[]));
+        let default = Shard::parse("!sharding.randomsecret.io/key").unwrap();
+        assert!(default.matches(&[]));
+        assert!(!default.matches(&l(&[(SHARD_KEY, "shard1")])));
+        let set = Shard::parse("t in (a, b),e notin (dev),x!=1,k").unwrap();
+        assert!(set.matches(&l(&[("t", "b"), ("k", "")])));
+        assert!(set.matches(&l(&[("t", "a"), ("e", "prod"), ("x", "2"), ("k", "v")])));
+        assert!(!set.matches(&l(&[("t", "c"), ("k", "")])));
+        assert!(!set.matches(&l(&[("t", "a"), ("e", "dev"), ("k", "")])));
+        assert!(!set.matches(&l(&[("t", "a"), ("x", "1"), ("k", "")])));
+        assert!(!set.matches(&l(&[("t", "a")])));
     }
 
     #[test]

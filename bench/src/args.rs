@@ -122,6 +122,19 @@ pub struct Args {
     /// Only draw the charts (into --charts) from an existing results.json; runs nothing.
     #[arg(long, value_name = "RESULTS_JSON")]
     pub render_charts: Option<std::path::PathBuf>,
+    /// The shards phase: this many controllers, each with its own
+    /// --shard-selector, over --shards-count RandomSecrets (each with its
+    /// Secret and a ReplicaSet), against one unsharded replica on the same.
+    #[arg(long, default_value_t = 4)]
+    pub shards: usize,
+    #[arg(long, default_value_t = 40000)]
+    pub shards_count: usize,
+    /// Skip the shards phase.
+    #[arg(long)]
+    pub no_shards: bool,
+    /// Run only the shards phase: a quick look.
+    #[arg(long)]
+    pub only_shards: bool,
     /// First of the local ports for the controllers' metrics and health endpoints.
     #[arg(long, default_value_t = 19080)]
     pub port: u16,

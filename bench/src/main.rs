@@ -32,6 +32,7 @@ mod phasetimes;
 mod procstat;
 mod push;
 mod report;
+mod shards;
 mod slowest;
 mod stats;
 mod webhook;
@@ -93,6 +94,11 @@ async fn main() -> Result<()> {
     if args.only_webhook {
         eprintln!("bench: webhook only");
         webhook(&client, &args, &mut report).await;
+        return report.finish(&args.out, &args.charts);
+    }
+    if args.only_shards {
+        eprintln!("bench: shards only");
+        shards(&client, &args, &mut report).await;
         return report.finish(&args.out, &args.charts);
     }
     if args.only_kinds {
@@ -208,10 +214,21 @@ async fn main() -> Result<()> {
             report.note(&format!("push phase failed: {e:#}"));
         }
     }
+    if !args.no_shards {
+        eprintln!("bench: shards");
+        shards(&client, &args, &mut report).await;
+    }
     if let Some(target) = big {
         phases::scale(&client, &args, largest, target, &mut report).await?;
     }
     report.finish(&args.out, &args.charts)
+}
+
+/// The shards phase; a failure is a note in the report, not the run's end.
+async fn shards(client: &Client, args: &Args, report: &mut Report) {
+    if let Err(e) = shards::phase(client, args, report).await {
+        report.note(&format!("shards phase failed: {e:#}"));
+    }
 }
 
 /// The webhook phase; a failure is a note in the report, not the run's end.

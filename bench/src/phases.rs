@@ -57,6 +57,34 @@ pub async fn create_randomsecrets(
     .await
 }
 
+/// Creates a ReplicaSet (0 replicas) `app-<name>` reading the version of
+/// each RandomSecret number `range` of set `pre`, all of spec "1" (the
+/// name computed offline, as a GitOps pipeline does).
+pub async fn create_replicasets(
+    client: &Client,
+    args: &Args,
+    pre: &str,
+    run: &str,
+    range: std::ops::Range<usize>,
+) -> Result<()> {
+    let spec: randomsecret::api::RandomSecretSpec = serde_json::from_value(workload::spec("1"))?;
+    let spec = &spec;
+    run_concurrently(range.len(), args.concurrency, |j| {
+        let (ns, name) = place(pre, args.namespaces, range.start + j);
+        async move {
+            let secret = Version::of(spec, &name)?.secret_name;
+            Api::namespaced(client.clone(), &ns)
+                .create(
+                    &PostParams::default(),
+                    &workload::replica_set(&format!("app-{name}"), run, &secret)?,
+                )
+                .await?;
+            Ok(())
+        }
+    })
+    .await
+}
+
 /// The floor: a tight client doing the controller's writes itself.
 /// With `rotations`, also the floor of the rotation phase on the same set.
 /// With `watches`, the controller's convergence watches are open meanwhile
@@ -647,6 +675,9 @@ pub async fn scale(
         let start = Instant::now();
         create_randomsecrets(client, args, &pre, &run, &workload::spec("1"), from..upto).await?;
         let took = watch.wait(LIMIT).await? - start;
+        // Each with a ReplicaSet reading its version, as the base set has
+        // (the memory phase's): N RandomSecrets, N Secrets, N ReplicaSets.
+        create_replicasets(client, args, &pre, &run, from..upto).await?;
         settle(&ctl).await?;
         apimetrics::add(
             &mut requests,
@@ -670,12 +701,9 @@ pub async fn scale(
         });
         from = upto;
     }
-    apimetrics::subtract(
-        &mut requests,
-        "POST",
-        "randomsecrets",
-        (target - base) as f64,
-    );
+    for resource in ["randomsecrets", "replicasets"] {
+        apimetrics::subtract(&mut requests, "POST", resource, (target - base) as f64);
+    }
     eprintln!("bench: scale: restart with {target} existing");
     ctl.terminate()?;
     let (p, last) = restart(client, args, "bench-scale", target, &[]).await?;

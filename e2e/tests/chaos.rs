@@ -330,8 +330,15 @@ async fn shard_labels_follow(items: &[RandomSecret], secrets: &Api<Secret>) -> R
         let has = s.labels().get(SHARD_KEY);
         ensure!(
             has == want.as_ref(),
-            "version {} carries shard label {has:?}, its RandomSecret {rs} {want:?}",
-            s.name_any()
+            "version {} carries shard label {has:?}, its RandomSecret {rs} {want:?} (deletion {:?}, finalizers {:?}, owners {:?}, resourceVersion {:?})",
+            s.name_any(),
+            s.metadata.deletion_timestamp,
+            s.metadata.finalizers,
+            s.owner_references()
+                .iter()
+                .map(|o| format!("{}/{}", o.kind, o.name))
+                .collect::<Vec<_>>(),
+            s.metadata.resource_version,
         );
     }
     Ok(())

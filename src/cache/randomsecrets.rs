@@ -25,6 +25,10 @@ pub struct Entry {
     /// metadata.creationTimestamp, in seconds (rotateEvery counts from it).
     pub created: i64,
     pub deleting: bool,
+    /// Its status describes an older generation than its spec: written by
+    /// another writer after ours (a shard the RandomSecret has left, a
+    /// deposed leader), or not yet by us. Turning so reconciles it again.
+    behind: bool,
     /// As a number, to order events; 0 when not numeric (then never compared).
     resource_version: u64,
     epoch: u32,
@@ -66,6 +70,9 @@ impl Entry {
                 .as_ref()
                 .map_or(0, |t| t.0.as_second()),
             deleting: meta.deletion_timestamp.is_some(),
+            behind: status
+                .and_then(|s| s.observed_generation)
+                .is_some_and(|o| o < meta.generation.unwrap_or_default()),
             resource_version: resource_version(meta),
             epoch: 0,
             spec: spec.into_boxed_str(),
@@ -88,9 +95,14 @@ impl Entry {
     }
 
     /// Whether an object that was `self` and is now `next` needs a reconcile:
-    /// a new incarnation, a spec change, or a deletion (not a status write).
+    /// a new incarnation, a spec change, or a deletion; not a status write,
+    /// unless it puts the status behind the spec (another writer's stale
+    /// status over ours: ours must be written again).
     fn changed_for_reconcile(&self, next: &Entry) -> bool {
-        self.uid != next.uid || self.generation != next.generation || self.deleting != next.deleting
+        self.uid != next.uid
+            || self.generation != next.generation
+            || self.deleting != next.deleting
+            || (next.behind && !self.behind)
     }
 
     /// Whether `next` is older than `self` (an event overtaken by our own write).
@@ -303,6 +315,26 @@ mod tests {
             c.handle(&Event::Apply(obj("12", 2, json!(null)))),
             std::slice::from_ref(&key)
         );
+    }
+
+    /// Another writer's stale status over ours (a shard the RandomSecret
+    /// left, writing after the shard it moved to) reconciles it again, once.
+    #[test]
+    fn a_status_put_behind_the_spec_triggers() {
+        let c = RandomSecrets::default();
+        let key = Key::new("n", "db");
+        c.handle(&Event::Apply(obj("10", 2, json!(null))));
+        // Ours, for generation 2: nothing to do.
+        let ours = json!({"observedGeneration": 2, "secretName": "db-2"});
+        assert!(c.handle(&Event::Apply(obj("11", 2, ours))).is_empty());
+        // Theirs, for generation 1, after: again.
+        let stale = json!({"observedGeneration": 1, "secretName": "db-1"});
+        assert_eq!(
+            c.handle(&Event::Apply(obj("12", 2, stale.clone()))),
+            std::slice::from_ref(&key)
+        );
+        // Still behind (another status write of theirs): no more triggers.
+        assert!(c.handle(&Event::Apply(obj("13", 2, stale))).is_empty());
     }
 
     #[test]

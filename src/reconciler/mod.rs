@@ -156,6 +156,11 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
         return Ok(Done::Standby(next));
     }
     let Some(entry) = ctx.caches.randomsecrets.get(key) else {
+        // Gone from the watch: deleted, or moved to another shard.
+        if let Err(e) = handover::hand_off(key, ctx).await {
+            tracing::warn!(randomsecret = %key, error = %e, "handing the versions of a RandomSecret to its new shard; retrying");
+            return Ok(Done::Retry("moved"));
+        }
         return Ok(orphans(key, "gone", ctx).await);
     };
     if entry.deleting {
@@ -164,6 +169,11 @@ async fn steps(key: &Key, ctx: &Context) -> Result<Done, Failed> {
         return Ok(orphans(key, "deleting", ctx).await);
     }
     let (rs, unreadable) = Subject::read(key.clone(), entry);
+    // Moved to another shard, as our own write's answer showed before the
+    // watch did: that shard's now (`handover`).
+    if ctx.shard.as_ref().is_some_and(|s| !s.matches(&rs.shard)) {
+        return Ok(Done::Skipped("moved"));
+    }
     if let Some(e) = unreadable {
         return Err((Box::new(rs), e));
     }
