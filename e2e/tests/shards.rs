@@ -266,13 +266,7 @@ async fn each_shard_reconciles_its_own_and_a_relabelled_one_moves_with_its_versi
     );
 
     // db-0 moves to shard 2: its two versions follow, no version is made.
-    let created_before: f64 = procs
-        .iter()
-        .map(|p| {
-            p.metric("randomsecret_versions_created_total")
-                .map(|m| m.unwrap_or(0.0))
-        })
-        .sum::<Result<f64>>()?;
+    let created_before = versions_made(&procs)?;
     api.patch(
         "db-0",
         &PatchParams::default(),
@@ -301,13 +295,7 @@ async fn each_shard_reconciles_its_own_and_a_relabelled_one_moves_with_its_versi
         made_by_two == 2.0,
         "shard 2 made {made_by_two} versions, expected 2 (db-1's and db-0's third)"
     );
-    let created_after: f64 = procs
-        .iter()
-        .map(|p| {
-            p.metric("randomsecret_versions_created_total")
-                .map(|m| m.unwrap_or(0.0))
-        })
-        .sum::<Result<f64>>()?;
+    let created_after = versions_made(&procs)?;
     ensure!(
         created_after == created_before + 1.0,
         "the move made versions: {created_before} before, {created_after} after one rotation"
@@ -334,6 +322,17 @@ async fn each_shard_reconciles_its_own_and_a_relabelled_one_moves_with_its_versi
         p.terminate()?;
     }
     Ok(())
+}
+
+/// The versions all the controllers made, by their metrics.
+fn versions_made(procs: &[ControllerProcess]) -> Result<f64> {
+    procs
+        .iter()
+        .map(|p| {
+            Ok(p.metric("randomsecret_versions_created_total")?
+                .unwrap_or(0.0))
+        })
+        .sum()
 }
 
 async fn rotate(api: &Api<RandomSecret>, name: &str, token: &str) -> Result<()> {
