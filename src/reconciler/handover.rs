@@ -109,20 +109,11 @@ async fn confirm(rs: &Subject, ctx: &Context) -> Result<(), ReconcileError> {
     let Some(shard) = &ctx.shard else {
         return Ok(());
     };
-    let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), rs.key.ns());
-    let fresh = api
-        .get_metadata_opt(&rs.key.name)
-        .await
-        .map_err(ReconcileError::api(format!(
-            "reading RandomSecret {} (its shard)",
-            rs.key.name
-        )))?;
-    let ours = fresh.is_some_and(|m| {
-        let labels = shard.labels_of(m.metadata.labels.as_ref());
-        m.metadata.uid.as_deref().and_then(Uid::parse) == Some(rs.uid)
-            && labels == rs.shard
-            && shard.matches(&labels)
-    });
+    let ours = labelled_now(&rs.key, shard, ctx)
+        .await?
+        .is_some_and(|(uid, labels)| {
+            uid == Some(rs.uid) && labels == rs.shard && shard.matches(&labels)
+        });
     if ours {
         Ok(())
     } else {
@@ -145,18 +136,9 @@ pub async fn hand_off(key: &crate::cache::Key, ctx: &Context) -> Result<usize, R
     if held.is_empty() {
         return Ok(0);
     }
-    let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), key.ns());
-    let fresh = api
-        .get_metadata_opt(&key.name)
-        .await
-        .map_err(ReconcileError::api(format!(
-            "reading RandomSecret {} (gone from this shard's watch)",
-            key.name
-        )))?;
-    let Some(fresh) = fresh else {
+    let Some((_, labels)) = labelled_now(key, shard, ctx).await? else {
         return Ok(0); // deleted: its versions go as a deleted one's do
     };
-    let labels = shard.labels_of(fresh.metadata.labels.as_ref());
     if shard.matches(&labels) {
         return Ok(0); // still ours: the watch lags
     }
@@ -173,4 +155,25 @@ pub async fn hand_off(key: &crate::cache::Key, ctx: &Context) -> Result<usize, R
     }
     info!(randomsecret = %key, versions = moved, "moved to another shard: its versions here now carry its new shard labels");
     Ok(moved)
+}
+
+/// The RandomSecret `key` as the apiserver has it now (one GET of its
+/// metadata): its uid and its shard labels; None when it is gone.
+async fn labelled_now(
+    key: &crate::cache::Key,
+    shard: &crate::shard::Shard,
+    ctx: &Context,
+) -> Result<Option<(Option<Uid>, crate::shard::ShardLabels)>, ReconcileError> {
+    let api: Api<RandomSecret> = Api::namespaced(ctx.client.clone(), key.ns());
+    let fresh = api
+        .get_metadata_opt(&key.name)
+        .await
+        .map_err(ReconcileError::api(format!(
+            "reading RandomSecret {} (its shard)",
+            key.name
+        )))?;
+    Ok(fresh.map(|m| {
+        let uid = m.metadata.uid.as_deref().and_then(Uid::parse);
+        (uid, shard.labels_of(m.metadata.labels.as_ref()))
+    }))
 }
