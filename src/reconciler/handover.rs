@@ -150,7 +150,11 @@ pub async fn hand_off(key: &crate::cache::Key, ctx: &Context) -> Result<usize, R
         }
         let mut patch = shard.labels_patch(&labels);
         patch["metadata"]["resourceVersion"] = v.resource_version.to_string().into();
-        super::patch_version(&secrets, &key.sibling(&name), patch, ctx).await?;
+        let version = key.sibling(&name);
+        super::patch_version(&secrets, &version, patch, ctx).await?;
+        // No longer this shard's: out of the cache now, not when the watch
+        // says so, or each event until then would hand it off again.
+        ctx.caches.secrets.forget(&version);
         moved += 1;
     }
     info!(randomsecret = %key, versions = moved, "moved to another shard: its versions here now carry its new shard labels");
