@@ -322,6 +322,17 @@ pub struct ControllerArgs {
     /// its Lease is --leader-election-id and a digest of the selector.
     #[arg(long, env = "RANDOMSECRET_SHARD_SELECTOR", value_name = "SELECTOR")]
     pub shard_selector: Option<String>,
+    /// How every watch reads its initial state: stream it from the
+    /// apiserver's watch cache (WatchList, on by default in Kubernetes
+    /// 1.32 and from 1.34; fast and flat in memory with many objects), in pages of 100, or auto (ask
+    /// the apiserver once at start; pages where it cannot stream).
+    #[arg(
+        long,
+        env = "RANDOMSECRET_INITIAL_LISTS",
+        value_enum,
+        default_value = "auto"
+    )]
+    pub initial_lists: crate::cache::lists::Wanted,
     /// Tracking mode: a workload that tracks several RandomSecrets is
     /// pointed once for all that get a new version within this window of the
     /// first (one rollout, not one per RandomSecret); a workload that tracks

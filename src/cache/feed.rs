@@ -1,11 +1,8 @@
 //! Running one watch into a cache: the generic feed that every watch of the
 //! controller and every downstream cluster's watch (`push::clusters::link`)
 //! runs, with the failures and relists recorded in [`Interruptions`].
-//!
-//! Lists are paginated at [`PAGE_SIZE`]: a page is read whole before it is
-//! parsed, and a page of 500 ReplicaSets is megabytes of transient heap that
-//! the allocator keeps; 100 keeps that small at the cost of a few more
-//! requests at start (one paginated list per kind either way).
+//! How the initial state is read (streamed or in pages) is the caller's
+//! `config` (`super::lists`).
 
 use super::Key;
 use super::interruptions::Interruptions;
@@ -14,8 +11,6 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 use std::fmt::Debug;
 use tokio::sync::mpsc::UnboundedSender;
-
-pub const PAGE_SIZE: u32 = 100;
 
 /// A namespaced kind that `watcher` can watch.
 pub trait Watched:
@@ -37,7 +32,7 @@ impl<K> Watched for K where
 {
 }
 
-/// Runs a watch of `api` (paginated, with backoff), handing each event to
+/// Runs a watch of `api` (with backoff), handing each event to
 /// `apply` and sending the keys it returns to `triggers`. Failures go to
 /// `failed` (which logs them) and, with relists, to `interruptions`; when every watch recorded
 /// there flows again, `recovered` runs. Also used for downstream clusters
@@ -55,7 +50,7 @@ pub async fn feed<K>(
 ) where
     K: Resource + Clone + Debug + serde::de::DeserializeOwned + Send + 'static,
 {
-    let mut events = std::pin::pin!(watcher(api, config.page_size(PAGE_SIZE)).default_backoff());
+    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
     loop {
         let flows_again = tokio::select! {

@@ -24,6 +24,7 @@ pub mod holders;
 pub mod index;
 pub mod interruptions;
 pub mod key;
+pub mod lists;
 pub mod previous;
 pub mod randomsecrets;
 pub mod secrets;

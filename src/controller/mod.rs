@@ -22,6 +22,7 @@ pub mod watches;
 
 use crate::annotated::fill::Filler;
 use crate::annotated::tracked::Tracked;
+use crate::cache::lists::Lists;
 use crate::cache::{Caches, Key};
 use crate::cli::{AnnotationMode, ControllerArgs};
 use crate::push::clusters;
@@ -73,6 +74,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         for watch in watches::stamps(
             &shared.client,
             shared.shard.as_deref(),
+            shared.lists,
             stamps.clone(),
             queues.stamps.clone(),
         ) {
@@ -245,6 +247,11 @@ async fn connect(
     let client = client::client_as(args.kubeconfig.as_deref(), Some(&agent)).await?;
     client::check_crd(&client).await?;
     client::custom_references(&client, &args.references).await?;
+    let lists = Lists::decide(
+        args.initial_lists,
+        scoped(&client, args.namespace.as_deref()),
+    )
+    .await;
     let (key_ns, key_name) = config::proof_key(args);
     let proof_key = proofkey::load(&client, &key_ns, &key_name).await?;
     let shutdown = shutdown::signal();
@@ -274,8 +281,21 @@ async fn connect(
         shutdown,
         proof_key,
         shard: shard.map(Arc::new),
+        lists,
     };
     Ok((shared, elector))
+}
+
+/// `K` in the namespace the controller watches (`--namespace`), or all.
+fn scoped<K>(client: &kube::Client, namespace: Option<&str>) -> kube::Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match namespace {
+        Some(ns) => kube::Api::namespaced(client.clone(), ns),
+        None => kube::Api::all(client.clone()),
+    }
 }
 
 /// Where each runner's keys go in (`Triggers`, cloned by the watches) ...
@@ -372,6 +392,7 @@ fn start_watches(
         caches: shared.caches.clone(),
         triggers: queues.reconcile.clone(),
         shard: shared.shard.clone(),
+        lists: shared.lists,
     };
     let pushes = vec![queues.vault.clone(), queues.clusters.clone()];
     for watch in watches::all(&sources, args.tracking, push_index.clone(), pushes) {

@@ -5,9 +5,10 @@
 use crate::annotated::rules::MANAGED_LABEL;
 use crate::annotated::tracked::Tracked;
 use crate::api::{LABEL_MANAGED_BY, MANAGED_BY};
-use crate::cache::feed::{PAGE_SIZE, Watched, feed};
+use crate::cache::feed::{Watched, feed};
 use crate::cache::holders::WorkloadKind;
 use crate::cache::index::Stream;
+use crate::cache::lists::Lists;
 use crate::cache::slim::{ControllerRevisionRefs, PodRefs, RandomSecretObject, ReplicaSetRefs};
 use crate::cache::{Caches, Key};
 use crate::references::{self, Held};
@@ -34,6 +35,8 @@ pub struct Watch {
     pub triggers: Triggers,
     /// This replica's shard: the watches of what it reconciles are narrowed to it.
     pub shard: Option<Arc<Shard>>,
+    /// How every watch reads its initial state.
+    pub lists: Lists,
 }
 
 /// Every watch of the controller, ready to spawn.
@@ -116,7 +119,7 @@ impl Watch {
         feed(
             api,
             what,
-            config,
+            self.lists.config(config),
             &self.caches.interruptions,
             &self.triggers,
             |ev| {
@@ -177,9 +180,7 @@ pub async fn secrets(w: Watch) {
 /// so a failure of it never holds back a release.
 pub async fn annotated_secrets(w: Watch, tracked: Arc<Tracked>, fills: Triggers) {
     let selector = w.selector(&format!("{MANAGED_LABEL}=true"));
-    let config = watcher::Config::default()
-        .labels(&selector)
-        .page_size(PAGE_SIZE);
+    let config = w.lists.config(watcher::Config::default().labels(&selector));
     apart(
         w.api::<PartialObjectMeta<Secret>>(),
         "annotated secrets",
@@ -330,7 +331,7 @@ pub async fn rollouts(w: Watch) {
     feed(
         w.api::<PartialObjectMeta<crate::cache::slim::RolloutObject>>(),
         "rollouts",
-        watcher::Config::default(),
+        w.lists.config(watcher::Config::default()),
         &own,
         &w.triggers,
         |ev| track(&w, kind, Stream::Rollouts, ev),
@@ -360,6 +361,7 @@ pub async fn daemonsets(w: Watch) {
 pub fn stamps(
     client: &Client,
     shard: Option<&Shard>,
+    lists: Lists,
     stamps: Arc<crate::stamp::cache::Stamps>,
     triggers: Triggers,
 ) -> Vec<BoxFuture<'static, ()>> {
@@ -371,10 +373,10 @@ pub fn stamps(
     let (s1, t1) = (stamps.clone(), triggers.clone());
     // A shard stamps the ClusterRandomSecrets it matches; the stamped
     // RandomSecrets are the shard's of their own labels (the template's).
-    let config = match narrowed(shard, "") {
+    let config = lists.config(match narrowed(shard, "") {
         s if s.is_empty() => watcher::Config::default(),
         s => watcher::Config::default().labels(&s),
-    };
+    });
     let clusters = apart(
         Api::<ClusterRandomSecret>::all(client.clone()),
         "clusterrandomsecrets",
@@ -391,7 +393,7 @@ pub fn stamps(
     let namespaces = apart(
         Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
         "namespaces",
-        watcher::Config::default().page_size(PAGE_SIZE),
+        lists.config(watcher::Config::default()),
         move |ev| {
             // A namespace made, relabelled or deleted may change what any
             // ClusterRandomSecret selects (they are few); the initial list
@@ -413,9 +415,7 @@ pub fn stamps(
     let stamped = apart(
         Api::<RandomSecret>::all(client.clone()),
         "stamped randomsecrets",
-        watcher::Config::default()
-            .labels(LABEL_CLUSTER)
-            .page_size(PAGE_SIZE),
+        lists.config(watcher::Config::default().labels(LABEL_CLUSTER)),
         move |ev| {
             let claimed = match ev {
                 watcher::Event::Apply(rs) | watcher::Event::Delete(rs) => {

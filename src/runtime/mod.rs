@@ -55,6 +55,8 @@ pub struct Shared {
     pub proof_key: ProofKey,
     /// This replica's shard (`--shard-selector`); None: everything.
     pub shard: Option<Arc<crate::shard::Shard>>,
+    /// How every watch reads its initial state (`cache::lists`).
+    pub lists: crate::cache::lists::Lists,
 }
 
 /// Who reports Events: this replica (the pod name), else the controller.
