@@ -142,8 +142,8 @@ grep -q "finishing in-flight reconciles" "$CONTROLLER_LOG" || { echo "run.sh: no
 if (( $# == 0 )); then
   # Suites that stop and start a controller of their own, now that the shared one is gone.
   : >"$E2E_DIR/controller-outage.log"; : >"$E2E_DIR/controller-ha.log"; : >"$E2E_DIR/controller-policy.log"; : >"$E2E_DIR/controller-upgrade.log"; : >"$E2E_DIR/controller-vault.log"; : >"$E2E_DIR/controller-clusters.log"; : >"$E2E_DIR/controller-protection.log"
-  rm -f "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-shards-*.log
-  cargo test -p randomsecret-e2e --no-fail-fast --test outage --test ha --test policy --test upgrade --test webhook --test vault --test clusters --test protection --test shards -- --ignored --test-threads=1 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
+  rm -f "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-shards-*.log "$E2E_DIR"/controller-lists-*.log
+  cargo test -p randomsecret-e2e --no-fail-fast --test outage --test ha --test policy --test upgrade --test webhook --test vault --test clusters --test protection --test shards --test initial_lists -- --ignored --test-threads=1 2>&1 | tee -a "$E2E_DIR/test-output.txt" || status=$?
   # A short fault suite (make chaos runs all of it, with bursts of 300):
   # kube-apiserver killed, the controller SIGKILLed, racing edits, shards
   # relabelled, each in a burst of 30. It kills and restarts this control plane's apiserver.
@@ -161,7 +161,7 @@ grep -q '"conditions"' "$E2E_DIR/randomsecrets.json" || { echo "run.sh: FAILED: 
 values=$(grep -c . "$E2E_VALUES_FILE" || true)
 # Blank lines would match everything: only whole values are patterns.
 grep -v '^$' "$E2E_VALUES_FILE" >"$E2E_DIR/value-patterns.txt" || true
-if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-vault.log "$E2E_DIR"/controller-clusters.log "$E2E_DIR"/controller-protection.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-dashboard.log "$E2E_DIR"/controller-chaos-*.log "$E2E_DIR"/controller-shards-*.log "$E2E_DIR/events.json" "$E2E_DIR/randomsecrets.json" 2>/dev/null; then
+if grep -F -q -f "$E2E_DIR/value-patterns.txt" "$CONTROLLER_LOG" "$E2E_DIR/metrics.txt" "$E2E_DIR"/controller-outage.log "$E2E_DIR"/controller-ha.log "$E2E_DIR"/controller-policy.log "$E2E_DIR"/controller-upgrade.log "$E2E_DIR"/controller-vault.log "$E2E_DIR"/controller-clusters.log "$E2E_DIR"/controller-protection.log "$E2E_DIR"/controller-webhook*.log "$E2E_DIR"/controller-dashboard.log "$E2E_DIR"/controller-chaos-*.log "$E2E_DIR"/controller-shards-*.log "$E2E_DIR"/controller-lists-*.log "$E2E_DIR/events.json" "$E2E_DIR/randomsecrets.json" 2>/dev/null; then
   echo "run.sh: FAILED: a generated Secret value appears in a controller's log, the metrics, an Event or a RandomSecret's status" >&2; status=1
 elif (( values == 0 && $# == 0 )); then
   echo "run.sh: FAILED: the suites recorded no generated values to check the log against" >&2; status=1

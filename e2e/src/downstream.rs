@@ -28,13 +28,21 @@ pub struct DownstreamCluster {
 impl DownstreamCluster {
     /// Starts it (from an empty etcd) and waits until it serves.
     pub fn up() -> Result<Self> {
+        Self::up_with(&[])
+    }
+
+    /// [`Self::up`] with more of `e2e/cluster.sh`'s settings, such as
+    /// `APISERVER_EXTRA_ARGS`.
+    pub fn up_with(settings: &[(&str, &str)]) -> Result<Self> {
         let dir = crate::tools::log_dir().join("downstream");
         std::fs::create_dir_all(&dir)?;
         let c = DownstreamCluster {
             kubeconfig: dir.join("kubeconfig"),
             dir,
         };
-        c.script(&["up"], &[("E2E_FRESH", "1")])
+        let mut settings = settings.to_vec();
+        settings.push(("E2E_FRESH", "1"));
+        c.script(&["up"], &settings)
             .context("starting the downstream control plane")?;
         Ok(c)
     }

@@ -83,15 +83,16 @@ chmod +x "$work/wrap"
 
 # Every function a run executed (callgrind's fn= and cfn= lines), one per line.
 executed() { grep -h '^c\?fn=' "$work/$1"/cg.* | sed -e 's/^c\?fn=//' -e "s/'.*//" | sort -u; }
-# One pair per size, no kinds phase: under callgrind a second controller
-# adds nothing to the list, and 200 RSA-4096 keys would take hours.
+# One pair per size, no kinds or shards phase: under callgrind a second
+# controller adds nothing to the list, 200 RSA-4096 keys would take hours and
+# four shards over 40,000 longer still.
 small=(--sizes 200 --bulk 20 --rotations 50 --steady-seconds 5 --no-floor --no-big
-  --pairs 1 --largest-pairs 1 --no-kinds)
+  --pairs 1 --largest-pairs 1 --no-kinds --no-shards)
 for run in core extra; do
   mkdir -p "$work/$run"
   args=("${small[@]}" --no-webhook --no-push)
   [[ $run == extra ]] && args=(--sizes 20 --bulk 5 --rotations 5 --steady-seconds 2 --no-floor --no-big
-    --pairs 1 --largest-pairs 1 --no-kinds --webhook-creates 50 --webhook-rate 10 --pushes 10 --push-rate 5)
+    --pairs 1 --largest-pairs 1 --no-kinds --no-shards --webhook-creates 50 --webhook-rate 10 --pushes 10 --push-rate 5)
   echo "orderfile.sh: the $run run under callgrind" >&2
   RUN=$run BENCH_NO_PEER=1 BENCH_OUT=$work/$run/bench RANDOMSECRET_BIN=$work/wrap \
     "$root/e2e/bench.sh" "${args[@]}" --charts "$work/$run/charts" >"$work/$run.log" 2>&1 ||
