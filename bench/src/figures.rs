@@ -61,6 +61,8 @@ pub struct ObjectMetricsRun {
 
 /// What a restart with `n` objects existing took and held.
 pub struct Restart {
+    /// The same streams read bare before the controller started (`streams`).
+    pub floor: Duration,
     pub ready: Duration,
     pub all: Duration,
     pub requests: Counts,

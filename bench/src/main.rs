@@ -35,6 +35,7 @@ mod report;
 mod shards;
 mod slowest;
 mod stats;
+mod streams;
 mod webhook;
 mod workload;
 

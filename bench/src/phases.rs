@@ -500,6 +500,7 @@ async fn restart(
     n: usize,
     extra: &[&str],
 ) -> Result<(ControllerProcess, Restart)> {
+    let floor = crate::streams::bare(client).await?;
     let before = apimetrics::scrape(client).await?;
     let start = Instant::now();
     let conc = args.concurrency.to_string();
@@ -538,6 +539,7 @@ async fn restart(
     Ok((
         p,
         Restart {
+            floor,
             ready,
             all,
             requests,
