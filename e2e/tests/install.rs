@@ -741,6 +741,166 @@ async fn the_chart_renders_a_deployment_and_lease_per_shard() -> Result<()> {
     Ok(())
 }
 
+/// examples/sharding/kustomize (docs/src/sharding.md#with-kustomize) builds
+/// the chart's sharded install (examples/sharding/values.yaml): the same
+/// Deployments, each with the same --shard-selector and randomsecret.io/shard
+/// pod label, selector and anti-affinity; the same PodDisruptionBudgets,
+/// selecting the same shard; and a leader election Role granting the same
+/// Leases, which are those the Deployments' shards lead on. The apiserver's
+/// dry run takes the build.
+#[tokio::test]
+async fn the_kustomize_sharding_example_matches_the_charts_shards() -> Result<()> {
+    use randomsecret::shard::Shard;
+    use std::collections::{BTreeMap, BTreeSet};
+    let root = repo_root();
+    let chart = root.join("charts/randomsecret");
+    let values = root.join("examples/sharding/values.yaml");
+    let overlay = root.join("examples/sharding/kustomize");
+    // Release randomsecret in randomsecret-system: the names config/ uses.
+    let helm = docs(&run(
+        "helm",
+        &[
+            "template",
+            "randomsecret",
+            chart.to_str().unwrap(),
+            "--namespace",
+            "randomsecret-system",
+            "-f",
+            values.to_str().unwrap(),
+        ],
+        None,
+    )?)?;
+    let built = run("kustomize", &["build", overlay.to_str().unwrap()], None)?;
+    let kustomize = docs(&built)?;
+
+    let shard_label = |labels: &Value| labels["randomsecret.io/shard"].as_str().map(String::from);
+    let args = |dep: &Value| -> Vec<String> {
+        dep["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(String::from))
+            .collect()
+    };
+    let flag = |dep: &Value, name: &str| -> Option<String> {
+        args(dep)
+            .iter()
+            .find_map(|a| a.strip_prefix(&format!("--{name}=")).map(String::from))
+    };
+    // Per Deployment: its --shard-selector, and the shard label of its pods,
+    // of its selector and of its pods' anti-affinity.
+    type Shards = BTreeMap<String, [Option<String>; 4]>;
+    let deployments = |d: &[Value]| -> Shards {
+        d.iter()
+            .filter(|x| x["kind"] == "Deployment")
+            .map(|dep| {
+                let spec = &dep["spec"];
+                let affinity = &spec["template"]["spec"]["affinity"]["podAntiAffinity"]
+                    ["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+                    ["labelSelector"]["matchLabels"];
+                (
+                    dep["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                    [
+                        flag(dep, "shard-selector"),
+                        shard_label(&spec["template"]["metadata"]["labels"]),
+                        shard_label(&spec["selector"]["matchLabels"]),
+                        shard_label(affinity),
+                    ],
+                )
+            })
+            .collect()
+    };
+    let pdbs = |d: &[Value]| -> BTreeMap<String, Option<String>> {
+        d.iter()
+            .filter(|x| x["kind"] == "PodDisruptionBudget")
+            .map(|p| {
+                (
+                    p["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    shard_label(&p["spec"]["selector"]["matchLabels"]),
+                )
+            })
+            .collect()
+    };
+    let leases = |d: &[Value]| -> Result<BTreeSet<String>> {
+        let role = d
+            .iter()
+            .find(|x| {
+                x["kind"] == "Role" && x["metadata"]["name"] == "randomsecret-leader-election"
+            })
+            .context("the leader election Role")?;
+        Ok(role["rules"][0]["resourceNames"]
+            .as_array()
+            .context("resourceNames")?
+            .iter()
+            .filter_map(|n| n.as_str().map(String::from))
+            .collect())
+    };
+
+    let (h, k) = (deployments(&helm), deployments(&kustomize));
+    ensure!(
+        h.len() == 3 && h.values().all(|s| s[0].is_some()),
+        "the chart renders no sharded install: {h:?}"
+    );
+    ensure!(
+        h == k,
+        "Deployments (--shard-selector, pod label, selector, anti-affinity):\n  chart     {h:?}\n  kustomize {k:?}"
+    );
+    let (h_pdb, k_pdb) = (pdbs(&helm), pdbs(&kustomize));
+    ensure!(
+        h_pdb.len() == 3,
+        "the chart renders a PodDisruptionBudget per shard: {h_pdb:?}"
+    );
+    ensure!(
+        h_pdb == k_pdb,
+        "PodDisruptionBudgets:\n  chart     {h_pdb:?}\n  kustomize {k_pdb:?}"
+    );
+    let (h_leases, k_leases) = (leases(&helm)?, leases(&kustomize)?);
+    ensure!(
+        h_leases == k_leases,
+        "the leader election Role grants:\n  chart     {h_leases:?}\n  kustomize {k_leases:?}"
+    );
+    // The Leases the overlay's controllers lead on (Shard::lease of each
+    // Deployment's selector and --leader-election-id) are those granted.
+    let led: BTreeSet<String> = kustomize
+        .iter()
+        .filter(|x| x["kind"] == "Deployment")
+        .map(|dep| {
+            let selector = flag(dep, "shard-selector").context("no --shard-selector")?;
+            let id = flag(dep, "leader-election-id").context("no --leader-election-id")?;
+            Ok(Shard::parse(&selector)
+                .map_err(anyhow::Error::msg)?
+                .lease(&id))
+        })
+        .collect::<Result<_>>()?;
+    ensure!(
+        led == k_leases,
+        "the shards lead on {led:?}, the Role grants {k_leases:?}"
+    );
+    // Past the apiserver's validation, not applied (the namespace is run.sh's).
+    run(
+        "kubectl",
+        &["create", "namespace", "randomsecret-system"],
+        None,
+    )
+    .ok();
+    run(
+        "kubectl",
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            "-",
+        ],
+        Some(&built),
+    )?;
+    Ok(())
+}
+
 /// A server-side dry run of `yaml` into namespace rs-shards (made first).
 fn kubectl_dry_run(yaml: &str) -> Result<()> {
     let ns = "apiVersion: v1\nkind: Namespace\nmetadata: {name: rs-shards}\n";
