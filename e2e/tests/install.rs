@@ -17,7 +17,8 @@ fn cluster_role_rules(rendered: &[Value]) -> Result<Value> {
         .context("no ClusterRole")
 }
 
-fn apply_twice(yaml: &str) -> Result<()> {
+/// `yaml` past the apiserver's validation, not applied.
+fn server_dry_run(yaml: &str) -> Result<()> {
     run(
         "kubectl",
         &[
@@ -29,7 +30,12 @@ fn apply_twice(yaml: &str) -> Result<()> {
             "-",
         ],
         Some(yaml),
-    )?;
+    )
+    .map(drop)
+}
+
+fn apply_twice(yaml: &str) -> Result<()> {
+    server_dry_run(yaml)?;
     run(
         "kubectl",
         &["apply", "--server-side", "--force-conflicts", "-f", "-"],
@@ -886,19 +892,7 @@ async fn the_kustomize_sharding_example_matches_the_charts_shards() -> Result<()
         None,
     )
     .ok();
-    run(
-        "kubectl",
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-f",
-            "-",
-        ],
-        Some(&built),
-    )?;
-    Ok(())
+    server_dry_run(&built)
 }
 
 /// A server-side dry run of `yaml` into namespace rs-shards (made first).

@@ -95,6 +95,18 @@ fn decided(seen: &Seen) -> Option<Lists> {
     }
 }
 
+/// What a failed request says: an answer of the apiserver's about the
+/// request (422 without WatchList) is a refusal; one about its own state
+/// (429 while its watch cache (re)initialises, as after its restart, or a
+/// 5xx) and no answer at all are worth another try.
+fn failed(e: &kube::Error) -> Seen {
+    match e {
+        kube::Error::Api(s) if s.code == 429 || s.code >= 500 => Seen::Unreachable,
+        kube::Error::Api(_) => Seen::Refused,
+        _ => Seen::Unreachable,
+    }
+}
+
 /// Asks for a streaming list of RandomSecrets that no object matches (the
 /// controller may always watch RandomSecrets, and an empty answer is cheap).
 async fn probe(api: Api<RandomSecret>) -> Lists {
@@ -121,8 +133,7 @@ async fn look(api: &Api<RandomSecret>) -> Seen {
         .timeout(PROBE_TIMEOUT.as_secs() as u32);
     let stream = match api.watch(&params, "0").await {
         Ok(s) => s,
-        Err(kube::Error::Api(_)) => return Seen::Refused,
-        Err(_) => return Seen::Unreachable,
+        Err(e) => return failed(&e),
     };
     let mut stream = std::pin::pin!(stream);
     let ended = tokio::time::timeout(PROBE_TIMEOUT, async {
@@ -154,6 +165,19 @@ mod tests {
         assert_eq!(decided(&Seen::Refused), Some(Lists::Pages));
         assert_eq!(decided(&Seen::NoEnd), Some(Lists::Pages));
         assert_eq!(decided(&Seen::Unreachable), None);
+    }
+
+    #[test]
+    fn a_refusal_pages_and_an_apiserver_busy_with_itself_is_asked_again() {
+        let api = |code: u16| {
+            kube::Error::Api(Box::new(
+                kube::core::Status::failure("no", "Reason").with_code(code),
+            ))
+        };
+        assert_eq!(failed(&api(422)), Seen::Refused);
+        assert_eq!(failed(&api(400)), Seen::Refused);
+        assert_eq!(failed(&api(429)), Seen::Unreachable);
+        assert_eq!(failed(&api(503)), Seen::Unreachable);
     }
 
     #[test]
