@@ -323,9 +323,10 @@ pub struct ControllerArgs {
     #[arg(long, env = "RANDOMSECRET_SHARD_SELECTOR", value_name = "SELECTOR")]
     pub shard_selector: Option<String>,
     /// How every watch reads its initial state: stream it from the
-    /// apiserver's watch cache (WatchList, on by default in Kubernetes
-    /// 1.32 and from 1.34; fast and flat in memory with many objects), in pages of 100, or auto (ask
-    /// the apiserver once at start; pages where it cannot stream).
+    /// apiserver's watch cache (WatchList, on by default in Kubernetes 1.32
+    /// and from 1.34; fast and flat in memory with many objects), in pages
+    /// of 100, or auto (ask the apiserver once at start; pages where it
+    /// cannot stream).
     #[arg(
         long,
         env = "RANDOMSECRET_INITIAL_LISTS",
