@@ -144,6 +144,9 @@ async fn look(api: &Api<RandomSecret>) -> Seen {
                 {
                     return Seen::End;
                 }
+                Ok(WatchEvent::Error(e)) if e.code == 429 || e.code >= 500 => {
+                    return Seen::Unreachable;
+                }
                 Ok(WatchEvent::Error(_)) => return Seen::Refused,
                 Ok(_) => {}
                 Err(_) => return Seen::Unreachable,
