@@ -36,10 +36,7 @@ pub async fn release(
     namespace: Option<&str>,
     dry_run: bool,
 ) -> anyhow::Result<Vec<String>> {
-    let api: Api<Secret> = match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    };
+    let api: Api<Secret> = crate::runtime::client::scoped(client, namespace);
     let lp = ListParams::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGED_BY}"));
     let listed = api
         .list_metadata(&lp)

@@ -112,10 +112,7 @@ pub async fn select(
     namespace: Option<&str>,
     selector: Option<&str>,
 ) -> anyhow::Result<Vec<RandomSecret>> {
-    let api: Api<RandomSecret> = match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    };
+    let api: Api<RandomSecret> = crate::runtime::client::scoped(client, namespace);
     let mut lp = kube::api::ListParams::default();
     if let Some(s) = selector {
         lp = lp.labels(s);

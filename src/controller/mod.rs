@@ -249,7 +249,7 @@ async fn connect(
     client::custom_references(&client, &args.references).await?;
     let lists = Lists::decide(
         args.initial_lists,
-        scoped(&client, args.namespace.as_deref()),
+        client::scoped(&client, args.namespace.as_deref()),
     )
     .await;
     let (key_ns, key_name) = config::proof_key(args);
@@ -284,18 +284,6 @@ async fn connect(
         lists,
     };
     Ok((shared, elector))
-}
-
-/// `K` in the namespace the controller watches (`--namespace`), or all.
-fn scoped<K>(client: &kube::Client, namespace: Option<&str>) -> kube::Api<K>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => kube::Api::namespaced(client.clone(), ns),
-        None => kube::Api::all(client.clone()),
-    }
 }
 
 /// Where each runner's keys go in (`Triggers`, cloned by the watches) ...

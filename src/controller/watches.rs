@@ -81,10 +81,7 @@ impl Watch {
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
         K::DynamicType: Default,
     {
-        match &self.scope {
-            Some(ns) => Api::namespaced(self.client.clone(), ns),
-            None => Api::all(self.client.clone()),
-        }
+        crate::runtime::client::scoped(&self.client, self.scope.as_deref())
     }
 
     /// Runs the watch `K` (with backoff), handing each event to `apply`,

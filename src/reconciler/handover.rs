@@ -143,12 +143,13 @@ pub async fn hand_off(key: &crate::cache::Key, ctx: &Context) -> Result<usize, R
         return Ok(0); // still ours: the watch lags
     }
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), key.ns());
+    let relabelled = shard.labels_patch(&labels);
     let mut moved = 0;
     for (name, v) in held {
         if v.proof != Proof::Valid {
             continue;
         }
-        let mut patch = shard.labels_patch(&labels);
+        let mut patch = relabelled.clone();
         patch["metadata"]["resourceVersion"] = v.resource_version.to_string().into();
         let version = key.sibling(&name);
         super::patch_version(&secrets, &version, patch, ctx).await?;

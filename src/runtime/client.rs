@@ -12,6 +12,19 @@ use std::time::Duration;
 use tower::retry::RetryLayer;
 use tower::{BoxError, ServiceBuilder};
 
+/// Namespaced kind `K` in `namespace`, or in all namespaces (None): the
+/// scope of a command or of the controller's `--namespace`.
+pub fn scoped<K>(client: &Client, namespace: Option<&str>) -> kube::Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match namespace {
+        Some(ns) => kube::Api::namespaced(client.clone(), ns),
+        None => kube::Api::all(client.clone()),
+    }
+}
+
 /// How long an idle connection is kept for reuse. kube's default client
 /// keeps every connection a burst of reconciles opened, for good (its idle
 /// timeout needs a timer it does not set): some 25 after a burst at

@@ -11,12 +11,13 @@ use super::model::{HeldRefs, Read, StatusList, assemble};
 use crate::api::{LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use crate::cache::slim::{ControllerRevisionRefs, PodRefs, RandomSecretObject, ReplicaSetRefs};
 use crate::references::{self, Held};
+use crate::runtime::client::scoped;
 use crate::runtime::status::Answer as _;
 use anyhow::{Context as _, bail};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::ListParams;
-use kube::{Api, Client, Resource};
+use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 
@@ -26,16 +27,6 @@ pub struct Scope {
     /// None: all namespaces.
     pub namespace: Option<String>,
     pub name: Option<String>,
-}
-
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
 }
 
 /// Objects per page: a namespace with 50,000 Pods is read in pieces, not
@@ -97,7 +88,7 @@ where
         + DeserializeOwned
         + Debug,
 {
-    let api = api::<K>(client, namespace);
+    let api = scoped::<K>(client, namespace);
     match paged(list_params(freshness), |lp| {
         let api = api.clone();
         async move { api.list(&lp).await }
@@ -131,7 +122,7 @@ pub async fn read(client: &Client, scope: &Scope, freshness: Freshness) -> anyho
             let Some(ns) = ns else {
                 bail!("a RandomSecret name needs a namespace: drop --all-namespaces or give -n");
             };
-            match api::<RandomSecretObject>(client, Some(ns))
+            match scoped::<RandomSecretObject>(client, Some(ns))
                 .get_opt(name)
                 .await
             {
@@ -141,7 +132,7 @@ pub async fn read(client: &Client, scope: &Scope, freshness: Freshness) -> anyho
             }
         }
         None => {
-            let api = api::<RandomSecretObject>(client, ns);
+            let api = scoped::<RandomSecretObject>(client, ns);
             paged(list_params(freshness), |lp| {
                 let api = api.clone();
                 async move { api.list(&lp).await }
@@ -155,7 +146,7 @@ pub async fn read(client: &Client, scope: &Scope, freshness: Freshness) -> anyho
         selector.push_str(&format!(",{LABEL_NAME}={name}"));
     }
     // Metadata only: the Secrets' data never reaches this process.
-    let secret_api = api::<Secret>(client, ns);
+    let secret_api = scoped::<Secret>(client, ns);
     let secrets = paged(list_params(freshness).labels(&selector), |lp| {
         let api = secret_api.clone();
         async move { api.list_metadata(&lp).await }
