@@ -8,8 +8,10 @@
 //! A watch re-list is a mark-and-sweep per stream: `init` starts a new epoch,
 //! `apply` marks, `init_done` removes what the re-list did not show.
 
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 
 /// Which watch stream an object came from (one per kind).
@@ -44,26 +46,32 @@ pub trait Payload {
 impl Payload for &str {}
 
 /// Each object is stored once (shared by `Arc` between the two maps), and a
-/// key's objects are a small `Vec` (usually one or two).
-pub struct MultiIndex<O, I> {
+/// key's objects are a small list (one inline: usually one or two). The
+/// reverse map is keyed by the key's hash (8 bytes where a `Key` takes 32;
+/// at 100,000 versions, 3 MiB): keys sharing a hash share a list, and
+/// [`MultiIndex::get`] keeps the objects that do map to the key asked.
+pub struct MultiIndex<O, I, S = RandomState> {
     objects: HashMap<Arc<O>, Slot<I>>,
-    reverse: HashMap<I, Vec<Arc<O>>>,
+    reverse: HashMap<u64, SmallVec<[Arc<O>; 1]>>,
+    /// Per process: nobody can choose keys that share a hash.
+    seed: S,
     epochs: HashMap<Stream, u32>,
     listed: Vec<Stream>,
 }
 
-impl<O, I> Default for MultiIndex<O, I> {
+impl<O, I, S: Default> Default for MultiIndex<O, I, S> {
     fn default() -> Self {
         Self {
             objects: HashMap::new(),
             reverse: HashMap::new(),
+            seed: S::default(),
             epochs: HashMap::new(),
             listed: Vec::new(),
         }
     }
 }
 
-impl<O: Eq + Hash + Payload, I: Clone + Eq + Hash> MultiIndex<O, I> {
+impl<O: Eq + Hash + Payload, I: Clone + Eq + Hash, S: BuildHasher> MultiIndex<O, I, S> {
     /// Records that `obj` (from `stream`) maps to `keys`, replacing what it
     /// mapped to before. Returns the keys that gained or lost it.
     pub fn apply(&mut self, stream: Stream, obj: O, keys: Vec<I>) -> Vec<I> {
@@ -99,14 +107,11 @@ impl<O: Eq + Hash + Payload, I: Clone + Eq + Hash> MultiIndex<O, I> {
             return changed;
         }
         for k in changed.iter() {
-            let holders = self.reverse.entry(k.clone()).or_default();
             if keys.contains(k) {
-                holders.push(obj.clone());
+                let h = self.seed.hash_one(k);
+                self.reverse.entry(h).or_default().push(obj.clone());
             } else {
-                holders.retain(|o| **o != *obj);
-                if holders.is_empty() {
-                    self.reverse.remove(k);
-                }
+                self.unlink(k, &obj);
             }
         }
         let keys = keys.into_boxed_slice();
@@ -127,14 +132,23 @@ impl<O: Eq + Hash + Payload, I: Clone + Eq + Hash> MultiIndex<O, I> {
             return Vec::new();
         };
         for k in slot.keys.iter() {
-            if let Some(holders) = self.reverse.get_mut(k) {
-                holders.retain(|o| **o != *obj);
-                if holders.is_empty() {
-                    self.reverse.remove(k);
-                }
-            }
+            self.unlink(k, obj);
         }
         slot.keys.into_vec()
+    }
+
+    /// Removes `obj` from `key`'s list: one entry, as it was pushed once
+    /// per key (another key of the same hash may hold it too).
+    fn unlink(&mut self, key: &I, obj: &O) {
+        let h = self.seed.hash_one(key);
+        if let Some(holders) = self.reverse.get_mut(&h) {
+            if let Some(i) = holders.iter().position(|o| **o == *obj) {
+                holders.remove(i);
+            }
+            if holders.is_empty() {
+                self.reverse.remove(&h);
+            }
+        }
     }
 
     /// A (re-)list of `stream` starts: objects it does not show again are
@@ -194,7 +208,22 @@ impl<O: Eq + Hash + Payload, I: Clone + Eq + Hash> MultiIndex<O, I> {
 
     /// The objects that map to `key`.
     pub fn get(&self, key: &I) -> impl Iterator<Item = &O> {
-        self.reverse.get(key).into_iter().flatten().map(|o| &**o)
+        let list = self
+            .reverse
+            .get(&self.seed.hash_one(key))
+            .map_or(&[][..], |l| &l[..]);
+        list.iter()
+            .enumerate()
+            // Once each (an object two of whose keys share a hash is listed
+            // twice), and only where it maps to `key` itself.
+            .filter(move |(i, o)| {
+                !list[..*i].iter().any(|p| Arc::ptr_eq(p, o))
+                    && self
+                        .objects
+                        .get(&***o)
+                        .is_some_and(|s| s.keys.contains(key))
+            })
+            .map(|(_, o)| &**o)
     }
 
     pub fn len(&self) -> usize {
@@ -209,6 +238,7 @@ impl<O: Eq + Hash + Payload, I: Clone + Eq + Hash> MultiIndex<O, I> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::fixtures::Collide;
     use Stream::{Pods, ReplicaSets};
 
     fn sorted<'a>(it: impl Iterator<Item = &'a &'static str>) -> Vec<&'static str> {
@@ -219,7 +249,12 @@ mod tests {
 
     #[test]
     fn apply_replace_and_delete_report_what_changed() {
-        let mut ix: MultiIndex<&str, &str> = MultiIndex::default();
+        check_apply_replace_and_delete_report_what_changed::<RandomState>();
+        check_apply_replace_and_delete_report_what_changed::<Collide>();
+    }
+
+    fn check_apply_replace_and_delete_report_what_changed<S: BuildHasher + Default>() {
+        let mut ix: MultiIndex<&str, &str, S> = MultiIndex::default();
         assert_eq!(ix.apply(ReplicaSets, "rs1", vec!["s1", "s2"]), ["s1", "s2"]);
         assert_eq!(ix.apply(ReplicaSets, "rs2", vec!["s2"]), ["s2"]);
         assert_eq!(sorted(ix.get(&"s2")), vec!["rs1", "rs2"]);
@@ -261,7 +296,12 @@ mod tests {
     /// identity, and its deletion leaves nothing behind.
     #[test]
     fn a_payload_change_replaces_the_object() {
-        let mut ix: MultiIndex<Flagged, &str> = MultiIndex::default();
+        check_a_payload_change_replaces_the_object::<RandomState>();
+        check_a_payload_change_replaces_the_object::<Collide>();
+    }
+
+    fn check_a_payload_change_replaces_the_object<S: BuildHasher + Default>() {
+        let mut ix: MultiIndex<Flagged, &str, S> = MultiIndex::default();
         ix.apply(Pods, Flagged("p", true), vec!["s"]);
         assert_eq!(ix.apply(Pods, Flagged("p", false), vec!["s"]), ["s"]);
         assert!(ix.apply(Pods, Flagged("p", false), vec!["s"]).is_empty());
@@ -277,7 +317,12 @@ mod tests {
 
     #[test]
     fn relist_sweeps_only_its_own_stream() {
-        let mut ix: MultiIndex<&str, &str> = MultiIndex::default();
+        check_relist_sweeps_only_its_own_stream::<RandomState>();
+        check_relist_sweeps_only_its_own_stream::<Collide>();
+    }
+
+    fn check_relist_sweeps_only_its_own_stream<S: BuildHasher + Default>() {
+        let mut ix: MultiIndex<&str, &str, S> = MultiIndex::default();
         assert!(!ix.listed(&[ReplicaSets, Pods]));
         ix.init(ReplicaSets);
         ix.apply(ReplicaSets, "a", vec!["s"]);

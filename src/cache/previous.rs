@@ -15,22 +15,30 @@ use std::hash::{Hash, Hasher};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Previous {
     pub secret_name: Option<crate::cache::Name>,
-    /// Per entry of [`CONDITIONS`]: its status and lastTransitionTime (seconds).
-    pub conditions: [Option<(bool, i64)>; CONDITIONS.len()],
+    /// Per entry of [`CONDITIONS`]: its status and lastTransitionTime.
+    conditions: [Stored; CONDITIONS.len()],
     pub ready_reason: Option<crate::cache::Name>,
-    pub released: Box<[crate::cache::Name]>,
     /// What `status.versions` lists, hashed: every name (what was live), and
     /// for a live one which object.
     pub listed: Box<[Listed]>,
     /// Of the whole status, and of its conditions part, without transition times.
     pub fingerprint: u64,
     pub conditions_fingerprint: u64,
+    /// What only some statuses hold, boxed so the others pay 8 bytes (and
+    /// a cache entry fits in 192).
+    rare: Option<Box<Rare>>,
+}
+
+/// The parts of a status that only some RandomSecrets have.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Rare {
+    released: Box<[crate::cache::Name]>,
     /// Of tracking mode's part ([`pinned_fingerprint`]); 0 when absent.
-    pub pinned: u64,
+    pinned: u64,
     /// `status.nextRotation` (seconds), and whether `VaultSynced` is True
     /// (None: no such condition), for the per-object metrics.
-    pub next_rotation: Option<i64>,
-    pub vault_synced: Option<bool>,
+    next_rotation: Option<i64>,
+    vault_synced: Option<bool>,
 }
 
 impl Previous {
@@ -46,10 +54,11 @@ impl Previous {
         Previous {
             secret_name: s.secret_name.as_deref().map(Into::into),
             conditions: CONDITIONS.map(|t| {
-                find(t).map(|c| (c.status == "True", c.last_transition_time.0.as_second()))
+                Stored::of(
+                    find(t).map(|c| (c.status == "True", c.last_transition_time.0.as_second())),
+                )
             }),
             ready_reason: find(READY).map(|c| c.reason.as_str().into()),
-            released: s.released.iter().map(|n| n.as_str().into()).collect(),
             listed: s
                 .versions
                 .iter()
@@ -64,14 +73,38 @@ impl Previous {
                 .collect(),
             fingerprint: fingerprint(Some(s)),
             conditions_fingerprint: conditions_fingerprint(Some(s)),
-            pinned: match find(WORKLOADS_PINNED) {
-                None if s.pinned_workloads.is_empty() => 0,
-                // A condition left without a list hashes to non-zero too: to remove.
-                c => pinned_hash(&s.pinned_workloads, c.and_then(|c| c.observed_generation)),
-            },
-            next_rotation: s.next_rotation.as_ref().map(|t| t.0.as_second()),
-            vault_synced: find(VAULT_SYNCED).map(|c| c.status == "True"),
+            rare: Some(Box::new(Rare {
+                released: s.released.iter().map(|n| n.as_str().into()).collect(),
+                pinned: match find(WORKLOADS_PINNED) {
+                    None if s.pinned_workloads.is_empty() => 0,
+                    // A condition left without a list hashes to non-zero too: to remove.
+                    c => pinned_hash(&s.pinned_workloads, c.and_then(|c| c.observed_generation)),
+                },
+                next_rotation: s.next_rotation.as_ref().map(|t| t.0.as_second()),
+                vault_synced: find(VAULT_SYNCED).map(|c| c.status == "True"),
+            }))
+            .filter(|r| **r != Rare::default()),
         }
+    }
+
+    /// The names `status.released` lists.
+    pub fn released_names(&self) -> &[crate::cache::Name] {
+        self.rare.as_ref().map_or(&[], |r| &r.released)
+    }
+
+    /// Tracking mode's part, fingerprinted ([`pinned_fingerprint`]); 0 when absent.
+    pub fn pinned(&self) -> u64 {
+        self.rare.as_ref().map_or(0, |r| r.pinned)
+    }
+
+    /// `status.nextRotation`, in seconds.
+    pub fn next_rotation(&self) -> Option<i64> {
+        self.rare.as_ref().and_then(|r| r.next_rotation)
+    }
+
+    /// Whether `VaultSynced` is True (None: no such condition).
+    pub fn vault_synced(&self) -> Option<bool> {
+        self.rare.as_ref().and_then(|r| r.vault_synced)
     }
 
     /// How many versions the status lists as live (current and retained).
@@ -84,7 +117,7 @@ impl Previous {
 
     /// Whether `name` is among the released names.
     pub fn released(&self, name: &str) -> bool {
-        self.released.iter().any(|n| &**n == name)
+        self.released_names().iter().any(|n| &**n == name)
     }
 
     /// Whether the status shows `name` as a version that was live (the
@@ -147,7 +180,36 @@ impl Previous {
     /// lastTransitionTime (seconds).
     pub fn condition(&self, type_: &str) -> Option<(bool, i64)> {
         let i = CONDITIONS.iter().position(|t| *t == type_)?;
-        self.conditions[i]
+        self.conditions[i].get()
+    }
+}
+
+/// A missing time.
+const NONE: i64 = i64::MIN;
+
+/// A condition as stored, in 8 bytes where `Option<(bool, i64)>` takes 16
+/// (a cache entry per RandomSecret holds four): its lastTransitionTime in
+/// seconds shifted left, its status in the low bit; [`NONE`] when absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stored(i64);
+
+impl Default for Stored {
+    fn default() -> Self {
+        Stored(NONE)
+    }
+}
+
+impl Stored {
+    /// Times beyond ±2^62 seconds (no real one) are clamped to fit.
+    fn of(condition: Option<(bool, i64)>) -> Self {
+        const LIMIT: i64 = 1 << 62;
+        condition.map_or(Stored(NONE), |(status, at)| {
+            Stored((at.clamp(1 - LIMIT, LIMIT - 1) << 1) | i64::from(status))
+        })
+    }
+
+    fn get(self) -> Option<(bool, i64)> {
+        (self.0 != NONE).then_some((self.0 & 1 == 1, self.0 >> 1))
     }
 }
 
@@ -183,7 +245,7 @@ enum Object {
 }
 
 fn seconds(t: Option<&Time>) -> i64 {
-    t.map_or(i64::MIN, |t| t.0.as_second())
+    t.map_or(NONE, |t| t.0.as_second())
 }
 
 fn name_hash(name: &str) -> u64 {
@@ -239,7 +301,7 @@ pub fn conditions_fingerprint(status: Option<&RandomSecretStatus>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{VersionState, VersionStatus};
+    use crate::api::{STALLED, VersionState, VersionStatus};
 
     fn listed(name: &str, uid: Option<&str>, state: VersionState) -> VersionStatus {
         serde_json::from_value(serde_json::json!({
@@ -267,5 +329,48 @@ mod tests {
         assert!(p.lists_beyond(["db-1"]));
         assert!(p.lists_beyond([]));
         assert!(!Previous::of(None).lists_beyond([]));
+    }
+
+    /// The conditions, kept in 8 bytes each, read back as stored; what few
+    /// statuses hold (released names, pinned workloads, a next rotation,
+    /// VaultSynced) costs the others nothing but its pointer.
+    #[test]
+    fn conditions_round_trip_and_rare_parts_are_boxed_only_when_present() {
+        let condition = |type_: &str, status: &str, at: i64| -> Condition {
+            serde_json::from_value(serde_json::json!({
+                "type": type_, "status": status, "reason": "R", "message": "",
+                "lastTransitionTime": Time(Timestamp::from_second(at).unwrap()),
+            }))
+            .unwrap()
+        };
+        let plain = RandomSecretStatus {
+            conditions: vec![
+                condition(READY, "True", 1_800_000_000),
+                condition(STALLED, "False", 7),
+            ],
+            ..Default::default()
+        };
+        let p = Previous::of(Some(&plain));
+        assert_eq!(p.condition(READY), Some((true, 1_800_000_000)));
+        assert_eq!(p.condition(STALLED), Some((false, 7)));
+        assert_eq!(p.condition(crate::api::RECONCILING), None);
+        assert!(p.rare.is_none(), "nothing rare, nothing boxed");
+        assert_eq!(
+            (p.next_rotation(), p.vault_synced(), p.pinned()),
+            (None, None, 0)
+        );
+        assert!(p.released_names().is_empty());
+
+        let rare = RandomSecretStatus {
+            released: vec!["db-0".into()],
+            next_rotation: Some(Time(Timestamp::from_second(1_900_000_000).unwrap())),
+            conditions: vec![condition(VAULT_SYNCED, "False", 3)],
+            ..plain
+        };
+        let p = Previous::of(Some(&rare));
+        assert_eq!(p.next_rotation(), Some(1_900_000_000));
+        assert_eq!(p.vault_synced(), Some(false));
+        assert!(p.released("db-0") && !p.released("db-1"));
+        assert_eq!(p.released_names().len(), 1);
     }
 }

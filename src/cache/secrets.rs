@@ -18,7 +18,9 @@ use crate::proof::{Proof, ProofKey};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher::Event;
+use smallvec::SmallVec;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::RwLock;
 
 /// An owner reference: ours (a RandomSecret or a holder) compact, any other
@@ -107,9 +109,11 @@ pub struct Version {
     pub resource_version: Name,
     /// Labelled `app.kubernetes.io/managed-by: randomsecret`.
     pub managed: bool,
-    /// The `randomsecret.io/name` and `randomsecret.io/hash` labels.
+    /// The `randomsecret.io/name` label.
     pub randomsecret: Option<Name>,
-    pub hash: Option<Name>,
+    /// The `randomsecret.io/hash` label, fingerprinted ([`label_hash`]): it
+    /// is only ever compared, and 8 bytes keep a version in 128.
+    hash: u64,
     /// Our creation annotation (to order versions, to the nanosecond), else
     /// creationTimestamp; in nanoseconds, `NONE` when neither.
     created: i64,
@@ -249,7 +253,7 @@ impl Version {
             resource_version: meta.resource_version.as_deref().unwrap_or_default().into(),
             managed: label(LABEL_MANAGED_BY) == Some(MANAGED_BY),
             randomsecret: label(LABEL_NAME).map(Into::into),
-            hash: label(LABEL_HASH).map(Into::into),
+            hash: label_hash(label(LABEL_HASH)),
             created: meta
                 .annotations
                 .as_ref()
@@ -270,6 +274,11 @@ impl Version {
             deletion: Deletion::of(meta),
             epoch: 0,
         })
+    }
+
+    /// Whether its `randomsecret.io/hash` label is `hash`.
+    pub fn has_hash(&self, hash: &str) -> bool {
+        self.hash == label_hash(Some(hash))
     }
 
     pub fn owner_references(&self) -> Vec<OwnerReference> {
@@ -295,17 +304,33 @@ impl Version {
     }
 }
 
+/// A label's value, hashed (SipHash, fixed keys: the same in every
+/// process); 0 when absent.
+fn label_hash(value: Option<&str>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    value.map_or(0, |v| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        v.hash(&mut h);
+        h.finish().max(1)
+    })
+}
+
 #[derive(Default)]
-struct Inner {
+struct Inner<S = std::hash::RandomState> {
     /// Boxed, as in the RandomSecret cache: empty slots stay small.
     versions: HashMap<Key, Box<Version>>,
-    /// RandomSecret -> the names of the Secrets labelled as its versions.
-    by_randomsecret: HashMap<Key, Vec<Name>>,
+    /// RandomSecret (its key hashed by `seed`, 8 bytes where a key takes
+    /// 32) -> the names of the Secrets labelled as its versions (one,
+    /// mostly: inline). Two keys may share a hash: lookups check each
+    /// version's namespace and label ([`Inner::versions_of`]).
+    by_randomsecret: HashMap<u64, SmallVec<[Name; 1]>>,
+    /// Per process: nobody can choose names that share a hash.
+    seed: S,
     epoch: u32,
     listed: bool,
 }
 
-impl Inner {
+impl<S: BuildHasher> Inner<S> {
     /// Stores `v` at `key`; returns the RandomSecrets concerned when it
     /// changed anything (the same resourceVersion again changes nothing).
     fn put(&mut self, key: Key, mut v: Version) -> Vec<Key> {
@@ -324,7 +349,7 @@ impl Inner {
         if let Some(rs) = &v.randomsecret {
             let owner = key.sibling(rs);
             self.by_randomsecret
-                .entry(owner.clone())
+                .entry(self.seed.hash_one(&owner))
                 .or_default()
                 .push(key.name.clone());
             if !affected.contains(&owner) {
@@ -343,13 +368,36 @@ impl Inner {
             return Vec::new();
         };
         let owner = key.sibling(rs);
-        if let Some(names) = self.by_randomsecret.get_mut(&owner) {
-            names.retain(|n| *n != key.name);
+        let h = self.seed.hash_one(&owner);
+        if let Some(names) = self.by_randomsecret.get_mut(&h) {
+            // One entry: a namespace sharing the hash may list the same name.
+            if let Some(i) = names.iter().position(|n| *n == key.name) {
+                names.remove(i);
+            }
             if names.is_empty() {
-                self.by_randomsecret.remove(&owner);
+                self.by_randomsecret.remove(&h);
             }
         }
         vec![owner]
+    }
+
+    /// The cached versions of RandomSecret `rs`, by name.
+    fn versions_of(&self, rs: &Key) -> Vec<(Name, Version)> {
+        let mut found: Vec<(Name, Version)> = Vec::new();
+        for n in self
+            .by_randomsecret
+            .get(&self.seed.hash_one(rs))
+            .into_iter()
+            .flatten()
+        {
+            let Some(v) = self.versions.get(&rs.sibling(n)) else {
+                continue;
+            };
+            if v.randomsecret.as_deref() == Some(&*rs.name) && !found.iter().any(|(f, _)| f == n) {
+                found.push((n.clone(), (**v).clone()));
+            }
+        }
+        found
     }
 }
 
@@ -469,14 +517,7 @@ impl Secrets {
 
     /// The Secrets labelled as versions of RandomSecret `rs`, with their metadata.
     pub fn versions_of(&self, rs: &Key) -> Vec<(Name, Version)> {
-        let inner = self.inner.read().expect("secrets lock");
-        inner
-            .by_randomsecret
-            .get(rs)
-            .into_iter()
-            .flatten()
-            .filter_map(|n| Some((n.clone(), (**inner.versions.get(&rs.sibling(n))?).clone())))
-            .collect()
+        self.inner.read().expect("secrets lock").versions_of(rs)
     }
 
     /// When each of `versions` was created (whole seconds, as stored), where
@@ -564,14 +605,12 @@ mod tests {
         assert_eq!(std::mem::size_of::<Recorded>(), 16);
     }
 
-    /// Deletion protection's facts fit in the padding a version had (144
-    /// bytes: a 16-byte-aligned uid, three compact strings, and 7 bytes of
-    /// flags and epoch before it).
-    const SIZE_BEFORE_DELETION: usize = 144;
-
+    /// A version fills one of jemalloc's 128-byte classes (a 16-byte-aligned
+    /// uid, two compact strings, the hash label's fingerprint; deletion
+    /// protection's facts in the padding): one byte more costs 32.
     #[test]
-    fn deletion_facts_cost_a_version_nothing() {
-        assert_eq!(std::mem::size_of::<Version>(), SIZE_BEFORE_DELETION);
+    fn a_version_fits_in_128_bytes() {
+        assert_eq!(std::mem::size_of::<Version>(), 128);
     }
 
     fn meta(name: &str, rv: &str) -> ObjectMeta {
@@ -611,7 +650,7 @@ mod tests {
         assert_eq!(v.owner_references(), m.owner_references.unwrap());
         assert_eq!(v.created().unwrap().subsec_nanosecond(), 123456789);
         assert_eq!(v.created_time(), m.creation_timestamp);
-        assert!(v.managed && v.hash.as_deref() == Some("tmm2ctc5b4"));
+        assert!(v.managed && v.has_hash("tmm2ctc5b4") && !v.has_hash("tmm2ctc5b5"));
     }
 
     /// A Secret read again after a lost race updates only the same object,
@@ -635,6 +674,49 @@ mod tests {
             "8",
             "another object"
         );
+    }
+
+    /// RandomSecrets whose keys share a hash (all of them, under
+    /// `Collide`) share a list of names: each still finds its own versions
+    /// only, in its own namespace, and a removal takes only the one removed.
+    #[test]
+    fn randomsecrets_sharing_a_hash_each_find_their_own_versions() {
+        let key = ProofKey::generate().unwrap();
+        let mut inner: Inner<crate::testing::fixtures::Collide> = Inner::default();
+        let version = |ns: &str, name: &str, rs: &str| {
+            let mut m = meta(name, "1");
+            m.namespace = Some(ns.into());
+            m.labels
+                .as_mut()
+                .unwrap()
+                .insert(LABEL_NAME.into(), rs.into());
+            (Key::of(&m), Version::of(&m, &key).unwrap())
+        };
+        for (ns, name, rs) in [
+            ("n", "db-tmm2ctc5b4", "db"),
+            ("m", "db-tmm2ctc5b4", "db"),
+            ("n", "db-ggggcccc44", "db"),
+            ("n", "web-tmm2ctc5b4", "web"),
+        ] {
+            let (k, v) = version(ns, name, rs);
+            inner.put(k, v);
+        }
+        let names = |inner: &Inner<_>, ns: &str, rs: &str| {
+            let mut n: Vec<String> = inner
+                .versions_of(&Key::new(ns, rs))
+                .into_iter()
+                .map(|(n, _)| n.to_string())
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&inner, "n", "db"), ["db-ggggcccc44", "db-tmm2ctc5b4"]);
+        assert_eq!(names(&inner, "m", "db"), ["db-tmm2ctc5b4"]);
+        assert_eq!(names(&inner, "n", "web"), ["web-tmm2ctc5b4"]);
+        assert!(names(&inner, "m", "web").is_empty());
+        inner.remove(&Key::new("m", "db-tmm2ctc5b4"));
+        assert!(names(&inner, "m", "db").is_empty());
+        assert_eq!(names(&inner, "n", "db"), ["db-ggggcccc44", "db-tmm2ctc5b4"]);
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub fn classify(
             "Secret {name} carries randomsecret's labels but not a valid proof that randomsecret created it ({ANNOTATION_PROOF}): someone else made it, so it is left untouched and never used as a version. Find out who created it and delete it, or change spec.rotation to move to a new name"
         ));
     }
-    if owner != rs_name || s.hash.as_deref() != Some(hash) {
+    if owner != rs_name || !s.has_hash(hash) {
         return Existing::Foreign(format!(
             "Secret {name} belongs to RandomSecret {owner}: give this RandomSecret another spec.secretName"
         ));

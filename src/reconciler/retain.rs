@@ -33,7 +33,9 @@ pub fn planned_delete(uid: String, resource_version: String) -> DeleteParams {
 fn observed(name: &str, v: &Cached) -> Observed {
     Observed {
         name: name.to_string(),
-        hash: v.hash.as_deref().unwrap_or_default().to_string(),
+        // Planned versions are proven ours: the proof covers the name and
+        // the hash label, and we name a version after its hash.
+        hash: crate::version::hash_in_name(name).to_string(),
         created: v
             .created()
             .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
@@ -162,7 +164,7 @@ pub async fn apply(
     }
     Ok(Versions {
         live,
-        released: remember_released(released, &rs.status.released, current_name),
+        released: remember_released(released, rs.status.released_names(), current_name),
     })
 }
 

@@ -128,7 +128,7 @@ fn holds(ctx: &Context, secret: &Key, uid: Uid, name: &str, hash: &str) -> bool 
     ctx.caches.secrets.get(secret).is_some_and(|s| {
         s.proof == Proof::Valid
             && s.randomsecret.as_deref() == Some(name)
-            && s.hash.as_deref() == Some(hash)
+            && s.has_hash(hash)
             && s.owners
                 .iter()
                 .any(|o| matches!(o, Owner::RandomSecret { uid: u, .. } if *u == uid))

@@ -482,7 +482,7 @@ mod tests {
             Versions::default(),
             &t(5),
         );
-        assert_eq!(Previous::of(Some(&ours)).pinned, 0, "nothing pinned");
+        assert_eq!(Previous::of(Some(&ours)).pinned(), 0, "nothing pinned");
         let list = vec![PinnedWorkload {
             kind: "Deployment".into(),
             name: "web".into(),
@@ -498,10 +498,10 @@ mod tests {
             conditions_fingerprint(Some(&ours))
         );
         let prev = Previous::of(Some(&both));
-        assert_eq!(prev.pinned, pinned_fingerprint(&list, Some(2)));
-        assert_ne!(prev.pinned, 0);
+        assert_eq!(prev.pinned(), pinned_fingerprint(&list, Some(2)));
+        assert_ne!(prev.pinned(), 0);
         assert_ne!(
-            prev.pinned,
+            prev.pinned(),
             pinned_fingerprint(&list, Some(3)),
             "a newer generation"
         );
@@ -512,7 +512,7 @@ mod tests {
         assert!(again.conditions.iter().all(|c| c.type_ != WORKLOADS_PINNED));
         // A leftover condition without a list is something to remove.
         both.pinned_workloads.clear();
-        assert_ne!(Previous::of(Some(&both)).pinned, 0);
+        assert_ne!(Previous::of(Some(&both)).pinned(), 0);
     }
 
     #[test]

@@ -311,14 +311,14 @@ async fn report_pinned(
     let list: Vec<PinnedWorkload> = pins.iter().map(|p| p.listed.clone()).collect();
     let generation = Some(rs.generation);
     let wanted = previous::pinned_fingerprint(&list, generation);
-    if wanted == rs.status.pinned {
+    if wanted == rs.status.pinned() {
         return Ok(());
     }
     // Read what is stored (the cache keeps a fingerprint only): the
     // transition time, and which workloads were reported already.
     let api: Api<RandomSecretObject> = Api::namespaced(ctx.client.clone(), rs.key.ns());
     let stored = super::report::stored_status(&api, rs).await?;
-    if Previous::of(stored.as_ref()).pinned == wanted {
+    if Previous::of(stored.as_ref()).pinned() == wanted {
         return Ok(()); // The cache has not seen our last write yet.
     }
     let stored_condition = stored

@@ -54,9 +54,9 @@ pub fn rows(caches: &Caches) -> Vec<Row> {
             reason: s.ready_reason.clone(),
             current: s.secret_name.clone(),
             live: s.live(),
-            released: s.released.len(),
-            next_rotation: s.next_rotation,
-            vault_synced: s.vault_synced,
+            released: s.released_names().len(),
+            next_rotation: s.next_rotation(),
+            vault_synced: s.vault_synced(),
             last_rotation: None,
         });
     });

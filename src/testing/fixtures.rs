@@ -365,3 +365,22 @@ pub(crate) fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
 }
+
+/// A hasher under which every key shares one hash: the caches keyed by
+/// hashes must stay right when keys collide.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Collide;
+
+impl std::hash::BuildHasher for Collide {
+    type Hasher = Collide;
+    fn build_hasher(&self) -> Collide {
+        Collide
+    }
+}
+
+impl std::hash::Hasher for Collide {
+    fn finish(&self) -> u64 {
+        7
+    }
+    fn write(&mut self, _: &[u8]) {}
+}

@@ -21,7 +21,9 @@ mod period;
 pub mod record;
 mod spec;
 
-pub use name::{Version, base_name, generate_line, hash_alphabet_contains, hash_canonical};
+pub use name::{
+    Version, base_name, generate_line, hash_alphabet_contains, hash_canonical, hash_in_name,
+};
 pub use period::{parse_period, seconds_of};
 pub use spec::{
     Bytes, Certificate, Chars, Class, Generated, Htpasswd, KeyShape, Kind, MAX_ROTATION,

@@ -172,6 +172,12 @@ pub fn hash_canonical(canonical: &str) -> String {
         .collect()
 }
 
+/// The hash a version name ends with (`<base>-<hash>`): what its
+/// `randomsecret.io/hash` label says, on a version we made.
+pub fn hash_in_name(name: &str) -> &str {
+    name.rsplit('-').next().unwrap_or_default()
+}
+
 /// Whether `c` can appear in a version hash.
 pub fn hash_alphabet_contains(c: char) -> bool {
     matches!(

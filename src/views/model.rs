@@ -328,7 +328,7 @@ fn view(rs: &RandomSecretObject, read: &Read) -> RandomSecretView {
     for n in status.iter().flat_map(|s| &s.released) {
         if !listed(&versions, n) {
             versions.push(VersionView {
-                hash: n.rsplit('-').next().unwrap_or_default().into(),
+                hash: crate::version::hash_in_name(n).into(),
                 name: n.clone(),
                 created: None,
                 state: VersionState::Released,
