@@ -3,9 +3,11 @@
 //! kube-runtime's reflector stores keep whole objects (a RandomSecret with its
 //! status is several KB in k8s-openapi structs; every one-entry `BTreeMap` is
 //! a ~0.5 KB node). At tens of thousands of objects that is most of the
-//! process, so the watches feed these instead: namespaces interned, names as
-//! `Box<str>`, uids as numbers, a RandomSecret's spec as compact JSON decoded
-//! per reconcile, its status as a summary.
+//! process, so the watches feed these instead: namespaces interned, names
+//! inline (up to 24 bytes), uids as numbers, a RandomSecret's spec as compact
+//! JSON decoded per reconcile, its status as a summary, the maps from a key to
+//! a few names or holders keyed by the key's hash, and each entry sized to
+//! one of jemalloc's classes (tests pin the sizes).
 //!
 //! - [`key`]: the typed key (namespace + name) and uids.
 //! - [`slim`]: watched types that deserialize only the fields we read.
