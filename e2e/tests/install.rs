@@ -632,6 +632,48 @@ async fn a_namespaced_install_puts_no_cluster_scoped_kind_in_its_role() -> Resul
     Ok(())
 }
 
+/// `initialLists`: the controller decides (auto) unless a value says
+/// otherwise; the schema takes only what the flag takes.
+#[tokio::test]
+async fn the_chart_passes_initial_lists_only_when_chosen() -> Result<()> {
+    let chart = repo_root().join("charts/randomsecret");
+    let chart = chart.to_str().unwrap();
+    let args_of = |extra: &[&str]| -> Result<Vec<String>> {
+        let mut args = vec!["template", "rs", chart, "--namespace", "rs"];
+        args.extend_from_slice(extra);
+        let d = docs(&run("helm", &args, None)?)?;
+        let dep = d
+            .iter()
+            .find(|x| x["kind"] == "Deployment")
+            .context("no Deployment")?;
+        Ok(dep["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .context("args")?
+            .iter()
+            .filter_map(|a| a.as_str().map(String::from))
+            .collect())
+    };
+    let default = args_of(&[])?;
+    ensure!(
+        !default.iter().any(|a| a.starts_with("--initial-lists")),
+        "auto passes nothing: {default:?}"
+    );
+    for way in ["stream", "pages"] {
+        let set = format!("initialLists={way}");
+        let args = args_of(&["--set", &set])?;
+        let flag = format!("--initial-lists={way}");
+        ensure!(args.contains(&flag), "{set}: {args:?} lacks {flag}");
+    }
+    let refused = args_of(&["--set", "initialLists=sometimes"]);
+    ensure!(
+        refused
+            .as_ref()
+            .is_err_and(|e| format!("{e:#}").contains("initialLists")),
+        "a value the flag does not take is refused by the schema: {refused:?}"
+    );
+    Ok(())
+}
+
 /// `shards`: one Deployment and PodDisruptionBudget per shard and the
 /// default shard, each with its --shard-selector; the Role lets each hold
 /// exactly its Lease (the controller's `Shard::lease` of its selector); the
