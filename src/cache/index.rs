@@ -10,8 +10,7 @@
 
 use smallvec::SmallVec;
 use std::collections::HashMap;
-use std::hash::Hash;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, Hash, RandomState};
 use std::sync::Arc;
 
 /// Which watch stream an object came from (one per kind).
