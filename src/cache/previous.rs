@@ -248,7 +248,8 @@ fn seconds(t: Option<&Time>) -> i64 {
     t.map_or(NONE, |t| t.0.as_second())
 }
 
-fn name_hash(name: &str) -> u64 {
+/// A name, hashed (SipHash, fixed keys: the same in every process).
+pub(super) fn name_hash(name: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     name.hash(&mut h);
     h.finish()

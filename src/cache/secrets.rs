@@ -304,15 +304,10 @@ impl Version {
     }
 }
 
-/// A label's value, hashed (SipHash, fixed keys: the same in every
-/// process); 0 when absent.
+/// A label's value, hashed as the status summary hashes names
+/// ([`super::previous::name_hash`]); 0 when absent.
 fn label_hash(value: Option<&str>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    value.map_or(0, |v| {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        v.hash(&mut h);
-        h.finish().max(1)
-    })
+    value.map_or(0, |v| super::previous::name_hash(v).max(1))
 }
 
 #[derive(Default)]
