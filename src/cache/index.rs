@@ -8,7 +8,6 @@
 //! A watch re-list is a mark-and-sweep per stream: `init` starts a new epoch,
 //! `apply` marks, `init_done` removes what the re-list did not show.
 
-use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::sync::Arc;
@@ -51,7 +50,7 @@ impl Payload for &str {}
 /// [`MultiIndex::get`] keeps the objects that do map to the key asked.
 pub struct MultiIndex<O, I, S = RandomState> {
     objects: HashMap<Arc<O>, Slot<I>>,
-    reverse: HashMap<u64, SmallVec<[Arc<O>; 1]>>,
+    reverse: super::HashedLists<Arc<O>>,
     /// Per process: nobody can choose keys that share a hash.
     seed: S,
     epochs: HashMap<Stream, u32>,
@@ -140,14 +139,7 @@ impl<O: Eq + Hash + Payload, I: Clone + Eq + Hash, S: BuildHasher> MultiIndex<O,
     /// per key (another key of the same hash may hold it too).
     fn unlink(&mut self, key: &I, obj: &O) {
         let h = self.seed.hash_one(key);
-        if let Some(holders) = self.reverse.get_mut(&h) {
-            if let Some(i) = holders.iter().position(|o| **o == *obj) {
-                holders.remove(i);
-            }
-            if holders.is_empty() {
-                self.reverse.remove(&h);
-            }
-        }
+        super::remove_one(&mut self.reverse, h, |o| **o == *obj);
     }
 
     /// A (re-)list of `stream` starts: objects it does not show again are

@@ -34,6 +34,24 @@ pub mod slim;
 
 pub use key::{Key, Name, Namespace, Uid};
 
+/// A map from a key's hash to the few values listed under it (one inline):
+/// the shape of the two maps keyed by hashes (a RandomSecret's version
+/// names, a version name's holders).
+pub type HashedLists<T> = std::collections::HashMap<u64, smallvec::SmallVec<[T; 1]>>;
+
+/// Takes one value that `is` out of the list at `hash` (keys sharing a hash
+/// may list equal values: one entry each), and the list when it empties.
+pub fn remove_one<T>(lists: &mut HashedLists<T>, hash: u64, is: impl Fn(&T) -> bool) {
+    if let Some(list) = lists.get_mut(&hash) {
+        if let Some(i) = list.iter().position(is) {
+            list.remove(i);
+        }
+        if list.is_empty() {
+            lists.remove(&hash);
+        }
+    }
+}
+
 /// Whether a cache has listed once, as a signal: runners wait for it
 /// ([`Listed::wait`]) instead of polling, and the feeds raise it.
 #[derive(Debug)]

@@ -18,7 +18,6 @@ use crate::proof::{Proof, ProofKey};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher::Event;
-use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::RwLock;
@@ -318,7 +317,7 @@ struct Inner<S = std::hash::RandomState> {
     /// 32) -> the names of the Secrets labelled as its versions (one,
     /// mostly: inline). Two keys may share a hash: lookups check each
     /// version's namespace and label ([`Inner::versions_of`]).
-    by_randomsecret: HashMap<u64, SmallVec<[Name; 1]>>,
+    by_randomsecret: super::HashedLists<Name>,
     /// Per process: nobody can choose names that share a hash.
     seed: S,
     epoch: u32,
@@ -364,15 +363,8 @@ impl<S: BuildHasher> Inner<S> {
         };
         let owner = key.sibling(rs);
         let h = self.seed.hash_one(&owner);
-        if let Some(names) = self.by_randomsecret.get_mut(&h) {
-            // One entry: a namespace sharing the hash may list the same name.
-            if let Some(i) = names.iter().position(|n| *n == key.name) {
-                names.remove(i);
-            }
-            if names.is_empty() {
-                self.by_randomsecret.remove(&h);
-            }
-        }
+        // One entry: a namespace sharing the hash may list the same name.
+        super::remove_one(&mut self.by_randomsecret, h, |n| *n == key.name);
         vec![owner]
     }
 
