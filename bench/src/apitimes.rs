@@ -55,6 +55,7 @@ const QUEUED_OVER_S: f64 = 0.005;
 pub struct Snapshot {
     writes: Vec<Buckets>,
     queued: Buckets,
+    checks: u64,
 }
 
 /// What one phase's writes took, as the apiserver timed them.
@@ -65,6 +66,9 @@ pub struct ApiTimes {
     /// Requests of every client that waited in the fairness queues, and how
     /// many over `QUEUED_OVER_S`.
     pub queued: (f64, f64),
+    /// The apiserver's watch-cache consistency checks meanwhile
+    /// ([`crate::cachechecks`]): each makes every answer slow for seconds.
+    pub checks: u64,
 }
 
 pub async fn scrape(client: &Client) -> Result<Snapshot> {
@@ -78,6 +82,7 @@ fn of(text: &str) -> Snapshot {
             .map(|(_, m)| parse(text, DURATION, m))
             .collect(),
         queued: parse(text, QUEUED, &[r#"execute="true""#]),
+        checks: crate::cachechecks::count(text),
     }
 }
 
@@ -102,11 +107,13 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> ApiTimes {
     ApiTimes {
         writes,
         queued: over(&before.queued, &after.queued, QUEUED_OVER_S),
+        checks: after.checks.saturating_sub(before.checks),
     }
 }
 
 impl ApiTimes {
-    /// "POST secrets 3 / 1 / 0 of 1000, …; queued over 5 ms: 2 of 5400".
+    /// "POST secrets 3 / 1 / 0 of 1000, …; waited in the fairness queues
+    /// over 5 ms: 2 of 5400; watch-cache consistency checks: 0".
     pub fn text(&self) -> String {
         let writes: Vec<String> = self
             .writes
@@ -115,10 +122,11 @@ impl ApiTimes {
             .map(|(name, total, o)| format!("{name} {} / {} / {} of {total}", o[0], o[1], o[2]))
             .collect();
         format!(
-            "{}; waited in the fairness queues over 5 ms: {} of {}",
+            "{}; waited in the fairness queues over 5 ms: {} of {}; watch-cache consistency checks: {}",
             writes.join(", "),
             self.queued.1,
-            self.queued.0
+            self.queued.0,
+            self.checks
         )
     }
 
@@ -133,7 +141,11 @@ impl ApiTimes {
                 )
             })
             .collect();
-        json!({"writes": writes, "queued": {"count": self.queued.0, "over_5ms": self.queued.1}})
+        json!({
+            "writes": writes,
+            "queued": {"count": self.queued.0, "over_5ms": self.queued.1},
+            "consistency_checks": self.checks,
+        })
     }
 }
 
@@ -145,7 +157,7 @@ mod tests {
         format!("{metric}_bucket{{{labels},le=\"{le}\"}} {v}\n")
     }
 
-    fn text(post: [f64; 4], queued: [f64; 2]) -> String {
+    fn text(post: [f64; 4], queued: [f64; 2], checks: f64) -> String {
         let l = r#"component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="POST",version="v1""#;
         let status = r#"component="apiserver",dry_run="",group="randomsecret.io",resource="randomsecrets",scope="resource",subresource="status",verb="APPLY",version="v1""#;
         let q = r#"execute="true",flow_schema="exempt",priority_level="exempt""#;
@@ -160,23 +172,27 @@ mod tests {
             line(DURATION, status, "+Inf", 1.0),
             line(QUEUED, q, "0.005", queued[0]),
             line(QUEUED, q, "+Inf", queued[1]),
+            format!(
+                "apiserver_storage_consistency_checks_total{{group=\"\",resource=\"secrets\",status=\"success\"}} {checks}\n"
+            ),
         ]
         .concat()
     }
 
     #[test]
     fn counts_the_slow_answers_of_each_write_between_two_readings() {
-        let before = of(&text([90.0, 95.0, 98.0, 100.0], [10.0, 10.0]));
+        let before = of(&text([90.0, 95.0, 98.0, 100.0], [10.0, 10.0], 3.0));
         // 100 more POSTs: 3 over 25 ms, of them 2 over 50 and 1 over 100.
-        let after = of(&text([187.0, 193.0, 197.0, 200.0], [19.0, 20.0]));
+        let after = of(&text([187.0, 193.0, 197.0, 200.0], [19.0, 20.0], 4.0));
         let d = delta(&before, &after);
         assert_eq!(d.writes[0], ("POST secrets", 100.0, [3.0, 2.0, 1.0]));
         assert_eq!(d.writes[1], ("PATCH secrets", 0.0, [0.0, 0.0, 0.0]));
         assert_eq!(d.writes[2], ("APPLY status", 0.0, [0.0, 0.0, 0.0]));
         assert_eq!(d.queued, (10.0, 1.0));
+        assert_eq!(d.checks, 1);
         assert_eq!(
             d.text(),
-            "POST secrets 3 / 2 / 1 of 100; waited in the fairness queues over 5 ms: 1 of 10"
+            "POST secrets 3 / 2 / 1 of 100; waited in the fairness queues over 5 ms: 1 of 10; watch-cache consistency checks: 1"
         );
         assert_eq!(d.json()["writes"]["POST secrets"]["over_50ms"], 2.0);
     }

@@ -21,6 +21,7 @@
 mod apimetrics;
 mod apitimes;
 mod args;
+mod cachechecks;
 mod charts;
 mod controller;
 mod etcd;
@@ -221,6 +222,12 @@ async fn main() -> Result<()> {
     }
     if let Some(target) = big {
         phases::scale(&client, &args, largest, target, &mut report).await?;
+    }
+    match cachechecks::over_run(&client).await {
+        Ok(run) => report.cache_checks(&run),
+        Err(e) => report.note(&format!(
+            "reading the watch cache's consistency checks: {e:#}"
+        )),
     }
     report.finish(&args.out, &args.charts)
 }

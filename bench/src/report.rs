@@ -659,6 +659,18 @@ impl Report {
         );
     }
 
+    /// The apiserver's watch-cache consistency checks over the run: off in
+    /// the benchmark's apiserver (e2e/bench.sh), or every timed window
+    /// that holds one is slow for its sake ([`crate::cachechecks`]).
+    pub fn cache_checks(&mut self, run: &crate::cachechecks::Run) {
+        self.json.insert("consistency_checks".into(), run.json());
+        self.row(
+            "The apiserver's watch-cache consistency checks (DetectCacheInconsistency) over the run".into(),
+            run.text(),
+            "off, 0 checks (each makes every answer slow for seconds)".into(),
+        );
+    }
+
     pub fn phase_times(&mut self, what: &str, key: &str, times: &[PhaseTime]) {
         self.json
             .entry("phase_times")
