@@ -1,6 +1,7 @@
 //! The apiserver's own request counters (`apiserver_request_total`), read
 //! before and after a phase: what every client did, split by verb and resource.
 
+use crate::stats::{label, samples};
 use anyhow::{Context, Result};
 use kube::Client;
 use std::collections::BTreeMap;
@@ -50,32 +51,15 @@ pub async fn text(client: &Client) -> Result<String> {
 /// Sums `apiserver_request_total` over the labels other than verb and resource.
 pub fn parse(text: &str) -> Counts {
     let mut out = Counts::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        let Ok(value) = value.trim().parse::<f64>() else {
-            continue;
-        };
-        let label = |name: &str| -> String {
-            let key = format!("{name}=\"");
-            labels
-                .split(&key)
-                .nth(1)
-                .and_then(|v| v.split('"').next())
-                .unwrap_or_default()
-                .to_string()
-        };
-        let (resource, sub) = (label("resource"), label("subresource"));
+    for (labels, value) in samples(text, "apiserver_request_total") {
+        let get = |name: &str| label(labels, name).unwrap_or_default().to_string();
+        let (resource, sub) = (get("resource"), get("subresource"));
         let resource = if sub.is_empty() {
             resource
         } else {
             format!("{resource}/{sub}")
         };
-        *out.entry((label("verb"), resource)).or_default() += value;
+        *out.entry((get("verb"), resource)).or_default() += value;
     }
     out
 }

@@ -12,6 +12,7 @@
 //! with the checks off, and the report counts the checks that ran anyway,
 //! over the whole run and within each rotation window.
 
+use crate::stats::{label, samples};
 use anyhow::Result;
 use kube::Client;
 use serde_json::{Value, json};
@@ -30,28 +31,13 @@ pub fn count(text: &str) -> u64 {
 /// core group).
 fn by_resource(text: &str) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
-    let prefix = format!("{CHECKS}{{");
-    for line in text.lines() {
-        let Some((labels, value)) = line
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.rsplit_once("} "))
-        else {
-            continue;
-        };
-        let Ok(v) = value.trim().parse::<f64>() else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(&format!("{name}=\""))
-                .nth(1)
-                .and_then(|s| s.split('"').next())
-                .unwrap_or("")
-                .to_string()
-        };
-        let (group, resource) = (label("group"), label("resource"));
+    for (labels, v) in samples(text, CHECKS) {
+        let (group, resource) = (
+            label(labels, "group").unwrap_or_default(),
+            label(labels, "resource").unwrap_or_default(),
+        );
         let key = if group.is_empty() {
-            resource
+            resource.to_string()
         } else {
             format!("{group}/{resource}")
         };

@@ -29,35 +29,43 @@ fn key(le: f64) -> u64 {
     (le * 1e9) as u64
 }
 
+/// The samples of `metric` in Prometheus' text format: each one's labels
+/// (what stands between the braces) and its value; lines whose value does
+/// not parse are left out.
+pub fn samples<'a>(text: &'a str, metric: &str) -> impl Iterator<Item = (&'a str, f64)> {
+    let prefix = format!("{metric}{{");
+    text.lines().filter_map(move |line| {
+        let (labels, value) = line.strip_prefix(&prefix)?.rsplit_once("} ")?;
+        Some((labels, value.trim().parse().ok()?))
+    })
+}
+
+/// The value of label `name` in a sample's `labels` (its first occurrence).
+pub fn label<'a>(labels: &'a str, name: &str) -> Option<&'a str> {
+    labels
+        .split(&format!("{name}=\""))
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+}
+
 /// The apiserver's admission-duration buckets for our webhook (CREATE, admitted).
 pub fn parse(text: &str, metric: &str, must: &[&str]) -> Buckets {
     let mut out = Buckets::new();
-    let prefix = format!("{metric}_bucket{{");
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix(&prefix) else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
+    for (labels, v) in samples(text, &format!("{metric}_bucket")) {
         if !must.iter().all(|m| labels.contains(m)) {
             continue;
         }
-        let le = labels
-            .split("le=\"")
-            .nth(1)
-            .and_then(|s| s.split('"').next())
-            .map(|s| {
-                if s == "+Inf" {
-                    f64::INFINITY
-                } else {
-                    s.parse().unwrap_or(f64::NAN)
-                }
-            });
-        if let (Some(le), Ok(v)) = (le, value.trim().parse::<f64>()) {
-            *out.entry(if le.is_infinite() { u64::MAX } else { key(le) })
-                .or_default() += v;
-        }
+        let Some(le) = label(labels, "le").map(|s| {
+            if s == "+Inf" {
+                f64::INFINITY
+            } else {
+                s.parse().unwrap_or(f64::NAN)
+            }
+        }) else {
+            continue;
+        };
+        *out.entry(if le.is_infinite() { u64::MAX } else { key(le) })
+            .or_default() += v;
     }
     out
 }
