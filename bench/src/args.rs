@@ -14,8 +14,14 @@ pub struct Args {
     /// Writes in flight, for the benchmark's client, the floor, the controller and the peer alike.
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
-    /// Rotations for the latency phase, sent at --rotation-rate per second.
-    #[arg(long, default_value_t = 500)]
+    /// Rotations for the latency phase, sent at --rotation-rate per second
+    /// (default: 1,000, the count the tail's targets are set over, or half
+    /// the largest size if that is fewer).
+    #[arg(long = "rotations", value_name = "N")]
+    pub rotations_given: Option<usize>,
+    /// The rotations the run makes: `--rotations`, or its default for the
+    /// sizes ([`Args::resolve_rotations`]).
+    #[arg(skip)]
     pub rotations: usize,
     #[arg(long, default_value_t = 20.0)]
     pub rotation_rate: f64,
@@ -116,8 +122,10 @@ pub struct Args {
     /// Where results.json goes.
     #[arg(long, default_value = "target/bench")]
     pub out: std::path::PathBuf,
-    /// Where the SVG charts go (committed next to the table of docs/src/benchmarks.md).
-    #[arg(long, default_value = "docs/src/bench")]
+    /// Where the SVG charts go. Not docs/src/bench, the committed charts:
+    /// those are drawn on purpose from the run whose table is committed
+    /// (`--render-charts target/bench/results.json --charts docs/src/bench`).
+    #[arg(long, default_value = "target/bench/charts")]
     pub charts: std::path::PathBuf,
     /// Only draw the charts (into --charts) from an existing results.json; runs nothing.
     #[arg(long, value_name = "RESULTS_JSON")]
@@ -141,4 +149,53 @@ pub struct Args {
     /// The apiserver's port (from the kubeconfig): connections to it are counted.
     #[arg(skip)]
     pub api_port: u16,
+}
+
+/// The rotations of a run without `--rotations`.
+pub const DEFAULT_ROTATIONS: usize = 1000;
+
+impl Args {
+    /// Sets [`Args::rotations`] for a run whose largest size is `largest`.
+    /// The rotations take every (largest / rotations)-th object from 0 and
+    /// the static edits as many from 1: at least two apart, or an edit lands
+    /// on a rotated object and never reaches the name it waits for. So a
+    /// count given that is over half the largest size is an error, and the
+    /// default shrinks to fit (a `--sizes 1000` run makes 500).
+    pub fn resolve_rotations(&mut self, largest: usize) -> anyhow::Result<()> {
+        self.rotations = match self.rotations_given {
+            Some(r) => {
+                anyhow::ensure!(
+                    r.saturating_mul(2) <= largest,
+                    "--rotations {r} is more than half the largest size {largest}: the rotations and the static edits after them need objects of their own"
+                );
+                r
+            }
+            None => DEFAULT_ROTATIONS.min(largest / 2),
+        };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(line: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("bench").chain(line.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn rotations_default_to_a_thousand_or_half_the_largest_size() {
+        let mut a = parsed(&[]);
+        a.resolve_rotations(10_000).unwrap();
+        assert_eq!(a.rotations, 1000);
+        a.resolve_rotations(1000).unwrap();
+        assert_eq!(a.rotations, 500);
+        let mut given = parsed(&["--rotations", "200"]);
+        given.resolve_rotations(1000).unwrap();
+        assert_eq!(given.rotations, 200);
+        let mut over = parsed(&["--rotations", "501"]);
+        let e = over.resolve_rotations(1000).unwrap_err().to_string();
+        assert!(e.contains("more than half the largest size 1000"), "{e}");
+    }
 }

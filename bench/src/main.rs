@@ -40,7 +40,7 @@ mod streams;
 mod webhook;
 mod workload;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, bail};
 use args::Args;
 use clap::Parser;
 use kube::Client;
@@ -73,14 +73,7 @@ async fn main() -> Result<()> {
         (false, b) if b > largest => Some(b),
         (false, b) => bail!("--big {b} is not above the largest size {largest}"),
     };
-    // The rotations take every (largest / rotations)-th object from 0 and the
-    // static edits as many from 1: at least two apart, or an edit lands on a
-    // rotated object and never reaches the name it waits for.
-    ensure!(
-        args.rotations.saturating_mul(2) <= largest,
-        "--rotations {} is more than half the largest size {largest}: the rotations and the static edits after them need objects of their own",
-        args.rotations
-    );
+    args.resolve_rotations(largest)?;
     let mut report = Report::new(&args, big);
     let peer = if args.no_peer {
         None
