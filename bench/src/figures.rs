@@ -59,15 +59,6 @@ pub struct ObjectMetricsRun {
     pub scrapes: usize,
 }
 
-/// The steady state with the n/n/n set, measured after convergence and
-/// reported with the RSS the bulk Secrets added.
-#[derive(Clone, Copy, Debug)]
-pub struct Resting {
-    pub steady: Steady,
-    /// VmHWM, KiB.
-    pub peak: u64,
-}
-
 /// What a restart with `n` objects existing took and held.
 pub struct Restart {
     /// The same streams read bare before the controller started (`streams`).

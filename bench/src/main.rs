@@ -150,7 +150,7 @@ async fn main() -> Result<()> {
             "bench: N={n}: floor {:?}; randomsecret",
             floor.as_ref().map(|f| f.took)
         );
-        let ctl = controller::start(&args, "bench", &[])?;
+        let mut ctl = controller::start(&args, "bench", &[])?;
         let ours = phases::converge(&client, &args, n, &ctl).await?;
         report.convergence(n, floor.as_ref(), &ours);
         interleaved.push((floor.as_ref().map(|f| f.took), ours.took, false));
@@ -164,9 +164,8 @@ async fn main() -> Result<()> {
             report.floor_watched(n, watched, ours.took);
         }
         if n == largest {
-            let resting = phases::memory(&client, &args, n, &ctl, &mut report).await?;
+            phases::memory(&client, &args, n, &mut ctl, &mut report).await?;
             phases::rotation(&client, &args, n, rotation_floor, &ctl, &mut report).await?;
-            phases::bulk(&client, &args, n, &ctl, resting, &mut report).await?;
             let ctl2 = phases::startup(&client, &args, n, ctl, &mut report).await?;
             let ctl3 = phases::object_metrics(&client, &args, n, ctl2, &mut report).await?;
             phases::failover(&client, &args, n, ctl3, &mut report).await?;

@@ -7,7 +7,7 @@ use crate::apitimes;
 use crate::args::Args;
 use crate::controller::{self, reconciles, settle, wait_leader};
 use crate::etcd::fresh_storage;
-use crate::figures::{Converged, Floor, Restart, Resting, Rotated, ScalePoint};
+use crate::figures::{Converged, Floor, Restart, Rotated, ScalePoint};
 use crate::phasetimes;
 use crate::procstat::{self, CpuWindow, Sampler};
 use crate::report::Report;
@@ -237,15 +237,15 @@ pub async fn converge_of(
     })
 }
 
-/// RSS with the n/n/n set (RandomSecrets, Secrets, ReplicaSets) and idle
-/// CPU, for [`bulk`] to report.
+/// RSS with the n/n/n set (RandomSecrets, Secrets, ReplicaSets), idle CPU,
+/// and RSS again with the unrelated bulk Secrets.
 pub async fn memory(
     client: &Client,
     args: &Args,
     n: usize,
-    ctl: &ControllerProcess,
+    ctl: &mut ControllerProcess,
     report: &mut Report,
-) -> Result<Resting> {
+) -> Result<()> {
     let pid = ctl.child.id();
     let pre = prefix("ours", n);
     eprintln!("bench: N={n}: {n} ReplicaSets referencing the versions");
@@ -274,25 +274,6 @@ pub async fn memory(
     let window = Duration::from_secs(args.steady_seconds);
     let steady = procstat::steady(pid, args.api_port, window)?;
     let peak = procstat::memory(pid)?.peak_kib;
-    Ok(Resting { steady, peak })
-}
-
-/// RSS again with the unrelated bulk Secrets, against a baseline taken just
-/// before them (the rotations since [`memory`] may have moved it). Run
-/// after the rotations: writing and deleting a gigabyte of Secrets leaves
-/// the apiserver and etcd heavier for minutes, and the floor's rotations
-/// ran without that.
-pub async fn bulk(
-    client: &Client,
-    args: &Args,
-    n: usize,
-    ctl: &ControllerProcess,
-    resting: Resting,
-    report: &mut Report,
-) -> Result<()> {
-    let pid = ctl.child.id();
-    let window = Duration::from_secs(args.steady_seconds);
-    let before = procstat::steady(pid, args.api_port, window)?;
     eprintln!(
         "bench: N={n}: {} unrelated Secrets of {} KiB",
         args.bulk, args.bulk_kib
@@ -316,8 +297,8 @@ pub async fn bulk(
     let with_bulk = procstat::steady(pid, args.api_port, window)?;
     report.memory(
         n,
-        &resting,
-        before,
+        steady,
+        peak,
         with_bulk,
         procstat::memory(pid)?.peak_kib,
         &bulk_requests,

@@ -6,8 +6,7 @@ use crate::apitimes::ApiTimes;
 use crate::args::Args;
 use crate::charts;
 use crate::figures::{
-    Converged, Floor, ObjectMetricsRun, PeerResult, Pushed, Renewals, Restart, Resting, RsaLoad,
-    ScalePoint,
+    Converged, Floor, ObjectMetricsRun, PeerResult, Pushed, Renewals, Restart, RsaLoad, ScalePoint,
 };
 use crate::phasetimes::{self, PhaseTime};
 use crate::procstat::{Handles, Steady, mib};
@@ -481,20 +480,18 @@ impl Report {
     pub fn memory(
         &mut self,
         n: usize,
-        resting: &Resting,
-        before_bulk: Steady,
+        steady: Steady,
+        peak: u64,
         with_bulk: Steady,
         peak_bulk: u64,
         bulk_requests: &Counts,
     ) {
-        let added = mib(with_bulk.rss_kib) - mib(before_bulk.rss_kib);
-        let Resting { steady, peak } = *resting;
+        let added = mib(with_bulk.rss_kib) - mib(steady.rss_kib);
         self.json.insert(
             "memory".into(),
             json!({"n": n, "steady_rss_mib": mib(steady.rss_kib), "peak_rss_mib": mib(peak),
                    "steady_anon_mib": mib(steady.last.anon_kib), "steady_file_mib": mib(steady.last.file_kib),
                    "idle_cpu_percent": steady.cpu * 100.0, "steady_handles": steady.handles.json(),
-                   "steady_rss_before_bulk_mib": mib(before_bulk.rss_kib),
                    "steady_rss_with_bulk_mib": mib(with_bulk.rss_kib), "peak_rss_with_bulk_mib": mib(peak_bulk),
                    "with_bulk_handles": with_bulk.handles.json(),
                    "bulk_added_mib": added, "requests_during_bulk": by_verb(bulk_requests)}),
@@ -516,9 +513,8 @@ impl Report {
         self.row(
             "RSS added by the unrelated 100 KiB Secrets".into(),
             format!(
-                "**{added:+.1} MiB** ({:.1} MiB against {:.1} just before, after the rotations; peak {:.1} MiB)",
+                "**{added:+.1} MiB** ({:.1} MiB, peak {:.1} MiB)",
                 mib(with_bulk.rss_kib),
-                mib(before_bulk.rss_kib),
                 mib(peak_bulk)
             ),
             format!(
