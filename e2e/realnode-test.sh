@@ -5,7 +5,9 @@
 # REALNODE_IMAGE_DIR, default the target folder's image/; `make realnode-test`
 # builds it first), runs the suite inside the node's network namespace with
 # kubectl and helm on PATH, takes the node down and checks that the host is as
-# it was (realnode.sh check-clean), also after a failure.
+# it was (realnode.sh check-clean), also after a failure. A failed suite is
+# followed by realnode.sh diagnose (free disk, node conditions and taints, pods
+# not Ready, warning events).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -44,3 +46,5 @@ t0=$SECONDS
 "$here/realnode.sh" exec cargo test --offline -p randomsecret-e2e --test realnode -- --ignored --test-threads=1 --nocapture "$@" \
   || status=$?
 echo "realnode-test.sh: step 'the real-node suite' done in $((SECONDS - t0))s (status $status)" >&2
+# Before down takes the evidence away: CI keeps only the log's tail.
+((status == 0)) || "$here/realnode.sh" diagnose >&2 || true

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# realnode.sh up|down|status|env|check-clean|import ARCHIVE...|exec CMD...: a real Kubernetes node
+# realnode.sh up|down|status|env|check-clean|diagnose|import ARCHIVE...|exec CMD...: a real Kubernetes node
 # (containerd + runc + kubelet + kube-proxy, CoreDNS as its cluster DNS) with its
 # own control plane (cluster.sh without kwok), all inside a network namespace
 # this script creates.
@@ -21,6 +21,10 @@
 #   check-clean  fails, naming it, on anything up left behind (make realnode-test
 #                runs it after down).
 #   status       which components run.
+#   diagnose     why pods may not run: free disk, the node's pressure conditions
+#                and taints, the pods that are not Ready, the last warning events
+#                and the kubelet's last errors (realnode-test.sh prints it when
+#                the suite fails, before down).
 #   env          export lines: KUBECONFIG, REALNODE (the run's folder), REALNODE_NETNS.
 #   import ARCHIVE...  imports OCI or docker archives (make image's) into the
 #                node's containerd (namespace k8s.io): pods use them with
@@ -58,6 +62,9 @@ KUBELET_PORT=${REALNODE_KUBELET_PORT:-10250}; KUBELET_HEALTHZ_PORT=${REALNODE_KU
 PROXY_HEALTHZ_PORT=${REALNODE_PROXY_HEALTHZ_PORT:-30256}; PROXY_METRICS_PORT=${REALNODE_PROXY_METRICS_PORT:-30249}
 DNS_HEALTH_PORT=${REALNODE_DNS_HEALTH_PORT:-30180}; DNS_READY_PORT=${REALNODE_DNS_READY_PORT:-30181}
 START_TIMEOUT=${START_TIMEOUT:-120}
+# Below this much free disk (for the node's state folder) the kubelet reports
+# DiskPressure, taints the node and schedules nothing more.
+EVICTION_DISK=256Mi; EVICTION_DISK_MIB=256
 prefix=${POD_CIDR%/*}; NODE_IP=${prefix%.*}.$(( ${prefix##*.} + 1 ))
 CP=$DIR/cp                # cluster.sh's E2E_DIR: the control plane's state, PKI, kubeconfig
 PKI=$CP/pki; LOGS=$DIR/logs; HOST=$DIR/host-before
@@ -72,9 +79,9 @@ HOST_PATHS=(/run/containerd /var/lib/cni /var/log/containers /run/netns /var/lib
 COMPONENTS=(coredns containerd kubelet kube-proxy)
 export PATH=/usr/sbin:/sbin:$PATH
 
-usage() { echo "usage: $0 up|down|status|env|check-clean|import ARCHIVE...|exec CMD..." >&2; exit 2; }
+usage() { echo "usage: $0 up|down|status|env|check-clean|diagnose|import ARCHIVE...|exec CMD..." >&2; exit 2; }
 log() { echo "realnode.sh: $*" >&2; }
-[[ $cmd =~ ^(up|up-once|down|status|env|check-clean|import|exec)$ ]] || usage
+[[ $cmd =~ ^(up|up-once|down|status|env|check-clean|diagnose|import|exec)$ ]] || usage
 
 # A pid is ours only if alive and its command line names $DIR/ (every process
 # started here gets paths under DIR, containerd's shims name its socket).
@@ -311,10 +318,14 @@ resolvConf: $DIR/resolv.conf
 podLogsDir: $DIR/pod-logs
 volumePluginDir: $DIR/kubelet-plugins
 # Imported images are never collected (they cannot be pulled again), and the
-# shared machine's disk and memory never evict the suite's pods.
+# shared machine's disk and memory never evict the suite's pods. The disk
+# thresholds are sizes, not shares: 1% of a 250 GB disk is 2.5 GB, and a CI
+# checkout's build left less than that free, so the node took the disk-pressure
+# taint and no new pod was scheduled (CI of 2026-12-06). Every signal is named:
+# one left out gets the kubelet's default (10% of the disk) again.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: 50Mi, nodefs.available: 1%, nodefs.inodesFree: 1%, imagefs.available: 1%, imagefs.inodesFree: 1%}
+evictionHard: {memory.available: 50Mi, nodefs.available: $EVICTION_DISK, nodefs.inodesFree: 1%, imagefs.available: $EVICTION_DISK, imagefs.inodesFree: 1%}
 serializeImagePulls: false
 # Pods' Secret volumes are refreshed at each sync (default 1m): the suite checks
 # that a mutable Secret's update does reach a running pod, within one period.
@@ -348,6 +359,14 @@ up() {
   BIN_DIR=${BIN_DIR:-$(step "control plane, kubelet, kube-proxy, CoreDNS (build-controlplane.sh)" "$here/build-controlplane.sh")}
   IMAGES_DIR=${IMAGES_DIR:-$(step "pause and consumer images (build-node-images.sh)" "$here/build-node-images.sh")}
   local b; for b in kubelet kube-proxy kubectl coredns; do [[ -x $BIN_DIR/$b ]] || { log "missing $BIN_DIR/$b"; exit 1; }; done
+  # A node that starts with DiskPressure schedules nothing: say so now, not as
+  # pods that never start.
+  local free_mib
+  mkdir -p "$DIR"; free_mib=$(df -Pm "$DIR" | awk 'NR==2 {print $4}')
+  if (( free_mib < EVICTION_DISK_MIB + 1024 )); then
+    log "only $free_mib MiB free for $DIR: the kubelet reports DiskPressure under $EVICTION_DISK, and the" \
+      "node takes a taint that schedules no pod; free at least $((EVICTION_DISK_MIB + 1024)) MiB"; exit 1
+  fi
   local pause_ref
   pause_ref=$(awk '$1 == "pause.oci.tar" {print $2}' "$IMAGES_DIR/IMAGES")
   # The kubelet's sysctls are the machine's: a second node would record the
@@ -577,6 +596,27 @@ check_clean() {
   log "clean: no process, mount, namespace, link, rule, cgroup, sysctl or path left"
 }
 
+# What a failed suite needs to name its cause in CI's log, whose tail is all
+# that is kept: a full disk (the DiskPressure taint), an image that is missing,
+# a pod that crashes. Best effort: each part says so when it cannot be read.
+diagnose() {
+  local free_mib
+  free_mib=$(df -Pm "$DIR" | awk 'NR==2 {print $4}')
+  echo "realnode.sh diagnose: ${free_mib} MiB free for $DIR (the kubelet's eviction threshold: $EVICTION_DISK)"
+  if ! running kubelet || [[ ! -e /run/netns/$NETNS ]]; then echo "realnode.sh diagnose: the node is not up"; return 0; fi
+  BIN_DIR=$(cat "$DIR/bin-dir" 2>/dev/null || true)   # the kubectl up used
+  echo "realnode.sh diagnose: node $NODE_NAME, conditions that are not as they should be, and taints:"
+  kc get node "$NODE_NAME" -o go-template='{{range .status.conditions}}{{if or (and (eq .type "Ready") (ne .status "True")) (and (ne .type "Ready") (ne .status "False"))}}  {{.type}}={{.status}} {{.reason}}: {{.message}}{{"\n"}}{{end}}{{end}}{{range .spec.taints}}  taint {{.key}}:{{.effect}}{{"\n"}}{{end}}' 2>&1 || true
+  echo "realnode.sh diagnose: pods that are not Ready:"
+  kc get pods -A -o go-template='{{range .items}}{{$ready := false}}{{range .status.conditions}}{{if and (eq .type "Ready") (eq .status "True")}}{{$ready = true}}{{end}}{{end}}{{if not $ready}}  {{.metadata.namespace}}/{{.metadata.name}} {{.status.phase}}{{range .status.containerStatuses}}{{with .state.waiting}} ({{.reason}}){{end}}{{with .state.terminated}} (exited {{.exitCode}}: {{.reason}}){{end}}{{end}}{{"\n"}}{{end}}{{end}}' 2>&1 || true
+  echo "realnode.sh diagnose: the last warning events:"
+  kc get events -A --field-selector type=Warning --sort-by=.lastTimestamp \
+    -o custom-columns='NAMESPACE:.metadata.namespace,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message' 2>&1 \
+    | tail -n 12 | cut -c1-240 || true
+  echo "realnode.sh diagnose: the kubelet's last errors ($LOGS/kubelet.log):"
+  grep '^E' "$LOGS/kubelet.log" 2>/dev/null | grep -v 'no imagefs label' | tail -n 6 | cut -c1-240 || true
+}
+
 case $cmd in
   # up runs as a child (up-once), so that set -e holds inside it (it would not
   # in `if ! up`), and a failed start is taken down at once.
@@ -590,6 +630,7 @@ case $cmd in
   up-once) up ;;
   down) down ;;
   check-clean) check_clean ;;
+  diagnose) diagnose ;;
   env) env_lines ;;
   import) shift; [[ $# -gt 0 ]] || usage
     running containerd || { log "the node is not up (realnode.sh up)"; exit 1; }
