@@ -60,7 +60,8 @@ test:
 
 ## cold-test: .ci/run as on a new machine: a fresh clone of HEAD, every cache empty (the
 ## control plane and tools, Go's, cargo's, pip's); prints each phase's time (about 25 minutes
-## on 2 cores). COLD_DIR: the folder to use (kept, with its log and caches)
+## on 2 cores). COLD_DIR: the folder to use (after a pass only its log is kept, after a
+## failure everything; COLD_KEEP=1 keeps everything)
 cold-test:
 	e2e/cold-run.sh $(COLD_DIR)
 

@@ -6,9 +6,11 @@
 # pip's cache. Standard input is closed and CI=true, as in CI. Prints the time
 # of each phase and the total, and exits with .ci/run's status.
 #
-# DIR (default: a new folder under ${TMPDIR:-/tmp}) must be empty or absent;
-# it is kept, with the log (DIR/ci.log) and the warm caches, so a failure can
-# be looked at. What it cannot empty: Debian packages and the Rust toolchain
+# DIR (default: a new folder under ${TMPDIR:-/tmp}) must be empty or absent.
+# After a failure it is kept whole (the clone, its target folder, the warm
+# caches: about 22 GB) so the failure can be looked at; after a pass only its
+# log (DIR/ci.log) is, unless COLD_KEEP=1: a kept cold run once left the disk
+# too full for the next CI run's real node. What it cannot empty: Debian packages and the Rust toolchain
 # (rustup's), which a new machine has or .ci/run installs.
 set -euo pipefail
 # shellcheck source=scripts/lib/steps.sh
@@ -42,4 +44,11 @@ grep -E "^(build-[a-z]+: .*built in|[a-z.-]+\.sh: step '.*' (done|FAILED))" "$di
 sed -n '/^make test: phases:/,/^  total/p' "$dir/ci.log"
 echo "cold-run: .ci/run exited with status $rc after $((total / 60)) min $((total % 60)) s (cold, $(nproc) cores)"
 du -sh "$dir/cache" "$dir/go" "$dir/cargo" "$dir/src/target" 2>/dev/null | sed 's/^/cold-run: disk used: /' || true
+if ((rc == 0)) && [[ ${COLD_KEEP:-0} != 1 ]]; then
+  chmod -R u+w "$dir/go" 2>/dev/null || true   # Go's module cache is read-only
+  rm -rf "$dir/src" "$dir/cache" "$dir/go" "$dir/cargo"
+  echo "cold-run: passed: removed the clone and the caches, kept $dir/ci.log (COLD_KEEP=1 keeps them)"
+else
+  echo "cold-run: kept $dir (the clone, its target folder and the caches)"
+fi
 exit "$rc"
