@@ -4,7 +4,7 @@
 use crate::apimetrics::Counts;
 use crate::apitimes::ApiTimes;
 use crate::procstat::{CpuSplit, Handles, Steady};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// The floor at one size (`phases::floor`).
 pub struct Floor {
@@ -24,6 +24,8 @@ pub struct Floor {
 /// as the apiserver timed them.
 pub struct Rotated {
     pub times: Vec<Duration>,
+    /// Each rotation's send time and latency, in the order they were sent.
+    pub timeline: Vec<(SystemTime, Duration)>,
     pub apiserver: ApiTimes,
 }
 

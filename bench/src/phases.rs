@@ -406,6 +406,7 @@ async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Rotate
     .await?;
     Ok(Rotated {
         times: workload::times(&done),
+        timeline: workload::timeline(&done),
         apiserver: apitimes::delta(&api_before, &apitimes::scrape(client).await?),
     })
 }
@@ -457,6 +458,10 @@ pub async fn rotation(
         args.rotation_rate,
         &workload::times(&done),
         floor.as_ref().map(|f| f.times.as_slice()),
+    );
+    report.rotation_timeline(
+        floor.as_ref().map(|f| f.timeline.as_slice()),
+        &workload::timeline(&done),
     );
     report.api_times(
         args.rotations.min(n),

@@ -14,7 +14,7 @@ use crate::slowest;
 use crate::stats::{p50_p99_max as stats, percentile_ms};
 use anyhow::Result;
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Targets (issue 11): ratio to the floor, requests per version, memory
 /// (steady, peak during a restart, added by unrelated Secrets), rotation.
@@ -637,6 +637,33 @@ impl Report {
             all.iter().map(slowest::text).collect::<Vec<_>>().join("; "),
             "(no target)".into(),
         );
+    }
+
+    /// Each rotation's send time (Unix seconds) and latency (ms), the
+    /// floor's and ours, under `rotation.timeline` in `results.json`: a slow
+    /// one can be set beside the apiserver's log of the same moment.
+    pub fn rotation_timeline(
+        &mut self,
+        floor: Option<&[(SystemTime, Duration)]>,
+        ours: &[(SystemTime, Duration)],
+    ) {
+        let points = |l: &[(SystemTime, Duration)]| {
+            l.iter()
+                .map(|(sent, took)| {
+                    let unix = sent.duration_since(UNIX_EPOCH).unwrap_or_default();
+                    json!([unix.as_secs_f64(), took.as_secs_f64() * 1000.0])
+                })
+                .collect::<Vec<_>>()
+        };
+        self.json
+            .entry("rotation")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .expect("rotation is an object")
+            .insert(
+                "timeline".into(),
+                json!({"floor": floor.map(points), "ours": points(ours)}),
+            );
     }
 
     /// Where the controller's time went over part `what` of the run (its

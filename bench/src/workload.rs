@@ -483,6 +483,15 @@ pub fn times(done: &[Done]) -> Vec<Duration> {
     l
 }
 
+/// Each change's send time and latency, in the order they were sent: what
+/// puts a slow one beside what else the machine did then (the apiserver's
+/// GC, another phase's writes).
+pub fn timeline(done: &[Done]) -> Vec<(SystemTime, Duration)> {
+    let mut l: Vec<(SystemTime, Duration)> = done.iter().map(|d| (d.sent.wall, d.took)).collect();
+    l.sort();
+    l
+}
+
 /// Watches RandomSecrets and records, for each pending change, the time
 /// from sending it to the status naming the expected Secret (Ready).
 /// The watch runs until its handle is aborted.
@@ -589,6 +598,30 @@ pub fn controller_watches(client: &Client) -> Vec<tokio::task::JoinHandle<()>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_timeline_is_in_the_order_sent_and_keeps_each_latency() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let done = |object: &str, after_ms: u64, took_ms: u64| Done {
+            object: ("ns".into(), object.into()),
+            sent: Sent {
+                at: Instant::now(),
+                wall: t0 + Duration::from_millis(after_ms),
+            },
+            took: Duration::from_millis(took_ms),
+            answered: None,
+        };
+        // Seen done in another order than sent: the slow first one last.
+        let all = [done("b", 50, 20), done("c", 100, 30), done("a", 0, 400)];
+        assert_eq!(
+            timeline(&all),
+            vec![
+                (t0, Duration::from_millis(400)),
+                (t0 + Duration::from_millis(50), Duration::from_millis(20)),
+                (t0 + Duration::from_millis(100), Duration::from_millis(30)),
+            ]
+        );
+    }
 
     #[test]
     fn namespaces_deleted_lately_wait_out_the_live_lookups() {
