@@ -226,7 +226,7 @@ async fn rsa(
     );
     let lease = LeaseWatch::start(client).await?;
     let leader = LeaderSampler::start(ctl.metrics_port);
-    let mut rotations = Rotations::start(client, &plain.run).await;
+    let mut rotations = Rotations::start(client, &plain.run).await?;
 
     eprintln!(
         "bench: kinds: {} rotations at {}/s alone",
@@ -421,25 +421,25 @@ impl Timed {
 struct Rotations {
     pending: workload::Pending,
     latencies: workload::Latencies,
-    watch: tokio::task::JoinHandle<()>,
+    watch: workload::PendingWatch,
 }
 
 impl Rotations {
-    async fn start(client: &Client, run: &str) -> Self {
+    async fn start(client: &Client, run: &str) -> Result<Self> {
         let pending: workload::Pending = Arc::new(Mutex::new(HashMap::new()));
         let latencies: workload::Latencies = Arc::default();
-        let watch = workload::watch_rotations(
+        let mut watch = workload::watch_rotations(
             Api::all(client.clone()),
             &format!("{RUN_LABEL}={run}"),
             pending.clone(),
             latencies.clone(),
         );
-        tokio::time::sleep(Duration::from_secs(2)).await; // the watch's first list
-        Rotations {
+        watch.first_list().await?;
+        Ok(Rotations {
             pending,
             latencies,
             watch,
-        }
+        })
     }
 
     /// Rotation latencies: `spec.rotation` changes to new tokens
@@ -505,7 +505,7 @@ impl Rotations {
     }
 
     fn stop(self) {
-        self.watch.abort();
+        drop(self.watch); // aborts it
     }
 }
 

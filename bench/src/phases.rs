@@ -336,13 +336,13 @@ where
     let count = args.rotations.min(n);
     let pending: workload::Pending = Arc::new(Mutex::new(HashMap::new()));
     let latencies: workload::Latencies = Arc::default();
-    workload::watch_rotations(
+    let mut watch = workload::watch_rotations(
         Api::all(client.clone()),
         &format!("{RUN_LABEL}={run}"),
         pending.clone(),
         latencies.clone(),
     );
-    tokio::time::sleep(Duration::from_secs(2)).await; // the watch's first list
+    watch.first_list().await?;
     let spec: randomsecret::api::RandomSecretSpec = serde_json::from_value(changed.spec)?;
     let start = Instant::now();
     let interval = Duration::from_secs_f64(1.0 / args.rotation_rate);

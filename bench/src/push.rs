@@ -67,14 +67,14 @@ where
 {
     let pending: workload::Pending = Arc::default();
     let latencies: workload::Latencies = Arc::new(Mutex::new(Vec::with_capacity(count)));
-    workload::watch_pending(
+    let mut watch = workload::watch_pending(
         Api::all(client.clone()),
         &format!("{RUN_LABEL}={RUN}"),
         pending.clone(),
         latencies.clone(),
         synced_with,
     );
-    tokio::time::sleep(Duration::from_secs(2)).await; // the watch's first list
+    watch.first_list().await?;
     let spec: randomsecret::api::RandomSecretSpec =
         serde_json::from_value(workload::spec(rotation))?;
     let start = Instant::now();

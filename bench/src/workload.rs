@@ -494,17 +494,53 @@ pub fn timeline(done: &[Done]) -> Vec<(SystemTime, Duration)> {
 
 /// Watches RandomSecrets and records, for each pending change, the time
 /// from sending it to the status naming the expected Secret (Ready).
-/// The watch runs until its handle is aborted.
 pub fn watch_rotations(
     api: Api<RandomSecret>,
     selector: &str,
     pending: Pending,
     latencies: Latencies,
-) -> tokio::task::JoinHandle<()> {
+) -> PendingWatch {
     watch_pending(api, selector, pending, latencies, |rs, expected| {
         rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(expected)
             && randomsecret_ready(rs)
     })
+}
+
+/// How long the first list of a pending watch may take.
+const FIRST_LIST_LIMIT: Duration = Duration::from_secs(60);
+/// After the first list, before the first change is sent: the apiserver
+/// and this process are still busy with what the list was.
+const AFTER_FIRST_LIST: Duration = Duration::from_secs(1);
+
+/// A watch timing pending changes ([`watch_pending`]); aborted when dropped.
+pub struct PendingWatch {
+    task: tokio::task::JoinHandle<()>,
+    first_list: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+impl PendingWatch {
+    /// Until the watch's first list is in, and a moment after. That list is
+    /// the whole set (10,000 RandomSecrets at the largest size): sent while
+    /// the apiserver still serves it and this process still decodes it, the
+    /// first changes are timed with that work. A fixed 2 s was not enough
+    /// for the controller's set on an apiserver the run had grown to 6 GB,
+    /// and our first two rotations took 144 and 125 ms (2026-12-06).
+    pub async fn first_list(&mut self) -> Result<()> {
+        if let Some(listed) = self.first_list.take() {
+            tokio::time::timeout(FIRST_LIST_LIMIT, listed)
+                .await
+                .context("the watch's first list, within 60 s")?
+                .context("the watch ended before its first list")?;
+        }
+        tokio::time::sleep(AFTER_FIRST_LIST).await;
+        Ok(())
+    }
+}
+
+impl Drop for PendingWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// Watches RandomSecrets and records, for each pending change, the time
@@ -516,13 +552,22 @@ pub fn watch_pending(
     pending: Pending,
     latencies: Latencies,
     done: fn(&RandomSecret, &str) -> bool,
-) -> tokio::task::JoinHandle<()> {
+) -> PendingWatch {
     let config = watcher::Config::default().labels(selector);
-    tokio::spawn(async move {
+    let (listed, first_list) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut listed = Some(listed);
         let mut stream = watcher::watcher(api, config).boxed();
         while let Some(ev) = stream.next().await {
-            let Ok(Event::Apply(rs) | Event::InitApply(rs)) = ev else {
-                continue;
+            let rs = match ev {
+                Ok(Event::Apply(rs) | Event::InitApply(rs)) => rs,
+                Ok(Event::InitDone) => {
+                    if let Some(l) = listed.take() {
+                        let _ = l.send(()); // the receiver may have given up
+                    }
+                    continue;
+                }
+                _ => continue,
             };
             let key = (rs.namespace().unwrap_or_default(), rs.name_any());
             let mut p = pending.lock().expect("pending lock");
@@ -539,7 +584,11 @@ pub fn watch_pending(
                 p.remove(&key);
             }
         }
-    })
+    });
+    PendingWatch {
+        task,
+        first_list: Some(first_list),
+    }
 }
 
 /// A ReplicaSet (0 replicas: no pods) whose template reads `secret`.
