@@ -23,6 +23,8 @@ pub struct Floor {
 /// The floor's rotations: each one's latency, and what its writes took
 /// as the apiserver timed them.
 pub struct Rotated {
+    /// The warm-up rotations' latencies, in the order sent (not in `times`).
+    pub warm: Vec<Duration>,
     pub times: Vec<Duration>,
     /// Each rotation's send time and latency, in the order they were sent.
     pub timeline: Vec<(SystemTime, Duration)>,

@@ -639,6 +639,45 @@ impl Report {
         );
     }
 
+    /// The warm-up rotations before the timed ones, in the order sent: what
+    /// the first writes after the memory phase's pause cost (ours) and after
+    /// the floor's convergence (the floor's).
+    pub fn warm_up(&mut self, floor: Option<&[Duration]>, ours: &[Duration]) {
+        let ms = |l: &[Duration]| {
+            l.iter()
+                .map(|d| d.as_secs_f64() * 1000.0)
+                .collect::<Vec<_>>()
+        };
+        let text = |l: &[Duration]| {
+            ms(l)
+                .iter()
+                .map(|m| format!("{m:.1}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        self.json
+            .entry("rotation")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .expect("rotation is an object")
+            .insert(
+                "warm_up_ms".into(),
+                json!({"floor": floor.map(ms), "ours": ms(ours)}),
+            );
+        self.row(
+            format!(
+                "The {} rotations before the timed ones (not in them), in the order sent (ms)",
+                ours.len()
+            ),
+            format!(
+                "ours {}{}",
+                text(ours),
+                floor.map_or(String::new(), |f| format!("; floor {}", text(f)))
+            ),
+            "(no target)".into(),
+        );
+    }
+
     /// Each rotation's send time (Unix seconds) and latency (ms), the
     /// floor's and ours, under `rotation.timeline` in `results.json`: a slow
     /// one can be set beside the apiserver's log of the same moment.
