@@ -623,12 +623,7 @@ impl Report {
 
     /// The slowest rotations one by one: where each one's time went.
     pub fn slowest_rotations(&mut self, all: &[slowest::Slow]) {
-        self.json
-            .entry("rotation")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .expect("rotation is an object")
-            .insert("slowest".into(), slowest::json(all));
+        self.rotation_field("slowest", slowest::json(all));
         self.row(
             format!(
                 "The {} slowest rotations, one by one (ms: to the controller, its phases, after)",
@@ -655,15 +650,10 @@ impl Report {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        self.json
-            .entry("rotation")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .expect("rotation is an object")
-            .insert(
-                "warm_up_ms".into(),
-                json!({"floor": floor.map(ms), "ours": ms(ours)}),
-            );
+        self.rotation_field(
+            "warm_up_ms",
+            json!({"floor": floor.map(ms), "ours": ms(ours)}),
+        );
         self.row(
             format!(
                 "The {} rotations before the timed ones (not in them), in the order sent (ms)",
@@ -676,6 +666,17 @@ impl Report {
             ),
             "(no target)".into(),
         );
+    }
+
+    /// `key` of the `rotation` object of `results.json` ([`Self::rotation`]
+    /// makes it; the fields after it add to it).
+    fn rotation_field(&mut self, key: &str, value: Value) {
+        self.json
+            .entry("rotation")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .expect("rotation is an object")
+            .insert(key.into(), value);
     }
 
     /// Each rotation's send time (Unix seconds) and latency (ms), the
@@ -694,15 +695,10 @@ impl Report {
                 })
                 .collect::<Vec<_>>()
         };
-        self.json
-            .entry("rotation")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .expect("rotation is an object")
-            .insert(
-                "timeline".into(),
-                json!({"floor": floor.map(points), "ours": points(ours)}),
-            );
+        self.rotation_field(
+            "timeline",
+            json!({"floor": floor.map(points), "ours": points(ours)}),
+        );
     }
 
     /// Where the controller's time went over part `what` of the run (its

@@ -522,9 +522,9 @@ impl PendingWatch {
     /// Until the watch's first list is in, and a moment after. That list is
     /// the whole set (10,000 RandomSecrets at the largest size): sent while
     /// the apiserver still serves it and this process still decodes it, the
-    /// first changes are timed with that work. A fixed 2 s was not enough
-    /// for the controller's set on an apiserver the run had grown to 6 GB,
-    /// and our first two rotations took 144 and 125 ms (2026-12-06).
+    /// first changes would be timed with that work, which a fixed wait
+    /// (2 s until 2026-12-06) does not bound on a loaded machine. (It was
+    /// not what made the first rotations slow: see `phases::WARM_UP`.)
     pub async fn first_list(&mut self) -> Result<()> {
         if let Some(listed) = self.first_list.take() {
             tokio::time::timeout(FIRST_LIST_LIMIT, listed)
