@@ -476,10 +476,7 @@ async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Rotate
         })
         .await?;
     Ok(Rotated {
-        warm: workload::timeline(&warm)
-            .into_iter()
-            .map(|(_, took)| took)
-            .collect(),
+        warm: workload::in_order_sent(&warm),
         times: workload::times(&done),
         timeline: workload::timeline(&done),
         apiserver: apitimes::delta(&api_before, &apitimes::scrape(client).await?),
@@ -546,10 +543,7 @@ pub async fn rotation(
     );
     report.warm_up(
         floor.as_ref().map(|f| f.warm.as_slice()),
-        &workload::timeline(&warm)
-            .into_iter()
-            .map(|(_, took)| took)
-            .collect::<Vec<_>>(),
+        &workload::in_order_sent(&warm),
     );
     report.slowest_rotations(&slowest::slowest(&done, &ctl.log, SLOWEST)?);
     eprintln!(

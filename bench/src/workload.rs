@@ -492,6 +492,11 @@ pub fn timeline(done: &[Done]) -> Vec<(SystemTime, Duration)> {
     l
 }
 
+/// Each change's latency, in the order they were sent (the warm-up's).
+pub fn in_order_sent(done: &[Done]) -> Vec<Duration> {
+    timeline(done).into_iter().map(|(_, took)| took).collect()
+}
+
 /// Watches RandomSecrets and records, for each pending change, the time
 /// from sending it to the status naming the expected Secret (Ready).
 pub fn watch_rotations(
