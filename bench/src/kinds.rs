@@ -488,15 +488,7 @@ impl Rotations {
         for s in sends {
             s.await??;
         }
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !self.pending.lock().expect("pending lock").is_empty() {
-            ensure!(
-                Instant::now() < deadline,
-                "rotations still pending 2 minutes after the last was sent"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let l = std::mem::take(&mut *self.latencies.lock().expect("latency lock"));
+        let l = workload::seen_all(&self.pending, &self.latencies).await?;
         Ok(Timed(
             l.into_iter()
                 .map(|d| (d.sent.at.saturating_duration_since(start), d.took))

@@ -438,15 +438,7 @@ where
             let (object, at) = s.await??;
             answered.insert(object, at);
         }
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !self.pending.lock().expect("pending lock").is_empty() {
-            ensure!(
-                Instant::now() < deadline,
-                "rotations still pending after 2 minutes"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let mut done = std::mem::take(&mut *self.latencies.lock().expect("latency lock"));
+        let mut done = workload::seen_all(self.pending, self.latencies).await?;
         for d in &mut done {
             d.answered = answered.get(&d.object).copied();
         }

@@ -1,7 +1,7 @@
 //! The objects the benchmark writes, the writes themselves (with a fixed
 //! concurrency), and watches that time when objects become ready.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
@@ -470,6 +470,22 @@ pub struct Done {
 
 /// Each change seen done.
 pub type Latencies = Arc<Mutex<Vec<Done>>>;
+
+/// Once every change is sent and answered: waits until the watch has seen
+/// each pending one done (2 minutes at most), and takes what it recorded.
+pub async fn seen_all(pending: &Pending, latencies: &Latencies) -> Result<Vec<Done>> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !pending.lock().expect("pending lock").is_empty() {
+        ensure!(
+            Instant::now() < deadline,
+            "changes still pending 2 minutes after the last was sent"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(std::mem::take(
+        &mut *latencies.lock().expect("latency lock"),
+    ))
+}
 
 /// The times alone, sorted.
 pub fn sorted(latencies: &Latencies) -> Vec<Duration> {
