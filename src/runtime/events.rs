@@ -11,6 +11,7 @@
 //! the newest are dropped and counted (`randomsecret_events_dropped`), never
 //! held in memory without limit or posted by a task each.
 
+use crate::runtime::status::Answer as _;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -156,8 +157,14 @@ async fn post_all(client: Client, rx: mpsc::Receiver<Event>) {
                     .create(&PostParams::default(), &ev)
                     .instrument(crate::phase!("event"))
                     .await;
-                if let Err(e) = posted {
-                    warn!(error = %e, "publishing event");
+                match posted {
+                    // Expected while a namespace is deleted with its
+                    // RandomSecrets in it: not a warning per object.
+                    Err(kube::Error::Api(s)) if s.namespace_terminating() => {
+                        debug!(namespace = %ns, "not publishing an event: its namespace is being deleted");
+                    }
+                    Err(e) => warn!(error = %e, "publishing event"),
+                    Ok(_) => {}
                 }
             }
         })

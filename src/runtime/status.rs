@@ -32,6 +32,9 @@ pub trait Answer {
     /// The kind named by the answer's details ("namespaces" when the
     /// namespace is what is missing).
     fn about_kind(&self, kind: &str) -> bool;
+    /// A create refused because its namespace is being deleted (403 with
+    /// the cause NamespaceTerminating).
+    fn namespace_terminating(&self) -> bool;
 }
 
 fn or_code(s: &Status, by_reason: bool, code: u16) -> bool {
@@ -63,6 +66,13 @@ impl Answer for Status {
     }
     fn about_kind(&self, kind: &str) -> bool {
         self.details.as_ref().is_some_and(|d| d.kind == kind)
+    }
+    fn namespace_terminating(&self) -> bool {
+        self.forbidden()
+            && self
+                .details
+                .as_ref()
+                .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"))
     }
 }
 
@@ -107,5 +117,18 @@ mod tests {
         assert!(recorded(400, "BadRequest", "").client_error());
         assert!(!recorded(429, "TooManyRequests", "").client_error());
         assert!(!recorded(500, "InternalError", "").client_error());
+    }
+
+    /// The answer to an Event's create in a namespace being deleted, as
+    /// kube-apiserver 1.34 sends it; a 403 without that cause is not it.
+    #[test]
+    fn a_create_in_a_namespace_being_deleted_is_told_by_its_cause() {
+        let terminating: Status = serde_json::from_str(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"events.events.k8s.io \"x1\" is forbidden: unable to create new content in namespace t1 because it is being terminated","reason":"Forbidden","details":{"name":"x1","group":"events.k8s.io","kind":"events","causes":[{"reason":"NamespaceTerminating","message":"namespace t1 is being terminated","field":"metadata.namespace"}]},"code":403}"#,
+        )
+        .unwrap();
+        assert!(terminating.namespace_terminating());
+        assert!(!recorded(403, "Forbidden", "events").namespace_terminating());
+        assert!(!recorded(404, "NotFound", "namespaces").namespace_terminating());
     }
 }
