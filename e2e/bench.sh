@@ -8,6 +8,9 @@
 # (BENCH_OUT=DIR puts them elsewhere). The controller measured is the static
 # release binary, the one `make dist` ships, with its hot code laid out first
 # (build.rs); RANDOMSECRET_BIN may name another.
+# Each convergence run starts on a restarted kube-apiserver, controller-manager,
+# scheduler and kwok over a compacted etcd (bench/src/fresh.rs; the bench finds
+# the control plane's state by BENCH_CLUSTER_DIR; --no-restarts only compacts).
 # BENCH_NO_PEER=1 skips building and running the peer; OpenBao for the push
 # phase comes from e2e/build-openbao.sh (--no-push skips it); --no-big skips the last
 # phase (growing the largest set to 5 times its size: 50,000 by default).
@@ -35,7 +38,7 @@ export E2E_DIR=$out/cluster ETCD_PORT=13379 ETCD_PEER_PORT=13380 API_PORT=17443 
 if [[ ${BENCH_CACHE_CHECKS:-0} != 1 ]]; then
   APISERVER_EXTRA_ARGS="${APISERVER_EXTRA_ARGS:-} --feature-gates=DetectCacheInconsistency=false"
 fi
-export APISERVER_EXTRA_ARGS
+export APISERVER_EXTRA_ARGS BENCH_CLUSTER_DIR=$E2E_DIR
 trap '"$here/cluster.sh" down' EXIT
 env_line=$(E2E_FRESH=1 "$here/cluster.sh" up)
 eval "$env_line"

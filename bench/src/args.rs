@@ -42,6 +42,12 @@ pub struct Args {
     /// the memory, rotation, startup and failover phases).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     pub largest_pairs: u16,
+    /// Keep the control plane running between convergence runs: only etcd
+    /// is compacted. By default each run (a floor, ours, the peer, the
+    /// kinds' pair) starts on a restarted kube-apiserver, controller-manager,
+    /// scheduler and kwok (`fresh`).
+    #[arg(long)]
+    pub no_restarts: bool,
     /// Skip the floor (when profiling the controller).
     #[arg(long)]
     pub no_floor: bool,

@@ -7,7 +7,8 @@
 //! 54.1 s), and the controller's run always comes after the floor's.
 //!
 //! Through etcd's JSON gateway on its client port (`ETCD_PORT`, which
-//! e2e/bench.sh sets), with curl.
+//! e2e/bench.sh sets), with curl. `fresh` calls it, with the apiserver
+//! stopped.
 
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
@@ -53,20 +54,4 @@ pub fn reset(port: u16) -> Result<(u64, u64)> {
     post(port, "/v3/maintenance/defragment", &json!({}))?;
     let after = post(port, "/v3/maintenance/status", &json!({}))?;
     Ok((before, number(&after["dbSize"]).unwrap_or(0)))
-}
-
-/// Before each convergence run: etcd compacted and defragmented
-/// (`etcd::reset`), so that every run starts from the same storage.
-pub fn fresh_storage(what: &str) -> Result<()> {
-    let Some(port) = port() else {
-        eprintln!("bench: ETCD_PORT is not set: etcd is not compacted between runs");
-        return Ok(());
-    };
-    let (before, after) = reset(port).context("compacting etcd between runs")?;
-    eprintln!(
-        "bench: {what}: etcd compacted and defragmented ({:.1} -> {:.1} MiB)",
-        before as f64 / 1048576.0,
-        after as f64 / 1048576.0
-    );
-    Ok(())
 }

@@ -50,6 +50,16 @@ pub struct Converged {
     pub phase_times: Vec<crate::phasetimes::PhaseTime>,
 }
 
+/// One interleaved pair at one size: each side's time until every object
+/// was seen Ready and its CPU over that time, so that a pair's ratio can be
+/// read against what the apiserver spent on each side.
+pub struct Pair {
+    /// None without a floor (`--no-floor`).
+    pub floor: Option<(Duration, CpuSplit)>,
+    pub ours: (Duration, CpuSplit),
+    pub ours_first: bool,
+}
+
 /// A controller's steady state with per-object metrics on or off, scraped
 /// every 2 s meanwhile.
 pub struct ObjectMetricsRun {

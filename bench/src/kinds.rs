@@ -105,8 +105,10 @@ async fn convergence(client: &Client, args: &Args, report: &mut Report) -> Resul
     eprintln!("bench: kinds: floor {:?}; randomsecret", floor.took);
     let flags = keygen_flags(args);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let ctl = controller::start(args, "bench-kinds", &flags)?;
-    let ours = phases::converge_of(client, args, "kinds", n, &spec, &ctl).await?;
+    let (ours, ctl) = phases::converge_of(client, args, "kinds", n, &spec, || {
+        controller::start(args, "bench-kinds", &flags)
+    })
+    .await?;
     ctl.terminate()?;
     report.kinds_convergence(n, &floor, &ours);
     workload::delete_namespaces(client, &phases::prefix("kinds", n), args.namespaces).await

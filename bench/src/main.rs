@@ -14,7 +14,7 @@
 //! (`phases` for the core ones, `kinds` on top of their floor and
 //! convergence, `webhook`, `push`, `peer`), which hand what
 //! they measured (`figures`) to the `report`; under those, the measuring
-//! and the objects (`apimetrics`, `phasetimes`, `procstat`, `etcd`, `stats`, `workload`,
+//! and the objects (`apimetrics`, `phasetimes`, `procstat`, `etcd`, `fresh`, `stats`, `workload`,
 //! `controller`, `charts`) and the command line (`args`). No module imports
 //! one above it.
 
@@ -26,6 +26,7 @@ mod charts;
 mod controller;
 mod etcd;
 mod figures;
+mod fresh;
 mod kinds;
 mod peer;
 mod phases;
@@ -123,15 +124,20 @@ async fn main() -> Result<()> {
             if !ours_first && !args.no_floor {
                 floor = Some(phases::floor(&client, &args, n, false, false).await?);
             }
-            let ctl = controller::start(&args, "bench", &[])?;
-            let ours = phases::converge(&client, &args, n, &ctl).await?;
+            let (ours, ctl) =
+                phases::converge(&client, &args, n, || controller::start(&args, "bench", &[]))
+                    .await?;
             ctl.terminate()?;
             workload::delete_namespaces(&client, &phases::prefix("ours", n), args.namespaces)
                 .await?;
             if ours_first {
                 floor = Some(phases::floor(&client, &args, n, false, false).await?);
             }
-            interleaved.push((floor.map(|f| f.took), ours.took, ours_first));
+            interleaved.push(figures::Pair {
+                floor: floor.map(|f| (f.took, f.cpu)),
+                ours: (ours.took, ours.cpu),
+                ours_first,
+            });
         }
         eprintln!("bench: N={n}: pair {pairs} of {pairs}: floor");
         let mut floor = if args.no_floor {
@@ -150,10 +156,14 @@ async fn main() -> Result<()> {
             "bench: N={n}: floor {:?}; randomsecret",
             floor.as_ref().map(|f| f.took)
         );
-        let mut ctl = controller::start(&args, "bench", &[])?;
-        let ours = phases::converge(&client, &args, n, &ctl).await?;
+        let (ours, mut ctl) =
+            phases::converge(&client, &args, n, || controller::start(&args, "bench", &[])).await?;
         report.convergence(n, floor.as_ref(), &ours);
-        interleaved.push((floor.as_ref().map(|f| f.took), ours.took, false));
+        interleaved.push(figures::Pair {
+            floor: floor.as_ref().map(|f| (f.took, f.cpu.clone())),
+            ours: (ours.took, ours.cpu.clone()),
+            ours_first: false,
+        });
         report.interleaved(n, &interleaved);
         report.phase_times(
             &format!("convergence of {n}"),

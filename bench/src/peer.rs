@@ -4,10 +4,9 @@
 //! Secret per object, timed from the first create to the last Ready.
 
 use crate::args::Args;
-use crate::etcd::fresh_storage;
 use crate::figures::PeerResult;
 use crate::workload::{self, LIMIT, RUN_LABEL, ReadyWatch, place, run_concurrently};
-use crate::{apimetrics, procstat};
+use crate::{apimetrics, fresh, procstat};
 use anyhow::{Context, Result, bail};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
@@ -126,7 +125,7 @@ impl Peer {
 
     pub async fn converge(&self, client: &Client, args: &Args, n: usize) -> Result<PeerResult> {
         std::fs::create_dir_all(&args.out)?;
-        fresh_storage("peer")?;
+        fresh::start(client, args, "peer").await?;
         let pre = format!("bench-peer-{n}");
         workload::create_namespaces(client, &pre, args.namespaces).await?;
         let passwords = resource(PASSWORD);

@@ -6,8 +6,8 @@ use crate::apimetrics;
 use crate::apitimes;
 use crate::args::Args;
 use crate::controller::{self, reconciles, settle, wait_leader};
-use crate::etcd::fresh_storage;
 use crate::figures::{Converged, Floor, Restart, Rotated, ScalePoint};
+use crate::fresh;
 use crate::phasetimes;
 use crate::procstat::{self, CpuWindow, Sampler};
 use crate::report::Report;
@@ -126,7 +126,7 @@ pub async fn floor_of(
     rotations: bool,
     watches: bool,
 ) -> Result<Floor> {
-    fresh_storage(what)?;
+    fresh::start(client, args, what).await?;
     let pre = prefix(what, n);
     workload::create_namespaces(client, &pre, args.namespaces).await?;
     let run = format!("{what}-{n}");
@@ -166,29 +166,34 @@ pub async fn floor_of(
     })
 }
 
-/// The controller `ctl` converging a new set of `n` RandomSecrets: the time
-/// until all are Ready, the requests, reconciles, memory and handles.
+/// A controller started by `start` converging a new set of `n`
+/// RandomSecrets: the time until all are Ready, the requests, reconciles,
+/// memory and handles; and the controller, to stop or to go on with.
 pub async fn converge(
     client: &Client,
     args: &Args,
     n: usize,
-    ctl: &ControllerProcess,
-) -> Result<Converged> {
-    converge_of(client, args, "ours", n, &workload::spec("1"), ctl).await
+    start: impl FnOnce() -> Result<ControllerProcess>,
+) -> Result<(Converged, ControllerProcess)> {
+    converge_of(client, args, "ours", n, &workload::spec("1"), start).await
 }
 
-/// The controller `ctl` converging set `what` (namespaces
+/// A controller started by `start` converging set `what` (namespaces
 /// `bench-<what>-<n>-*`, run `<what>-<n>`) of `n` new RandomSecrets of
-/// `spec`, as [`converge`] measures it.
+/// `spec`, as [`converge`] measures it. The controller starts after the
+/// control plane's restart (`fresh`), as the floor's writes do: it does
+/// not go through the restart itself.
 pub async fn converge_of(
     client: &Client,
     args: &Args,
     what: &str,
     n: usize,
     spec: &serde_json::Value,
-    ctl: &ControllerProcess,
-) -> Result<Converged> {
-    fresh_storage("randomsecret")?;
+    start_controller: impl FnOnce() -> Result<ControllerProcess>,
+) -> Result<(Converged, ControllerProcess)> {
+    fresh::start(client, args, what).await?;
+    let process = start_controller()?;
+    let ctl = &process;
     let pre = prefix(what, n);
     workload::create_namespaces(client, &pre, args.namespaces).await?;
     let run = format!("{what}-{n}");
@@ -223,7 +228,7 @@ pub async fn converge_of(
     apimetrics::subtract(&mut requests, "POST", "randomsecrets", n as f64);
     let during = sampler.stop();
     let mem = procstat::memory(ctl.child.id())?;
-    Ok(Converged {
+    let converged = Converged {
         took,
         ready,
         requests,
@@ -234,7 +239,8 @@ pub async fn converge_of(
         handles_max: during.max,
         cpu,
         phase_times,
-    })
+    };
+    Ok((converged, process))
 }
 
 /// RSS with the n/n/n set (RandomSecrets, Secrets, ReplicaSets), idle CPU,

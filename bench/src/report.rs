@@ -6,7 +6,8 @@ use crate::apitimes::ApiTimes;
 use crate::args::Args;
 use crate::charts;
 use crate::figures::{
-    Converged, Floor, ObjectMetricsRun, PeerResult, Pushed, Renewals, Restart, RsaLoad, ScalePoint,
+    Converged, Floor, ObjectMetricsRun, Pair, PeerResult, Pushed, Renewals, Restart, RsaLoad,
+    ScalePoint,
 };
 use crate::phasetimes::{self, PhaseTime};
 use crate::procstat::{Handles, Steady, mib};
@@ -66,6 +67,8 @@ pub struct Report {
     json: serde_json::Map<String, Value>,
     rows: Vec<(String, String, String)>,
     ours: Vec<(usize, f64)>,
+    /// `--no-restarts`: each convergence run on a compacted etcd only.
+    no_restarts: bool,
 }
 
 /// Durations in seconds, sorted (for the charts' curves).
@@ -140,7 +143,8 @@ impl Report {
                    "rotations": args.rotations, "rotation_rate": args.rotation_rate,
                    "bulk": args.bulk, "bulk_kib": args.bulk_kib, "steady_seconds": args.steady_seconds,
                    "scale_to": big, "kinds": !args.no_kinds, "kinds_count": args.kinds_count,
-                   "rsa_count": args.rsa_count, "key_generation_concurrency": args.key_generation_concurrency}),
+                   "rsa_count": args.rsa_count, "key_generation_concurrency": args.key_generation_concurrency,
+                   "restarts": !args.no_restarts}),
         );
         json.insert(
             "started".into(),
@@ -150,6 +154,7 @@ impl Report {
             json,
             rows: Vec::new(),
             ours: Vec::new(),
+            no_restarts: args.no_restarts,
         }
     }
 
@@ -259,10 +264,14 @@ impl Report {
     /// Convergence at `n` over interleaved pairs, in the order run: each
     /// pair's ratio, their median, minimum and maximum, and the median of
     /// each order apart. `pairs`: (the floor, ours, whether ours ran first).
-    pub fn interleaved(&mut self, n: usize, pairs: &[(Option<Duration>, Duration, bool)]) {
+    pub fn interleaved(&mut self, n: usize, pairs: &[Pair]) {
         let ratios: Vec<Option<f64>> = pairs
             .iter()
-            .map(|(f, o, _)| f.map(|f| o.as_secs_f64() / f.as_secs_f64()))
+            .map(|p| {
+                p.floor
+                    .as_ref()
+                    .map(|(f, _)| p.ours.0.as_secs_f64() / f.as_secs_f64())
+            })
             .collect();
         let Some(spread) = Spread::of(&ratios.iter().flatten().copied().collect::<Vec<_>>()) else {
             return; // no floor
@@ -272,7 +281,7 @@ impl Report {
             let of_order: Vec<f64> = pairs
                 .iter()
                 .zip(&ratios)
-                .filter(|((_, _, f), _)| *f == first)
+                .filter(|(p, _)| p.ours_first == first)
                 .filter_map(|(_, r)| *r)
                 .collect();
             Spread::of(&of_order).map(|s| s.median)
@@ -282,21 +291,24 @@ impl Report {
             "interleaved",
             json!({"n": n, "median": spread.median, "min": spread.min, "max": spread.max,
                    "median_floor_first": floor_first, "median_ours_first": ours_first,
-                   "pairs": pairs.iter().zip(&ratios).map(|((f, o, first), r)| json!({
-                       "floor_s": f.map(secs), "randomsecret_s": secs(*o), "ratio": r,
-                       "ours_first": first,
+                   "pairs": pairs.iter().zip(&ratios).map(|(p, r)| json!({
+                       "floor_s": p.floor.as_ref().map(|(f, _)| secs(*f)),
+                       "randomsecret_s": secs(p.ours.0), "ratio": r,
+                       "ours_first": p.ours_first,
+                       "floor_cpu": p.floor.as_ref().map(|(_, c)| c.json()),
+                       "randomsecret_cpu": p.ours.1.json(),
                    })).collect::<Vec<_>>()}),
         );
         let each = pairs
             .iter()
             .zip(&ratios)
-            .map(|((f, o, first), r)| {
+            .map(|(p, r)| {
                 format!(
                     "{:.2}/{:.2} s = {:.2}x{}",
-                    o.as_secs_f64(),
-                    f.map_or(f64::NAN, |f| f.as_secs_f64()),
+                    p.ours.0.as_secs_f64(),
+                    p.floor.as_ref().map_or(f64::NAN, |(f, _)| f.as_secs_f64()),
                     r.unwrap_or(f64::NAN),
-                    if *first { " (ours first)" } else { "" }
+                    if p.ours_first { " (ours first)" } else { "" }
                 )
             })
             .collect::<Vec<_>>()
@@ -309,8 +321,13 @@ impl Report {
         };
         self.row(
             format!(
-                "Convergence N={n} over {} interleaved pairs (every other pair ours first, each run on a compacted etcd): median ratio (min to max)",
-                pairs.len()
+                "Convergence N={n} over {} interleaved pairs (every other pair ours first, each run on {}): median ratio (min to max)",
+                pairs.len(),
+                if self.no_restarts {
+                    "a compacted etcd"
+                } else {
+                    "a restarted control plane over a compacted etcd"
+                }
             ),
             format!(
                 "**{:.2}x** ({:.2}x to {:.2}x); each, ours / floor: {each}{orders}",

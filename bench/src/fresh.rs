@@ -1,0 +1,138 @@
+//! Each convergence run (a floor, ours, the peer, the kinds' pair) starts on
+//! a control plane in the same state: kube-apiserver, the
+//! controller-manager, the scheduler and kwok stopped, etcd compacted and
+//! defragmented (`etcd::reset`) while nothing writes, the four started
+//! again, and the machine quiet before the run begins.
+//!
+//! Why the restart (2026-12-07, issue 33): with only etcd reset, the
+//! floor alone took 69.8 to 83.5 s at 10,000 within one run, in no order
+//! of time, and one pair's ratio was 1.25x. An apiserver that has served
+//! the runs before carries their heap, its watch cache's history and its
+//! clients' connections into the next; a started one does not, so both
+//! sides of a pair meet the same apiserver.
+//!
+//! Needs `BENCH_CLUSTER_DIR` (the control plane's state, which e2e/bench.sh
+//! sets) for the restart and `ETCD_PORT` for the reset; without them, or
+//! with `--no-restarts`, only what is possible is done and said.
+
+use crate::args::Args;
+use crate::etcd;
+use crate::procstat::CpuWindow;
+use anyhow::{Context, Result, bail};
+use kube::Client;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The components restarted, in the order they stop (clients first).
+const RESTARTED: [&str; 4] = [
+    "kwok",
+    "kube-scheduler",
+    "kube-controller-manager",
+    "kube-apiserver",
+];
+
+/// The machine counts as quiet when the run's processes used at most this
+/// share of one core over a second.
+const QUIET_CORES: f64 = 0.1;
+/// ... twice in a row; but a run never waits longer than this for it.
+const QUIET_LIMIT: Duration = Duration::from_secs(60);
+
+/// Before a convergence run of `what`: the control plane restarted on a
+/// compacted etcd (or only etcd compacted), then a quiet machine.
+pub async fn start(client: &Client, args: &Args, what: &str) -> Result<()> {
+    let dir = std::env::var_os("BENCH_CLUSTER_DIR").map(PathBuf::from);
+    let Some(port) = etcd::port() else {
+        eprintln!("bench: {what}: ETCD_PORT is not set: the control plane is not reset");
+        return Ok(());
+    };
+    let restart = match (&dir, args.no_restarts) {
+        (Some(d), false) => Some(d),
+        (None, false) => {
+            eprintln!("bench: {what}: BENCH_CLUSTER_DIR is not set: etcd is only compacted");
+            None
+        }
+        (_, true) => None,
+    };
+    let t0 = Instant::now();
+    if let Some(dir) = restart {
+        for name in RESTARTED {
+            cluster(dir, &["stop", name])?;
+        }
+    }
+    let (before, after) = etcd::reset(port).context("compacting etcd between runs")?;
+    if let Some(dir) = restart {
+        cluster(dir, &["up"])?;
+        answering(client).await?;
+    }
+    let quiet = quiet().await?;
+    eprintln!(
+        "bench: {what}: {}etcd compacted and defragmented ({:.1} -> {:.1} MiB); quiet after {:.1} s{}",
+        if restart.is_some() {
+            "control plane restarted, "
+        } else {
+            ""
+        },
+        before as f64 / 1048576.0,
+        after as f64 / 1048576.0,
+        t0.elapsed().as_secs_f64(),
+        if quiet {
+            ""
+        } else {
+            " (not quiet: gave up waiting)"
+        },
+    );
+    Ok(())
+}
+
+/// `e2e/cluster.sh ARGS` on the benchmark's control plane (the ports,
+/// BIN_DIR and the apiserver's flags are in the environment e2e/bench.sh
+/// exported).
+fn cluster(dir: &PathBuf, args: &[&str]) -> Result<()> {
+    let out = Command::new(randomsecret_e2e::tools::repo_root().join("e2e/cluster.sh"))
+        .args(args)
+        .env("E2E_DIR", dir)
+        .env_remove("E2E_FRESH")
+        .output()
+        .context("running e2e/cluster.sh")?;
+    if !out.status.success() {
+        bail!(
+            "cluster.sh {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Until the benchmark's own client gets an answer: its pooled connections
+/// to the apiserver that stopped are dropped on their first use.
+async fn answering(client: &Client) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match client.apiserver_version().await {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() > deadline => {
+                return Err(e).context("the restarted apiserver does not answer");
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Waits until the run's processes (the control plane's start-up work: its
+/// informers' lists, the bootstrap writes) have settled: whether it did.
+async fn quiet() -> Result<bool> {
+    let deadline = Instant::now() + QUIET_LIMIT;
+    let mut calm = 0;
+    while Instant::now() < deadline {
+        let w = CpuWindow::start(&[])?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let used = w.stop()?.run();
+        calm = if used <= QUIET_CORES { calm + 1 } else { 0 };
+        if calm == 2 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
