@@ -1169,4 +1169,54 @@ mod tests {
         );
         assert_eq!(s(&[1.3, 1.0, 1.1, 1.2]).unwrap().median, 1.15);
     }
+
+    fn cpu(apiserver: f64) -> crate::procstat::CpuSplit {
+        let mut c = crate::procstat::CpuSplit::default();
+        c.by_process.insert("kube-apiserver".into(), apiserver);
+        c
+    }
+
+    #[test]
+    fn each_pair_keeps_both_sides_cpu_and_the_row_names_the_restarts() {
+        use clap::Parser;
+        let args = |line: &[&str]| {
+            Args::try_parse_from(std::iter::once("bench").chain(line.iter().copied())).unwrap()
+        };
+        let pairs = [
+            Pair {
+                floor: Some((Duration::from_secs(10), cpu(15.0))),
+                ours: (Duration::from_secs(11), cpu(16.5)),
+                ours_first: false,
+            },
+            Pair {
+                floor: Some((Duration::from_secs(10), cpu(14.0))),
+                ours: (Duration::from_secs(10), cpu(14.5)),
+                ours_first: true,
+            },
+        ];
+        let mut r = Report::new(&args(&[]), None);
+        r.interleaved(1000, &pairs);
+        let json = &r.json["interleaved"][0];
+        assert_eq!(json["pairs"][0]["ratio"], 1.1);
+        assert_eq!(
+            json["pairs"][0]["randomsecret_cpu"]["by_process_s"]["kube-apiserver"],
+            16.5
+        );
+        assert_eq!(
+            json["pairs"][1]["floor_cpu"]["by_process_s"]["kube-apiserver"],
+            14.0
+        );
+        assert_eq!(json["median_ours_first"], 1.0);
+        assert!(
+            r.rows[0]
+                .0
+                .contains("each run on a restarted control plane")
+        );
+        assert!(r.rows[0].1.starts_with("**1.05x** (1.00x to 1.10x)"));
+
+        let mut kept = Report::new(&args(&["--no-restarts"]), None);
+        kept.interleaved(1000, &pairs);
+        assert!(kept.rows[0].0.contains("each run on a compacted etcd)"));
+        assert_eq!(kept.json["settings"]["restarts"], false);
+    }
 }

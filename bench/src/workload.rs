@@ -85,6 +85,13 @@ fn live_lookup_left(deleted: Option<Instant>, now: Instant) -> Option<Duration> 
     until.checked_duration_since(now).filter(|d| !d.is_zero())
 }
 
+/// The apiserver was restarted: its list of namespaces deleted in the last
+/// 30 s (the NamespaceLifecycle admission plugin's, in memory) is empty, so
+/// no namespace needs waiting out.
+pub fn apiserver_restarted() {
+    DELETED.lock().expect("deleted lock").clear();
+}
+
 /// Creates the namespaces `<prefix>-0..count`; when they were deleted less
 /// than [`LIVE_LOOKUP`] ago, first waits that out, so that no timed run
 /// pays the apiserver's live lookups.
