@@ -8,8 +8,8 @@
 # (BENCH_OUT=DIR puts them elsewhere). The controller measured is the static
 # release binary, the one `make dist` ships, with its hot code laid out first
 # (build.rs); RANDOMSECRET_BIN may name another.
-# Each convergence run starts on a restarted kube-apiserver, controller-manager
-# and scheduler over a compacted etcd (bench/src/fresh.rs; the bench finds
+# Each convergence run starts on a restarted kube-apiserver, controller-manager,
+# scheduler and kwok over a compacted etcd (bench/src/fresh.rs; the bench finds
 # the control plane's state by BENCH_CLUSTER_DIR; --no-restarts only compacts).
 # BENCH_NO_PEER=1 skips building and running the peer; OpenBao for the push
 # phase comes from e2e/build-openbao.sh (--no-push skips it); --no-big skips the last

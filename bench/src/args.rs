@@ -44,8 +44,8 @@ pub struct Args {
     pub largest_pairs: u16,
     /// Keep the control plane running between convergence runs: only etcd
     /// is compacted. By default each run (a floor, ours, the peer, the
-    /// kinds' pair) starts on a restarted kube-apiserver, controller-manager
-    /// and scheduler (`fresh`).
+    /// kinds' pair) starts on a restarted kube-apiserver, controller-manager,
+    /// scheduler and kwok (`fresh`).
     #[arg(long)]
     pub no_restarts: bool,
     /// Skip the floor (when profiling the controller).
