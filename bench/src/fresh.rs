@@ -34,11 +34,22 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// The components restarted, in the order they stop (clients first).
-const RESTARTED: [&str; 3] = [
-    "kube-scheduler",
-    "kube-controller-manager",
-    "kube-apiserver",
+/// One step of taking the control plane down.
+#[derive(Debug, PartialEq)]
+enum Down {
+    Stop(&'static str),
+    /// Delete the nodes' leases: needs the apiserver, and kwok stopped.
+    FreeNodeLeases,
+}
+
+/// Clients first; the node leases freed once kwok, which renews them, has
+/// stopped and while the apiserver still serves.
+const DOWN: [Down; 5] = [
+    Down::Stop("kwok"),
+    Down::FreeNodeLeases,
+    Down::Stop("kube-scheduler"),
+    Down::Stop("kube-controller-manager"),
+    Down::Stop("kube-apiserver"),
 ];
 
 /// The machine counts as quiet when the run's processes used at most this
@@ -65,10 +76,10 @@ pub async fn start(client: &Client, args: &Args, what: &str) -> Result<()> {
     };
     let t0 = Instant::now();
     if let Some(dir) = restart {
-        for name in RESTARTED {
-            cluster(dir, &["stop", name])?;
-            if name == "kwok" {
-                free_node_leases(client).await?;
+        for step in &DOWN {
+            match step {
+                Down::Stop(name) => cluster(dir, &["stop", name])?,
+                Down::FreeNodeLeases => free_node_leases(client).await?,
             }
         }
     }
@@ -158,4 +169,46 @@ async fn quiet() -> Result<bool> {
         }
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_component_but_etcd_stops_and_the_leases_are_freed_between_kwok_and_the_apiserver() {
+        let stopped: Vec<&str> = DOWN
+            .iter()
+            .filter_map(|s| match s {
+                Down::Stop(n) => Some(*n),
+                Down::FreeNodeLeases => None,
+            })
+            .collect();
+        assert_eq!(
+            stopped,
+            [
+                "kwok",
+                "kube-scheduler",
+                "kube-controller-manager",
+                "kube-apiserver"
+            ]
+        );
+        let at = |step: &Down| DOWN.iter().position(|s| s == step).unwrap();
+        assert!(at(&Down::Stop("kwok")) < at(&Down::FreeNodeLeases));
+        assert!(at(&Down::FreeNodeLeases) < at(&Down::Stop("kube-apiserver")));
+        // The node simulator's list is cluster.sh's, apart from etcd.
+        let script =
+            std::fs::read_to_string(randomsecret_e2e::tools::repo_root().join("e2e/cluster.sh"))
+                .unwrap();
+        let components = script
+            .lines()
+            .find_map(|l| l.strip_prefix("COMPONENTS=("))
+            .unwrap();
+        for name in components.trim_end_matches(')').split(' ') {
+            assert!(
+                name == "etcd" || stopped.contains(&name),
+                "{name} is not restarted"
+            );
+        }
+    }
 }
