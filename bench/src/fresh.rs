@@ -26,12 +26,11 @@
 use crate::args::Args;
 use crate::etcd;
 use crate::procstat::CpuWindow;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// One step of taking the control plane down.
@@ -111,22 +110,9 @@ pub async fn start(client: &Client, args: &Args, what: &str) -> Result<()> {
 
 /// `e2e/cluster.sh ARGS` on the benchmark's control plane (the ports,
 /// BIN_DIR and the apiserver's flags are in the environment e2e/bench.sh
-/// exported).
-fn cluster(dir: &PathBuf, args: &[&str]) -> Result<()> {
-    let out = Command::new(randomsecret_e2e::tools::repo_root().join("e2e/cluster.sh"))
-        .args(args)
-        .env("E2E_DIR", dir)
-        .env_remove("E2E_FRESH")
-        .output()
-        .context("running e2e/cluster.sh")?;
-    if !out.status.success() {
-        bail!(
-            "cluster.sh {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+/// exported; never from an empty etcd).
+fn cluster(dir: &Path, args: &[&str]) -> Result<()> {
+    randomsecret_e2e::tools::cluster_sh(dir, args, &[("E2E_FRESH", "0")]).map(drop)
 }
 
 /// Deletes the nodes' leases (kwok's heartbeats), so that the kwok started

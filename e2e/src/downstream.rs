@@ -4,8 +4,8 @@
 //! ServiceAccount there gets exactly the RBAC docs/src/clusters.md documents for a
 //! connection, and an upstream Secret holds a kubeconfig with its token.
 
-use crate::tools::{kubectl, repo_root, run};
-use anyhow::{Context, Result, bail};
+use crate::tools::{cluster_sh, kubectl, repo_root, run};
+use anyhow::{Context, Result};
 use kube::Client;
 use std::path::PathBuf;
 
@@ -48,19 +48,8 @@ impl DownstreamCluster {
     }
 
     fn script(&self, args: &[&str], extra: &[(&str, &str)]) -> Result<String> {
-        let mut cmd = std::process::Command::new(repo_root().join("e2e/cluster.sh"));
-        cmd.args(args).env("E2E_DIR", &self.dir);
-        for (k, v) in PORTS.iter().chain(extra) {
-            cmd.env(k, v);
-        }
-        let out = cmd.output()?;
-        if !out.status.success() {
-            bail!(
-                "cluster.sh {args:?} (downstream): {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(String::from_utf8(out.stdout)?)
+        let env: Vec<(&str, &str)> = PORTS.iter().chain(extra).copied().collect();
+        cluster_sh(&self.dir, args, &env).context("the downstream control plane")
     }
 
     /// Stops one component (SIGTERM), keeping its state; [`Self::start`] brings it back.

@@ -17,6 +17,26 @@ pub fn repo_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// Runs `e2e/cluster.sh ARGS` on the control plane whose state is in `dir`,
+/// with `env` set on top of this process's environment (its ports, say);
+/// returns its stdout, or fails with its stderr.
+pub fn cluster_sh(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
+    let out = std::process::Command::new(repo_root().join("e2e/cluster.sh"))
+        .args(args)
+        .env("E2E_DIR", dir)
+        .envs(env.iter().copied())
+        .output()
+        .context("running e2e/cluster.sh")?;
+    if !out.status.success() {
+        bail!(
+            "cluster.sh {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
 /// Runs a tool (from `PATH`, set by `e2e/run.sh`, with the `randomsecret`
 /// binary under test first), feeding `stdin`; fails with its stderr.
 pub fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Result<String> {
