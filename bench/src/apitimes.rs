@@ -10,8 +10,6 @@
 //! the controller's threads waited for).
 
 use crate::stats::{Buckets, parse};
-use anyhow::Result;
-use kube::Client;
 use serde_json::{Value, json};
 
 /// The writes of a rotation, as (what the report calls it, the labels that
@@ -71,11 +69,8 @@ pub struct ApiTimes {
     pub checks: u64,
 }
 
-pub async fn scrape(client: &Client) -> Result<Snapshot> {
-    Ok(of(&crate::apimetrics::text(client).await?))
-}
-
-fn of(text: &str) -> Snapshot {
+/// A reading of the histograms in the apiserver's `/metrics` text.
+pub fn of(text: &str) -> Snapshot {
     Snapshot {
         writes: WRITES
             .iter()
@@ -112,6 +107,35 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> ApiTimes {
 }
 
 impl ApiTimes {
+    /// Nothing yet: what [`Self::add`] sums windows into.
+    pub fn none() -> ApiTimes {
+        ApiTimes {
+            writes: WRITES
+                .iter()
+                .map(|(name, _)| (*name, 0.0, [0.0; 3]))
+                .collect(),
+            queued: (0.0, 0.0),
+            checks: 0,
+        }
+    }
+
+    /// Adds another window's to these (a side's windows of the
+    /// interleaved rotations).
+    pub fn add(&mut self, more: &ApiTimes) {
+        for ((name, total, over), (more_name, more_total, more_over)) in
+            self.writes.iter_mut().zip(&more.writes)
+        {
+            debug_assert_eq!(name, more_name);
+            *total += more_total;
+            for (o, m) in over.iter_mut().zip(more_over) {
+                *o += m;
+            }
+        }
+        self.queued.0 += more.queued.0;
+        self.queued.1 += more.queued.1;
+        self.checks += more.checks;
+    }
+
     /// "POST secrets 3 / 1 / 0 of 1000, …; waited in the fairness queues
     /// over 5 ms: 2 of 5400; watch-cache consistency checks: 0".
     pub fn text(&self) -> String {
@@ -195,5 +219,21 @@ mod tests {
             "POST secrets 3 / 2 / 1 of 100; waited in the fairness queues over 5 ms: 1 of 10; watch-cache consistency checks: 1"
         );
         assert_eq!(d.json()["writes"]["POST secrets"]["over_50ms"], 2.0);
+    }
+
+    #[test]
+    fn windows_add_up_to_what_one_window_over_them_all_reads() {
+        let readings = [
+            of(&text([90.0, 95.0, 98.0, 100.0], [10.0, 10.0], 3.0)),
+            of(&text([187.0, 193.0, 197.0, 200.0], [19.0, 20.0], 4.0)),
+            of(&text([280.0, 290.0, 296.0, 300.0], [25.0, 30.0], 4.0)),
+        ];
+        let mut sum = ApiTimes::none();
+        assert!(sum.writes.iter().all(|(_, total, _)| *total == 0.0));
+        for w in readings.windows(2) {
+            sum.add(&delta(&w[0], &w[1]));
+        }
+        assert_eq!(sum, delta(&readings[0], &readings[2]));
+        assert_eq!(sum.writes[0], ("POST secrets", 200.0, [10.0, 5.0, 2.0]));
     }
 }

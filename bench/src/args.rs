@@ -25,6 +25,11 @@ pub struct Args {
     pub rotations: usize,
     #[arg(long, default_value_t = 20.0)]
     pub rotation_rate: f64,
+    /// Rotations per block: the floor's and ours alternate in blocks of
+    /// this many (A B B A ...), so that the machine's drift over the phase
+    /// falls on both sides alike.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..))]
+    pub rotation_block: u16,
     /// Unrelated Secrets (of --bulk-kib KiB each) for the memory phase.
     #[arg(long, default_value_t = 10000)]
     pub bulk: usize,

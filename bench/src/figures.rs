@@ -2,9 +2,8 @@
 //! that the report needs no phase and the phases need only the report.
 
 use crate::apimetrics::Counts;
-use crate::apitimes::ApiTimes;
 use crate::procstat::{CpuSplit, Handles, Steady};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// The floor at one size (`phases::floor`).
 pub struct Floor {
@@ -14,21 +13,8 @@ pub struct Floor {
     pub writes: Duration,
     /// When each object was seen Ready, since the first create, in order.
     pub done: Vec<Duration>,
-    /// The rotation floor (`rotations`).
-    pub rotated: Option<Rotated>,
     /// CPU from the first create until every object was seen Ready.
     pub cpu: CpuSplit,
-}
-
-/// The floor's rotations: each one's latency, and what its writes took
-/// as the apiserver timed them.
-pub struct Rotated {
-    /// The warm-up rotations' latencies, in the order sent (not in `times`).
-    pub warm: Vec<Duration>,
-    pub times: Vec<Duration>,
-    /// Each rotation's send time and latency, in the order they were sent.
-    pub timeline: Vec<(SystemTime, Duration)>,
-    pub apiserver: ApiTimes,
 }
 
 /// The controller's convergence at one size.

@@ -101,7 +101,7 @@ async fn convergence(client: &Client, args: &Args, report: &mut Report) -> Resul
     let n = args.kinds_count;
     let spec = kinds_spec();
     eprintln!("bench: kinds: floor of {n} with a key pair and a template");
-    let floor = phases::floor_of(client, args, "kfloor", n, &spec, false, false).await?;
+    let floor = phases::floor_of(client, args, "kfloor", n, &spec, false).await?;
     eprintln!("bench: kinds: floor {:?}; randomsecret", floor.took);
     let flags = keygen_flags(args);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();

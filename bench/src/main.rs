@@ -34,6 +34,7 @@ mod phasetimes;
 mod procstat;
 mod push;
 mod report;
+mod rotations;
 mod shards;
 mod slowest;
 mod stats;
@@ -122,7 +123,7 @@ async fn main() -> Result<()> {
             );
             let mut floor = None;
             if !ours_first && !args.no_floor {
-                floor = Some(phases::floor(&client, &args, n, false, false).await?);
+                floor = Some(phases::floor(&client, &args, n, false).await?);
             }
             let (ours, ctl) =
                 phases::converge(&client, &args, n, || controller::start(&args, "bench", &[]))
@@ -131,7 +132,7 @@ async fn main() -> Result<()> {
             workload::delete_namespaces(&client, &phases::prefix("ours", n), args.namespaces)
                 .await?;
             if ours_first {
-                floor = Some(phases::floor(&client, &args, n, false, false).await?);
+                floor = Some(phases::floor(&client, &args, n, false).await?);
             }
             interleaved.push(figures::Pair {
                 floor: floor.map(|f| (f.took, f.cpu)),
@@ -140,15 +141,14 @@ async fn main() -> Result<()> {
             });
         }
         eprintln!("bench: N={n}: pair {pairs} of {pairs}: floor");
-        let mut floor = if args.no_floor {
+        let floor = if args.no_floor {
             None
         } else {
-            Some(phases::floor(&client, &args, n, n == largest, false).await?)
+            Some(phases::floor(&client, &args, n, false).await?)
         };
-        let rotation_floor = floor.as_mut().and_then(|f| f.rotated.take());
         let watched = if args.floor_watches && n == largest {
             eprintln!("bench: N={n}: floor with the controller's watches open");
-            Some(phases::floor(&client, &args, n, false, true).await?.took)
+            Some(phases::floor(&client, &args, n, true).await?.took)
         } else {
             None
         };
@@ -175,7 +175,7 @@ async fn main() -> Result<()> {
         }
         if n == largest {
             phases::memory(&client, &args, n, &mut ctl, &mut report).await?;
-            phases::rotation(&client, &args, n, rotation_floor, &ctl, &mut report).await?;
+            let ctl = phases::rotation(&client, &args, n, ctl, &mut report).await?;
             let ctl2 = phases::startup(&client, &args, n, ctl, &mut report).await?;
             let ctl3 = phases::object_metrics(&client, &args, n, ctl2, &mut report).await?;
             phases::failover(&client, &args, n, ctl3, &mut report).await?;

@@ -3,14 +3,14 @@
 //! webhook's, the push's and the peer's phases have modules of their own.)
 
 use crate::apimetrics;
-use crate::apitimes;
 use crate::args::Args;
 use crate::controller::{self, reconciles, settle, wait_leader};
-use crate::figures::{Converged, Floor, Restart, Rotated, ScalePoint};
+use crate::figures::{Converged, Floor, Restart, ScalePoint};
 use crate::fresh;
 use crate::phasetimes;
 use crate::procstat::{self, CpuWindow, Sampler};
 use crate::report::Report;
+use crate::rotations::{self, Changed, Stream};
 use crate::slowest;
 use crate::workload::{self, LIMIT, RUN_LABEL, ReadyWatch, place, run_concurrently};
 use anyhow::{Context, Result, ensure};
@@ -19,8 +19,7 @@ use kube::{Api, Client};
 use randomsecret::api::RandomSecret;
 use randomsecret::version::Version;
 use randomsecret_e2e::ControllerProcess;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The slowest rotations the report takes apart one by one.
@@ -86,7 +85,6 @@ pub async fn create_replicasets(
 }
 
 /// The floor: a tight client doing the controller's writes itself.
-/// With `rotations`, also the floor of the rotation phase on the same set.
 /// With `watches`, the controller's convergence watches are open meanwhile
 /// (a set of its own, `floorw`).
 ///
@@ -94,36 +92,19 @@ pub async fn create_replicasets(
 /// benchmark's own watch has seen every object Ready, so that both pay for
 /// that watch and its delivery alike (`writes`: until the last write
 /// returned, as the floor was timed before 2026-12-02).
-pub async fn floor(
-    client: &Client,
-    args: &Args,
-    n: usize,
-    rotations: bool,
-    watches: bool,
-) -> Result<Floor> {
+pub async fn floor(client: &Client, args: &Args, n: usize, watches: bool) -> Result<Floor> {
     let what = if watches { "floorw" } else { "floor" };
-    floor_of(
-        client,
-        args,
-        what,
-        n,
-        &workload::spec("1"),
-        rotations,
-        watches,
-    )
-    .await
+    floor_of(client, args, what, n, &workload::spec("1"), watches).await
 }
 
 /// The floor of set `what` (namespaces `bench-<what>-<n>-*`) of `n`
-/// RandomSecrets of `spec`, as [`floor`] describes it; the rotation floor
-/// (`rotations`) is for the core set only.
+/// RandomSecrets of `spec`, as [`floor`] describes it.
 pub async fn floor_of(
     client: &Client,
     args: &Args,
     what: &str,
     n: usize,
     spec: &serde_json::Value,
-    rotations: bool,
     watches: bool,
 ) -> Result<Floor> {
     fresh::start(client, args, what).await?;
@@ -141,7 +122,7 @@ pub async fn floor_of(
     let cpu = CpuWindow::start(&[])?;
     let start = Instant::now();
     run_concurrently(n, args.concurrency, |i| {
-        workload::floor_object(client, &pre, args.namespaces, &run, spec, i)
+        workload::floor_object(client, &pre, args.namespaces, &run, spec, None, i)
     })
     .await?;
     let writes = start.elapsed();
@@ -150,18 +131,12 @@ pub async fn floor_of(
     for w in watching.into_iter().flatten() {
         w.abort();
     }
-    let rotated = if rotations {
-        Some(rotation_floor(client, args, n).await?)
-    } else {
-        None
-    };
     // Gone before the controller starts, or it would take them over.
     workload::delete_namespaces(client, &pre, args.namespaces).await?;
     Ok(Floor {
         took,
         writes,
         done,
-        rotated,
         cpu,
     })
 }
@@ -313,264 +288,152 @@ pub async fn memory(
     Ok(())
 }
 
-/// Which objects a timed phase changes, and the spec they change to (for
-/// the expected names).
-struct Changed {
-    spec: serde_json::Value,
-    /// The first object changed: the rotation phase starts at 0, the edit
-    /// phase at 1, so no object is changed twice.
-    offset: usize,
-}
-
-/// Changes sent before a timed window, to objects no timed change touches
-/// (between them: every (n / count)-th object is timed). The first writes
-/// after a pause wait for new connections: the controller's pool closes
-/// connections idle for 90 s, and the memory phase leaves it idle longer,
-/// while the floor's client has just been busy. Our first two or three of
-/// 1,000 rotations were our slowest in two runs in a row (133, 89 and 46 ms
-/// against the floor's first, 71 ms; 2026-12-06): a cost of the pause, not of
-/// the rate the window measures. They are timed and reported apart.
-const WARM_UP: usize = 5;
-
-/// What [`time_rotations`] saw: the warm-up changes and the timed ones.
-struct Timed {
-    warm: Vec<workload::Done>,
-    done: Vec<workload::Done>,
-}
-
-/// Rotations seen done: `rotations` changes at `rotation_rate` per
-/// second, spread over set `pre` of `n` objects (labelled `run`), each sent by
-/// `send(i)` and timed from then until a watch shows `status.secretName` at
-/// the new version's name (computed offline) and Ready; first [`WARM_UP`]
-/// changes of the same kind, when the set has room between the timed ones.
-async fn time_rotations<F, Fut>(
-    client: &Client,
-    args: &Args,
-    pre: &str,
-    run: &str,
-    n: usize,
-    changed: Changed,
-    send: F,
-) -> Result<Timed>
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = Result<()>> + Send + 'static,
-{
-    let count = args.rotations.min(n);
-    let pending: workload::Pending = Arc::new(Mutex::new(HashMap::new()));
-    let latencies: workload::Latencies = Arc::default();
-    let mut watch = workload::watch_rotations(
-        Api::all(client.clone()),
-        &format!("{RUN_LABEL}={run}"),
-        pending.clone(),
-        latencies.clone(),
-    );
-    watch.first_list().await?;
-    let spec: randomsecret::api::RandomSecretSpec = serde_json::from_value(changed.spec)?;
-    let changes = Changes {
-        pre,
-        namespaces: args.namespaces,
-        spec: &spec,
-        interval: Duration::from_secs_f64(1.0 / args.rotation_rate),
-        pending: &pending,
-        latencies: &latencies,
-        send: &send,
-    };
-    let (warm_up, timed) = objects(n, count, changed.offset);
-    let warm = changes.send_all(warm_up).await?;
-    tokio::time::sleep(changes.interval).await;
-    let done = changes.send_all(timed).await?;
-    Ok(Timed { warm, done })
-}
-
-/// The objects a phase starting at `offset` changes: its warm-up and its
-/// `count` timed ones, every (n / count)-th. The warm-up is halfway between
-/// timed ones, so that the rotation phase (offset 0) and the edit phase
-/// (offset 1) never change an object twice; none when the stride is
-/// under 4 and there is no room.
-fn objects(n: usize, count: usize, offset: usize) -> (Vec<usize>, Vec<usize>) {
-    let stride = n / count;
-    let warm = if stride >= 4 {
-        (0..WARM_UP)
-            .map(|k| (k * stride + offset + stride / 2) % n)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    (
-        warm,
-        (0..count).map(|k| (k * stride + offset) % n).collect(),
-    )
-}
-
-/// Changes sent at a fixed rate and each seen done by the pending watch.
-struct Changes<'a, F> {
-    pre: &'a str,
-    namespaces: usize,
-    spec: &'a randomsecret::api::RandomSecretSpec,
-    interval: Duration,
-    pending: &'a workload::Pending,
-    latencies: &'a workload::Latencies,
-    send: &'a F,
-}
-
-impl<F, Fut> Changes<'_, F>
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = Result<()>> + Send + 'static,
-{
-    /// Sends a change to each of `objects`, one every `interval`, and waits
-    /// until each is seen done (2 minutes at most).
-    async fn send_all(&self, objects: Vec<usize>) -> Result<Vec<workload::Done>> {
-        let start = Instant::now();
-        // Each change is its own task, so that a slow one does not hold back the rate.
-        let mut sends = Vec::new();
-        for (k, i) in objects.into_iter().enumerate() {
-            tokio::time::sleep_until((start + self.interval * k as u32).into()).await;
-            let (ns, name) = place(self.pre, self.namespaces, i);
-            let expected = Version::of(self.spec, &name)?.secret_name;
-            self.pending.lock().expect("pending lock").insert(
-                (ns.clone(), name.clone()),
-                (expected, workload::Sent::now()),
-            );
-            let sent = (self.send)(i);
-            sends.push(tokio::spawn(async move {
-                sent.await?;
-                anyhow::Ok(((ns, name), std::time::SystemTime::now()))
-            }));
-        }
-        let mut answered = HashMap::new();
-        for s in sends {
-            let (object, at) = s.await??;
-            answered.insert(object, at);
-        }
-        let mut done = workload::seen_all(self.pending, self.latencies).await?;
-        for d in &mut done {
-            d.answered = answered.get(&d.object).copied();
-        }
-        Ok(done)
-    }
-}
-
-/// The floor of a rotation: a tight client sets `spec.rotation` and does the
-/// controller's writes for the new version itself, at once (the floor set,
-/// before the controller starts).
-async fn rotation_floor(client: &Client, args: &Args, n: usize) -> Result<Rotated> {
-    eprintln!(
-        "bench: N={n}: floor of {} rotations at {}/s",
-        args.rotations.min(n),
-        args.rotation_rate
-    );
-    let (pre, namespaces) = (prefix("floor", n), args.namespaces);
-    let changed = Changed {
-        spec: workload::spec("2"),
-        offset: 0,
-    };
-    let api_before = apitimes::scrape(client).await?;
-    let Timed { warm, done } =
-        time_rotations(client, args, &pre, &format!("floor-{n}"), n, changed, |i| {
-            let (client, pre) = (client.clone(), pre.clone());
-            async move { workload::floor_rotation(&client, &pre, namespaces, i, "2").await }
-        })
-        .await?;
-    Ok(Rotated {
-        warm: workload::in_order_sent(&warm),
-        times: workload::times(&done),
-        timeline: workload::timeline(&done),
-        apiserver: apitimes::delta(&api_before, &apitimes::scrape(client).await?),
-    })
-}
-
-/// Rotation latency under a steady rate of spec.rotation changes, and the
-/// controller's requests per rotation; then as many edits that rotate
-/// nothing (a static value), whose new versions carry the values over with
-/// one GET more.
+/// Rotation latency under a steady rate of spec.rotation changes, ours
+/// and the floor's in alternating blocks of `--rotation-block`
+/// ([`rotations::interleaved`]), and the controller's requests per
+/// rotation; then as many edits that rotate nothing (a static value),
+/// whose new versions carry the values over with one GET more.
+///
+/// With the floor, `ctl` gives way to a controller running as the default
+/// shard, and the floor's set is made beside ours under a shard label of
+/// its own ([`rotations::FLOOR_SHARD`]) and removed at the end. Returns the
+/// controller to go on with.
 pub async fn rotation(
     client: &Client,
     args: &Args,
     n: usize,
-    floor: Option<Rotated>,
-    ctl: &ControllerProcess,
+    ctl: ControllerProcess,
     report: &mut Report,
-) -> Result<()> {
+) -> Result<ControllerProcess> {
+    let count = args.rotations.min(n);
+    let (floor_pre, ours_pre) = (prefix("floor", n), prefix("ours", n));
+    let ctl = if args.no_floor {
+        ctl
+    } else {
+        eprintln!("bench: N={n}: the controller as the default shard, and the floor's set of {n}");
+        ctl.terminate()?;
+        let ctl = controller::start(args, "bench", &[&rotations::default_shard()])?;
+        settle(&ctl).await?;
+        floor_rotation_set(client, args, &floor_pre, n).await?;
+        ctl
+    };
     eprintln!(
-        "bench: N={n}: {} rotations at {}/s",
-        args.rotations.min(n),
-        args.rotation_rate
+        "bench: N={n}: {count} rotations at {}/s{}",
+        args.rotation_rate,
+        if args.no_floor {
+            String::new()
+        } else {
+            format!(
+                ", in blocks of {} alternating with the floor's",
+                args.rotation_block
+            )
+        }
     );
-    let (pre, namespaces) = (prefix("ours", n), args.namespaces);
-    let before = apimetrics::scrape(client).await?;
-    let phases_before = phasetimes::scrape(ctl)?;
-    let api_before = apitimes::scrape(client).await?;
-    let changed = Changed {
+    let namespaces = args.namespaces;
+    let rotated = || Changed {
         spec: workload::spec("2"),
         offset: 0,
     };
-    let Timed { warm, done } =
-        time_rotations(client, args, &pre, &format!("ours-{n}"), n, changed, |i| {
-            let (client, pre) = (client.clone(), pre.clone());
-            async move {
-                let (ns, name) = place(&pre, namespaces, i);
-                workload::rotate(&client, &ns, &name, "2").await?;
-                Ok(())
-            }
-        })
-        .await?;
-    let api_times = apitimes::delta(&api_before, &apitimes::scrape(client).await?);
-    let rotations = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
-    let phase_times = phasetimes::delta(&phases_before, &phasetimes::scrape(ctl)?);
-    report.phase_times(
-        &format!("{} rotations", args.rotations.min(n)),
-        "rotation",
-        &phase_times,
-    );
+    let mut streams = Vec::with_capacity(2);
+    if !args.no_floor {
+        let pre = floor_pre.clone();
+        let send = rotations::sender(client, move |client, i| {
+            let pre = pre.clone();
+            async move { workload::floor_rotation(&client, &pre, namespaces, i, "2").await }
+        });
+        let run = format!("floor-{n}");
+        streams.push(Stream::open(client, args, &floor_pre, &run, n, rotated(), send).await?);
+    }
+    let pre = ours_pre.clone();
+    let send = rotations::sender(client, move |client, i| {
+        let (ns, name) = place(&pre, namespaces, i);
+        async move {
+            workload::rotate(&client, &ns, &name, "2").await?;
+            Ok(())
+        }
+    });
+    let run = format!("ours-{n}");
+    streams.push(Stream::open(client, args, &ours_pre, &run, n, rotated(), send).await?);
+    let phases_before = phasetimes::scrape(&ctl)?;
+    let mut sides = rotations::interleaved(client, &streams, args.rotation_block.into(), || {
+        settle(&ctl)
+    })
+    .await?;
+    let phase_times = phasetimes::delta(&phases_before, &phasetimes::scrape(&ctl)?);
+    drop(streams);
+    let ours = sides.pop().context("our side of the rotations")?;
+    let floor = sides.pop();
+    report.phase_times(&format!("{count} rotations"), "rotation", &phase_times);
     report.rotation(
-        args.rotations.min(n),
+        count,
         args.rotation_rate,
-        &workload::times(&done),
-        floor.as_ref().map(|f| f.times.as_slice()),
+        &workload::times(&ours.done),
+        floor.as_ref().map(|f| workload::times(&f.done)).as_deref(),
     );
     report.rotation_timeline(
-        floor.as_ref().map(|f| f.timeline.as_slice()),
-        &workload::timeline(&done),
+        floor
+            .as_ref()
+            .map(|f| workload::timeline(&f.done))
+            .as_deref(),
+        &workload::timeline(&ours.done),
     );
-    report.api_times(
-        args.rotations.min(n),
-        floor.as_ref().map(|f| &f.apiserver),
-        &api_times,
-    );
+    report.api_times(count, floor.as_ref().map(|f| &f.apiserver), &ours.apiserver);
     report.warm_up(
-        floor.as_ref().map(|f| f.warm.as_slice()),
-        &workload::in_order_sent(&warm),
+        floor
+            .as_ref()
+            .map(|f| workload::in_order_sent(&f.warm))
+            .as_deref(),
+        &workload::in_order_sent(&ours.warm),
     );
-    report.slowest_rotations(&slowest::slowest(&done, &ctl.log, SLOWEST)?);
+    report.slowest_rotations(&slowest::slowest(&ours.done, &ctl.log, SLOWEST)?);
     eprintln!(
-        "bench: N={n}: {} static edits at {}/s",
-        args.rotations.min(n),
+        "bench: N={n}: {count} static edits at {}/s",
         args.rotation_rate
     );
-    let before = apimetrics::scrape(client).await?;
     let mut edited = workload::spec("1");
     edited["static"]["username"] = "app2".into();
     let changed = Changed {
         spec: edited,
         offset: 1,
     };
-    let edited = time_rotations(client, args, &pre, &format!("ours-{n}"), n, changed, |i| {
-        let (client, pre) = (client.clone(), pre.clone());
-        async move {
-            let (ns, name) = place(&pre, namespaces, i);
-            workload::edit_static(&client, &ns, &name, "app2").await?;
-            Ok(())
-        }
-    })
-    .await?;
-    let edits = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
+    let pre = ours_pre.clone();
+    let send = rotations::sender(client, move |client, i| {
+        let (ns, name) = place(&pre, namespaces, i);
+        async move { workload::edit_static(&client, &ns, &name, "app2").await }
+    });
+    let edits = Stream::open(client, args, &ours_pre, &run, n, changed, send).await?;
+    let before = apimetrics::scrape(client).await?;
+    let (warm, done) = edits.alone().await?;
+    let edit_requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     // Both phases made as many versions (the same warm-up each): the
     // requests are of all of them.
-    ensure!(edited.warm.len() == warm.len() && edited.done.len() == done.len());
-    report.requests_per_change(warm.len() + done.len(), &rotations, &edits);
-    Ok(())
+    ensure!(warm.len() == ours.warm.len() && done.len() == ours.done.len());
+    report.requests_per_change(warm.len() + done.len(), &ours.requests, &edit_requests);
+    if !args.no_floor {
+        // Gone before an unsharded controller starts, or it would take them over.
+        workload::delete_namespaces(client, &floor_pre, args.namespaces).await?;
+    }
+    Ok(ctl)
+}
+
+/// The floor's set for the rotations: `n` objects made as the floor makes
+/// them, under the shard label [`rotations::FLOOR_SHARD`] that the running
+/// controller leaves out. Not timed.
+async fn floor_rotation_set(client: &Client, args: &Args, pre: &str, n: usize) -> Result<()> {
+    workload::create_namespaces(client, pre, args.namespaces).await?;
+    let (run, spec) = (format!("floor-{n}"), workload::spec("1"));
+    run_concurrently(n, args.concurrency, |i| {
+        workload::floor_object(
+            client,
+            pre,
+            args.namespaces,
+            &run,
+            &spec,
+            Some(rotations::FLOOR_SHARD),
+            i,
+        )
+    })
+    .await
 }
 
 /// Starts a controller with `n` RandomSecrets existing (none running) and
@@ -864,31 +727,4 @@ pub async fn failover(
         l.terminate()?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashSet;
-
-    #[test]
-    fn no_object_is_changed_twice_by_the_rotation_and_edit_phases_and_their_warm_ups() {
-        for (n, count) in [(10_000, 1_000), (2_000, 500), (1_000, 250), (100, 10)] {
-            let (warm_r, rotations) = objects(n, count, 0);
-            let (warm_e, edits) = objects(n, count, 1);
-            assert_eq!((warm_r.len(), rotations.len()), (WARM_UP, count));
-            let all: Vec<usize> = [warm_r, rotations, warm_e, edits].concat();
-            let distinct: HashSet<_> = all.iter().collect();
-            assert_eq!(distinct.len(), all.len(), "n={n} count={count}");
-            assert!(all.iter().all(|&i| i < n));
-        }
-    }
-
-    #[test]
-    fn no_warm_up_without_room_between_the_timed_objects() {
-        // 1,000 rotations of 2,000: every other object is timed.
-        let (warm, timed) = objects(2_000, 1_000, 0);
-        assert!(warm.is_empty());
-        assert_eq!(timed.len(), 1_000);
-    }
 }

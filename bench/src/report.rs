@@ -140,7 +140,7 @@ impl Report {
         json.insert(
             "settings".into(),
             json!({"sizes": args.sizes, "namespaces": args.namespaces, "concurrency": args.concurrency,
-                   "rotations": args.rotations, "rotation_rate": args.rotation_rate,
+                   "rotations": args.rotations, "rotation_rate": args.rotation_rate, "rotation_block": args.rotation_block,
                    "bulk": args.bulk, "bulk_kib": args.bulk_kib, "steady_seconds": args.steady_seconds,
                    "scale_to": big, "kinds": !args.no_kinds, "kinds_count": args.kinds_count,
                    "rsa_count": args.rsa_count, "key_generation_concurrency": args.key_generation_concurrency,
@@ -652,8 +652,8 @@ impl Report {
     }
 
     /// The warm-up rotations before the timed ones, in the order sent: what
-    /// the first writes after the memory phase's pause cost (ours) and after
-    /// the floor's convergence (the floor's).
+    /// the first writes after a pause cost (ours after the floor's set was
+    /// made, the floor's after its set was made).
     pub fn warm_up(&mut self, floor: Option<&[Duration]>, ours: &[Duration]) {
         let ms = |l: &[Duration]| {
             l.iter()

@@ -15,6 +15,7 @@ use randomsecret::api::{
 };
 use randomsecret::cache::previous::Previous;
 use randomsecret::reconciler::status::{self, Outcome, Versions};
+use randomsecret::shard::SHARD_KEY;
 use randomsecret::version::Version;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -153,20 +154,24 @@ pub async fn delete_namespaces(client: &Client, prefix: &str, count: usize) -> R
 /// create the RandomSecret, create a Secret like the controller's (same
 /// labels, annotation, owner and values, computed as the controller computes
 /// them), then apply the same status and post the same Event at once.
+/// With `shard`, the RandomSecret and its Secrets carry the shard label
+/// [`SHARD_KEY`] of that value, as a sharded controller's versions do.
 pub async fn floor_object(
     client: &Client,
     prefix: &str,
     namespaces: usize,
     run: &str,
     spec: &Value,
+    shard: Option<&str>,
     i: usize,
 ) -> Result<()> {
     let (ns, name) = place(prefix, namespaces, i);
+    let mut rs = random_secret_with(&name, run, spec)?;
+    if let Some(shard) = shard {
+        rs.labels_mut().insert(SHARD_KEY.into(), shard.into());
+    }
     let rs = Api::<RandomSecret>::namespaced(client.clone(), &ns)
-        .create(
-            &PostParams::default(),
-            &random_secret_with(&name, run, spec)?,
-        )
+        .create(&PostParams::default(), &rs)
         .await?;
     floor_version(client, &rs, None).await
 }
@@ -247,14 +252,18 @@ async fn floor_version(
         data.insert(key.clone(), ByteString(value.clone().into_bytes()));
     }
     let owner = rs.controller_owner_ref(&()).context("owner")?;
+    let mut labels = BTreeMap::from([
+        (LABEL_NAME.to_string(), name.clone()),
+        (LABEL_HASH.to_string(), v.hash.clone()),
+        (LABEL_MANAGED_BY.to_string(), MANAGED_BY.to_string()),
+    ]);
+    if let Some(shard) = rs.labels().get(SHARD_KEY) {
+        labels.insert(SHARD_KEY.to_string(), shard.clone());
+    }
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some(v.secret_name.clone()),
-            labels: Some(BTreeMap::from([
-                (LABEL_NAME.to_string(), name.clone()),
-                (LABEL_HASH.to_string(), v.hash.clone()),
-                (LABEL_MANAGED_BY.to_string(), MANAGED_BY.to_string()),
-            ])),
+            labels: Some(labels),
             annotations: Some(BTreeMap::from([(
                 ANNOTATION_CREATED.to_string(),
                 k8s_openapi::jiff::Timestamp::now().to_string(),
