@@ -305,8 +305,7 @@ pub async fn rotation(
     ctl: ControllerProcess,
     report: &mut Report,
 ) -> Result<ControllerProcess> {
-    let count = args.rotations.min(n);
-    let (floor_pre, ours_pre) = (prefix("floor", n), prefix("ours", n));
+    let floor_pre = prefix("floor", n);
     let ctl = if args.no_floor {
         ctl
     } else {
@@ -317,6 +316,27 @@ pub async fn rotation(
         floor_rotation_set(client, args, &floor_pre, n).await?;
         ctl
     };
+    let ours = timed_rotations(client, args, n, &ctl, report).await?;
+    static_edits(client, args, n, &ours, report).await?;
+    if !args.no_floor {
+        // Gone before an unsharded controller starts, or it would take them over.
+        workload::delete_namespaces(client, &floor_pre, args.namespaces).await?;
+    }
+    Ok(ctl)
+}
+
+/// The timed rotations, ours and (with the floor) the floor's, in
+/// alternating blocks, reported; returns ours, for the static edits to
+/// compare their requests with.
+async fn timed_rotations(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    ctl: &ControllerProcess,
+    report: &mut Report,
+) -> Result<rotations::Side> {
+    let count = args.rotations.min(n);
+    let (floor_pre, ours_pre) = (prefix("floor", n), prefix("ours", n));
     eprintln!(
         "bench: N={n}: {count} rotations at {}/s{}",
         args.rotation_rate,
@@ -354,12 +374,11 @@ pub async fn rotation(
     });
     let run = format!("ours-{n}");
     streams.push(Stream::open(client, args, &ours_pre, &run, n, rotated(), send).await?);
-    let phases_before = phasetimes::scrape(&ctl)?;
-    let mut sides = rotations::interleaved(client, &streams, args.rotation_block.into(), || {
-        settle(&ctl)
-    })
-    .await?;
-    let phase_times = phasetimes::delta(&phases_before, &phasetimes::scrape(&ctl)?);
+    let phases_before = phasetimes::scrape(ctl)?;
+    let mut sides =
+        rotations::interleaved(client, &streams, args.rotation_block.into(), || settle(ctl))
+            .await?;
+    let phase_times = phasetimes::delta(&phases_before, &phasetimes::scrape(ctl)?);
     drop(streams);
     let ours = sides.pop().context("our side of the rotations")?;
     let floor = sides.pop();
@@ -386,10 +405,26 @@ pub async fn rotation(
         &workload::in_order_sent(&ours.warm),
     );
     report.slowest_rotations(&slowest::slowest(&ours.done, &ctl.log, SLOWEST)?);
+    Ok(ours)
+}
+
+/// As many edits that rotate nothing (a static value) as there were
+/// rotations, on other objects of our set: their new versions carry the
+/// values over with one GET more; their requests per version against the
+/// rotations' (`rotated`).
+async fn static_edits(
+    client: &Client,
+    args: &Args,
+    n: usize,
+    rotated: &rotations::Side,
+    report: &mut Report,
+) -> Result<()> {
     eprintln!(
-        "bench: N={n}: {count} static edits at {}/s",
+        "bench: N={n}: {} static edits at {}/s",
+        args.rotations.min(n),
         args.rotation_rate
     );
+    let (ours_pre, run, namespaces) = (prefix("ours", n), format!("ours-{n}"), args.namespaces);
     let mut edited = workload::spec("1");
     edited["static"]["username"] = "app2".into();
     let changed = Changed {
@@ -407,13 +442,9 @@ pub async fn rotation(
     let edit_requests = apimetrics::delta(&before, &apimetrics::scrape(client).await?);
     // Both phases made as many versions (the same warm-up each): the
     // requests are of all of them.
-    ensure!(warm.len() == ours.warm.len() && done.len() == ours.done.len());
-    report.requests_per_change(warm.len() + done.len(), &ours.requests, &edit_requests);
-    if !args.no_floor {
-        // Gone before an unsharded controller starts, or it would take them over.
-        workload::delete_namespaces(client, &floor_pre, args.namespaces).await?;
-    }
-    Ok(ctl)
+    ensure!(warm.len() == rotated.warm.len() && done.len() == rotated.done.len());
+    report.requests_per_change(warm.len() + done.len(), &rotated.requests, &edit_requests);
+    Ok(())
 }
 
 /// The floor's set for the rotations: `n` objects made as the floor makes
