@@ -55,6 +55,11 @@ pub struct Args {
     /// scheduler and kwok (`fresh`).
     #[arg(long)]
     pub no_restarts: bool,
+    /// Print the convergence pairs of these earlier runs' results.json
+    /// pooled per size and controller binary (the median over every pair,
+    /// beside each run's), and exit; no control plane needed.
+    #[arg(long, num_args = 1.., value_name = "RESULTS_JSON")]
+    pub pool: Vec<std::path::PathBuf>,
     /// Skip the floor (when profiling the controller).
     #[arg(long)]
     pub no_floor: bool,

@@ -14,9 +14,10 @@
 //! (`phases` for the core ones, `kinds` on top of their floor and
 //! convergence, `webhook`, `push`, `peer`), which hand what
 //! they measured (`figures`) to the `report`; under those, the measuring
-//! and the objects (`apimetrics`, `phasetimes`, `procstat`, `etcd`, `fresh`, `stats`, `workload`,
-//! `controller`, `charts`) and the command line (`args`). No module imports
-//! one above it.
+//! and the objects (`apimetrics`, `phasetimes`, `procstat`, `etcd`, `fresh`,
+//! `rotations`, `stats`, `workload`, `controller`, `charts`) and the command
+//! line (`args`). `pool` reads earlier runs' results.json (`--pool`). No
+//! module imports one above it.
 
 mod apimetrics;
 mod apitimes;
@@ -31,6 +32,7 @@ mod kinds;
 mod peer;
 mod phases;
 mod phasetimes;
+mod pool;
 mod procstat;
 mod push;
 mod report;
@@ -51,6 +53,9 @@ use report::Report;
 #[tokio::main]
 async fn main() -> Result<()> {
     let mut args = Args::parse();
+    if !args.pool.is_empty() {
+        return pool::run(&args.pool);
+    }
     if let Some(file) = &args.render_charts {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
@@ -77,6 +82,7 @@ async fn main() -> Result<()> {
     };
     args.resolve_rotations(largest)?;
     let mut report = Report::new(&args, big);
+    report.controller();
     let peer = if args.no_peer {
         None
     } else {

@@ -12,7 +12,7 @@ use crate::figures::{
 use crate::phasetimes::{self, PhaseTime};
 use crate::procstat::{Handles, Steady, mib};
 use crate::slowest;
-use crate::stats::{p50_p99_max as stats, percentile_ms};
+use crate::stats::{Spread, p50_p99_max as stats, percentile_ms};
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -36,32 +36,6 @@ const MAX_RSA_ROTATION_P99_RATIO: f64 = 1.2;
 
 /// Target (issue 33): convergence by the median of the interleaved pairs.
 const MAX_INTERLEAVED_RATIO: f64 = 1.05;
-
-/// The median, minimum and maximum of some ratios.
-#[derive(Debug, PartialEq)]
-struct Spread {
-    median: f64,
-    min: f64,
-    max: f64,
-}
-
-impl Spread {
-    fn of(values: &[f64]) -> Option<Spread> {
-        let mut v = values.to_vec();
-        v.sort_by(f64::total_cmp);
-        let mid = v.len() / 2;
-        let median = match v.len() {
-            0 => return None,
-            len if len % 2 == 1 => v[mid],
-            _ => (v[mid - 1] + v[mid]) / 2.0,
-        };
-        Some(Spread {
-            median,
-            min: v[0],
-            max: v[v.len() - 1],
-        })
-    }
-}
 
 pub struct Report {
     json: serde_json::Map<String, Value>,
@@ -97,6 +71,24 @@ fn handles(h: Handles) -> String {
 
 fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
+}
+
+/// The controller binary measured (`RANDOMSECRET_BIN`): its path and
+/// SHA-256, so that `--pool` counts the runs of different builds apart.
+/// (Not in [`Report::new`]: the tests make reports, and hashing a debug
+/// binary takes seconds.)
+fn controller() -> Value {
+    use sha2::{Digest as _, Sha256};
+    let path = randomsecret_e2e::randomsecret_bin();
+    let sha256 = std::fs::read(&path)
+        .map(|bytes| {
+            Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        })
+        .ok();
+    json!({"path": path.display().to_string(), "sha256": sha256})
 }
 
 fn machine() -> Value {
@@ -156,6 +148,11 @@ impl Report {
             ours: Vec::new(),
             no_restarts: args.no_restarts,
         }
+    }
+
+    /// Records which controller binary the run measures (`controller`).
+    pub fn controller(&mut self) {
+        self.json.insert("controller".into(), controller());
     }
 
     fn row(&mut self, what: String, value: String, target: String) {

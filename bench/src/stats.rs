@@ -4,6 +4,32 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The median, minimum and maximum of some ratios.
+#[derive(Debug, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let mid = v.len() / 2;
+        let median = match v.len() {
+            0 => return None,
+            len if len % 2 == 1 => v[mid],
+            _ => (v[mid - 1] + v[mid]) / 2.0,
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[v.len() - 1],
+        })
+    }
+}
+
 /// p-th percentile (0..=100) of sorted durations, in milliseconds.
 pub fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
