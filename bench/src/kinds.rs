@@ -26,7 +26,6 @@ use kube::{Api, Client, ResourceExt};
 use randomsecret::api::{RandomSecret, RandomSecretSpec};
 use randomsecret::version::Version;
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -428,15 +427,11 @@ struct Rotations {
 
 impl Rotations {
     async fn start(client: &Client, run: &str) -> Result<Self> {
-        let pending: workload::Pending = Arc::new(Mutex::new(HashMap::new()));
-        let latencies: workload::Latencies = Arc::default();
-        let mut watch = workload::watch_rotations(
-            Api::all(client.clone()),
-            &format!("{RUN_LABEL}={run}"),
-            pending.clone(),
-            latencies.clone(),
-        );
-        watch.first_list().await?;
+        let workload::RotationWatch {
+            pending,
+            latencies,
+            watch,
+        } = workload::watch_rotations(client, run).await?;
         Ok(Rotations {
             pending,
             latencies,

@@ -15,17 +15,16 @@
 use crate::apimetrics::{self, Counts};
 use crate::apitimes::{self, ApiTimes};
 use crate::args::Args;
-use crate::workload::{self, Done, Latencies, Pending, PendingWatch, RUN_LABEL, place};
+use crate::workload::{self, Done, Latencies, Pending, PendingWatch, place};
 use anyhow::Result;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use kube::{Api, Client};
+use kube::Client;
 use randomsecret::api::RandomSecretSpec;
 use randomsecret::shard::SHARD_KEY;
 use randomsecret::version::Version;
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The value of [`SHARD_KEY`] on the floor's rotation set: the controller
@@ -115,15 +114,11 @@ impl Stream {
         changed: Changed,
         send: Sender,
     ) -> Result<Stream> {
-        let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
-        let latencies: Latencies = Arc::default();
-        let mut watch = workload::watch_rotations(
-            Api::all(client.clone()),
-            &format!("{RUN_LABEL}={run}"),
-            pending.clone(),
-            latencies.clone(),
-        );
-        watch.first_list().await?;
+        let workload::RotationWatch {
+            pending,
+            latencies,
+            watch,
+        } = workload::watch_rotations(client, run).await?;
         let (warm, timed) = objects(n, args.rotations.min(n), changed.offset);
         Ok(Stream {
             pre: pre.to_string(),

@@ -529,17 +529,34 @@ pub fn in_order_sent(done: &[Done]) -> Vec<Duration> {
     timeline(done).into_iter().map(|(_, took)| took).collect()
 }
 
-/// Watches RandomSecrets and records, for each pending change, the time
-/// from sending it to the status naming the expected Secret (Ready).
-pub fn watch_rotations(
-    api: Api<RandomSecret>,
-    selector: &str,
-    pending: Pending,
-    latencies: Latencies,
-) -> PendingWatch {
-    watch_pending(api, selector, pending, latencies, |rs, expected| {
-        rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(expected)
-            && randomsecret_ready(rs)
+/// A watch of run `run`'s RandomSecrets that records, for each change put
+/// in `pending`, the time from sending it to the status naming the
+/// expected Secret (Ready), in `latencies`; aborted when dropped.
+pub struct RotationWatch {
+    pub pending: Pending,
+    pub latencies: Latencies,
+    pub watch: PendingWatch,
+}
+
+/// Starts a [`RotationWatch`] and waits for its first list.
+pub async fn watch_rotations(client: &Client, run: &str) -> Result<RotationWatch> {
+    let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
+    let latencies: Latencies = Arc::default();
+    let mut watch = watch_pending(
+        Api::all(client.clone()),
+        &format!("{RUN_LABEL}={run}"),
+        pending.clone(),
+        latencies.clone(),
+        |rs, expected| {
+            rs.status.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(expected)
+                && randomsecret_ready(rs)
+        },
+    );
+    watch.first_list().await?;
+    Ok(RotationWatch {
+        pending,
+        latencies,
+        watch,
     })
 }
 
