@@ -43,11 +43,12 @@ pub fn default_shard() -> String {
 /// Changes sent before the timed ones, to objects no timed change touches
 /// (between them: every (n / count)-th object is timed). The first writes
 /// after a pause wait for new connections: the controller's pool closes
-/// connections idle for 90 s, and the memory phase leaves it idle longer,
-/// while the floor's client has just been busy. Our first two or three of
-/// 1,000 rotations were our slowest in two runs in a row (133, 89 and 46 ms
-/// against the floor's first, 71 ms; 2026-12-06): a cost of the pause, not of
-/// the rate the window measures. They are timed and reported apart.
+/// connections idle for 90 s. Our first two or three of 1,000 rotations
+/// were our slowest in two runs in a row (133, 89 and 46 ms against the
+/// floor's first, 71 ms; 2026-12-06), after the memory phase's pause; now
+/// the controller has just restarted and waited while the floor's set was
+/// made, and its first took 62 to 114 ms (2026-12-07): a cost of the pause,
+/// not of the rate the window measures. They are timed and reported apart.
 pub const WARM_UP: usize = 5;
 
 /// Which objects a timed phase changes, and the spec they change to (for
