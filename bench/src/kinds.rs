@@ -420,22 +420,13 @@ impl Timed {
 
 /// The rotation workload: one watch of the set for both runs.
 struct Rotations {
-    pending: workload::Pending,
-    latencies: workload::Latencies,
-    watch: workload::PendingWatch,
+    watch: workload::RotationWatch,
 }
 
 impl Rotations {
     async fn start(client: &Client, run: &str) -> Result<Self> {
-        let workload::RotationWatch {
-            pending,
-            latencies,
-            watch,
-        } = workload::watch_rotations(client, run).await?;
         Ok(Rotations {
-            pending,
-            latencies,
-            watch,
+            watch: workload::watch_rotations(client, run).await?,
         })
     }
 
@@ -453,7 +444,7 @@ impl Rotations {
         at_least: usize,
         until: Option<watch::Receiver<bool>>,
     ) -> Result<Timed> {
-        self.latencies.lock().expect("latency lock").clear();
+        self.watch.latencies.lock().expect("latency lock").clear();
         let interval = Duration::from_secs_f64(1.0 / args.rotation_rate);
         let start = Instant::now();
         let mut sends = Vec::new();
@@ -468,11 +459,11 @@ impl Rotations {
                 "the rotation workload ran out of time"
             );
             tokio::time::sleep_until((start + interval.mul_f64(k as f64)).into()).await;
-            let t = targets.take(&self.pending)?;
+            let t = targets.take(&self.watch.pending)?;
             let rotation = format!("{token}-{k}");
             t.spec.rotation = Some(rotation.clone());
             let expected = Version::of(&t.spec, &t.name)?.secret_name;
-            self.pending.lock().expect("pending lock").insert(
+            self.watch.pending.lock().expect("pending lock").insert(
                 (t.ns.clone(), t.name.clone()),
                 (expected, workload::Sent::now()),
             );
@@ -485,7 +476,7 @@ impl Rotations {
         for s in sends {
             s.await??;
         }
-        let l = workload::seen_all(&self.pending, &self.latencies).await?;
+        let l = workload::seen_all(&self.watch.pending, &self.watch.latencies).await?;
         Ok(Timed(
             l.into_iter()
                 .map(|d| (d.sent.at.saturating_duration_since(start), d.took))

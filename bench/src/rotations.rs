@@ -15,7 +15,7 @@
 use crate::apimetrics::{self, Counts};
 use crate::apitimes::{self, ApiTimes};
 use crate::args::Args;
-use crate::workload::{self, Done, Latencies, Pending, PendingWatch, place};
+use crate::workload::{self, Done, place};
 use anyhow::Result;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -81,9 +81,7 @@ pub struct Stream {
     namespaces: usize,
     spec: RandomSecretSpec,
     interval: Duration,
-    pending: Pending,
-    latencies: Latencies,
-    _watch: PendingWatch,
+    watch: workload::RotationWatch,
     send: Sender,
     warm: Vec<usize>,
     timed: Vec<usize>,
@@ -115,20 +113,14 @@ impl Stream {
         changed: Changed,
         send: Sender,
     ) -> Result<Stream> {
-        let workload::RotationWatch {
-            pending,
-            latencies,
-            watch,
-        } = workload::watch_rotations(client, run).await?;
+        let watch = workload::watch_rotations(client, run).await?;
         let (warm, timed) = objects(n, args.rotations.min(n), changed.offset);
         Ok(Stream {
             pre: pre.to_string(),
             namespaces: args.namespaces,
             spec: serde_json::from_value(changed.spec)?,
             interval: Duration::from_secs_f64(1.0 / args.rotation_rate),
-            pending,
-            latencies,
-            _watch: watch,
+            watch,
             send,
             warm,
             timed,
@@ -152,7 +144,7 @@ impl Stream {
             tokio::time::sleep_until((start + self.interval * k as u32).into()).await;
             let (ns, name) = place(&self.pre, self.namespaces, i);
             let expected = Version::of(&self.spec, &name)?.secret_name;
-            self.pending.lock().expect("pending lock").insert(
+            self.watch.pending.lock().expect("pending lock").insert(
                 (ns.clone(), name.clone()),
                 (expected, workload::Sent::now()),
             );
@@ -167,7 +159,7 @@ impl Stream {
             let (object, at) = s.await??;
             answered.insert(object, at);
         }
-        let mut done = workload::seen_all(&self.pending, &self.latencies).await?;
+        let mut done = workload::seen_all(&self.watch.pending, &self.watch.latencies).await?;
         for d in &mut done {
             d.answered = answered.get(&d.object).copied();
         }

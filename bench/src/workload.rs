@@ -535,7 +535,8 @@ pub fn in_order_sent(done: &[Done]) -> Vec<Duration> {
 pub struct RotationWatch {
     pub pending: Pending,
     pub latencies: Latencies,
-    pub watch: PendingWatch,
+    /// Held only: the watch stops when this is dropped.
+    _watch: PendingWatch,
 }
 
 /// Starts a [`RotationWatch`] and waits for its first list.
@@ -556,7 +557,7 @@ pub async fn watch_rotations(client: &Client, run: &str) -> Result<RotationWatch
     Ok(RotationWatch {
         pending,
         latencies,
-        watch,
+        _watch: watch,
     })
 }
 
