@@ -93,8 +93,19 @@ where
     let Some(obj) = api.get_opt(name).await? else {
         return Ok(());
     };
-    let uid = obj.meta().uid.clone().unwrap_or_default();
-    let cond = kube::runtime::conditions::is_deleted(&uid);
+    wait_uid_deleted(api, name, obj.meta().uid.as_deref().unwrap_or_default()).await
+}
+
+/// Waits until the object `name` of UID `uid` no longer exists: another
+/// object since made at the name does not count. For a name the controller
+/// fills again at once (the next version's, once a Secret planted there is
+/// deleted), where [`wait_deleted`] could read the new object and wait for
+/// its deletion instead.
+pub async fn wait_uid_deleted<K>(api: &Api<K>, name: &str, uid: &str) -> Result<()>
+where
+    K: Resource + Clone + Debug + DeserializeOwned + Send + 'static,
+{
+    let cond = kube::runtime::conditions::is_deleted(uid);
     match tokio::time::timeout(WAIT, await_condition(api.clone(), name, cond)).await {
         Ok(r) => r
             .map(drop)

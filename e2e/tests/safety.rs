@@ -175,7 +175,9 @@ async fn a_secret_planted_at_a_future_name_is_not_adopted() -> Result<()> {
     unchanged(&secrets, &planted).await?;
 
     secrets.delete(&next, &DeleteParams::background()).await?;
-    wait_deleted(&secrets, &next).await?;
+    // By the planted one's UID: the controller makes the real version at
+    // the same name as soon as it is free.
+    wait_uid_deleted(&secrets, &next, &planted.uid().context("uid")?).await?;
     let rs = wait_for(&api, "db", "Ready once the name is free", is_ready).await?;
     ensure!(rs.status.and_then(|s| s.secret_name).as_deref() == Some(&*next));
     let made = secrets.get(&next).await?;
