@@ -30,7 +30,6 @@ eval "$env_line"
 controller_credentials
 export RUST_LIB_BACKTRACE=0 RANDOMSECRET_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/randomsecret
 export RANDOMSECRET_PROOF_KEY_NAMESPACE=randomsecret-system
-export CHAOS_CLUSTER_SH=$here/cluster.sh
 t0=$SECONDS
 status=0
 cargo test -p randomsecret-e2e --test chaos -- --ignored --test-threads=1 --nocapture "$@" 2>&1 \

@@ -69,30 +69,27 @@ fn controller(log: &str, port: u16) -> Result<ControllerProcess> {
     Ok(c)
 }
 
-/// Runs `e2e/cluster.sh <args>` (the chaos control plane: chaos.sh exports its
-/// E2E_DIR and ports).
-async fn cluster(args: &[&str]) -> Result<()> {
-    let sh = std::env::var("CHAOS_CLUSTER_SH")
+/// The chaos control plane's state folder (`E2E_DIR`; chaos.sh exports it
+/// with the ports).
+fn chaos_dir() -> std::path::PathBuf {
+    std::env::var("E2E_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join("e2e/cluster.sh"));
-    let out = tokio::process::Command::new(&sh)
-        .args(args)
-        .output()
-        .await
-        .with_context(|| format!("running {}", sh.display()))?;
-    ensure!(
-        out.status.success(),
-        "cluster.sh {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
+        .unwrap_or_else(|_| repo_root().join("target/e2e"))
+}
+
+/// Runs `e2e/cluster.sh <args>` on the chaos control plane, on a blocking
+/// thread: the burst and the watchers go on meanwhile.
+async fn cluster(args: &[&str]) -> Result<()> {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        tools::cluster_sh(&chaos_dir(), &args, &[]).map(drop)
+    })
+    .await?
 }
 
 fn controller_log(log: &str) -> std::path::PathBuf {
-    let dir = std::env::var("E2E_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join("target/e2e"));
-    dir.join(format!("controller-chaos-{log}.log"))
+    chaos_dir().join(format!("controller-chaos-{log}.log"))
 }
 
 /// A RandomSecret labelled `labels` (a JSON object).
