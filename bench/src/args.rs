@@ -60,6 +60,11 @@ pub struct Args {
     /// beside each run's), and exit; no control plane needed.
     #[arg(long, num_args = 1.., value_name = "RESULTS_JSON")]
     pub pool: Vec<std::path::PathBuf>,
+    /// With `--pool`: pool every run as one controller, whatever binary
+    /// each recorded (for runs of one source built more than once, or
+    /// written before results.json recorded the binary).
+    #[arg(long, requires = "pool")]
+    pub pool_as_one: bool,
     /// Skip the floor (when profiling the controller).
     #[arg(long)]
     pub no_floor: bool,

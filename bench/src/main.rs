@@ -54,7 +54,7 @@ use report::Report;
 async fn main() -> Result<()> {
     let mut args = Args::parse();
     if !args.pool.is_empty() {
-        return pool::run(&args.pool);
+        return pool::run(&args.pool, args.pool_as_one);
     }
     if let Some(file) = &args.render_charts {
         let text =

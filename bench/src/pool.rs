@@ -8,7 +8,8 @@
 //! work moving together. A run's median of five pairs then moves by some
 //! ±0.05, and misses 1.05x in about one run in four when the ratio is
 //! 1.02x; the pairs of several runs, pooled, tell a regression from that.
-//! Runs of different controller binaries are counted apart.
+//! Runs of different controller binaries are counted apart, unless
+//! `--pool-as-one` says they are one.
 
 use crate::stats::Spread;
 use anyhow::{Context, Result};
@@ -16,8 +17,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Reads each results.json and prints the pooled table.
-pub fn run(files: &[PathBuf]) -> Result<()> {
+/// Reads each results.json and prints the pooled table; `as_one` pools
+/// every run as one controller.
+pub fn run(files: &[PathBuf], as_one: bool) -> Result<()> {
     let runs = files
         .iter()
         .map(|f| {
@@ -28,9 +30,13 @@ pub fn run(files: &[PathBuf]) -> Result<()> {
             Ok(Run::of(&f.display().to_string(), &json))
         })
         .collect::<Result<Vec<_>>>()?;
+    let runs = if as_one { one_controller(runs) } else { runs };
     print!("{}", table(&runs));
     Ok(())
 }
+
+/// The controller column when `--pool-as-one` pools every run.
+const AS_ONE: &str = "all, as one";
 
 /// What one results.json holds of the pairs.
 #[derive(Debug)]
@@ -73,6 +79,16 @@ impl Run {
             pairs,
         }
     }
+}
+
+/// The runs, each counted as the same controller.
+pub fn one_controller(runs: Vec<Run>) -> Vec<Run> {
+    runs.into_iter()
+        .map(|r| Run {
+            controller: AS_ONE.to_string(),
+            ..r
+        })
+        .collect()
 }
 
 /// The table, per controller binary and size: the pooled median, minimum
@@ -163,5 +179,19 @@ mod tests {
         // Another binary is counted apart, not pooled in.
         assert!(t.contains("| unknown | 1000 | 1 (1) | **2.00x**"), "{t}");
         assert_eq!(t.lines().count(), 2 + 3);
+    }
+
+    #[test]
+    fn pools_every_run_as_one_when_asked() {
+        let runs = vec![
+            Run::of("a", &results(Some("abc"), "d1", &[(1000, &[0.9, 1.0])])),
+            Run::of("c", &results(None, "d0", &[(1000, &[2.0])])),
+        ];
+        let t = table(&one_controller(runs));
+        assert!(
+            t.contains("| all, as one | 1000 | 3 (2) | **1.00x** (0.90x to 2.00x) | 0.95x (d1, a); 2.00x (d0, c) |"),
+            "{t}"
+        );
+        assert_eq!(t.lines().count(), 2 + 1);
     }
 }
