@@ -118,8 +118,9 @@ run:
 orderfile:
 	scripts/release/orderfile.sh
 
-## bench: the benchmarks against a control plane of their own (about 40 minutes;
-## BENCH_ARGS="--no-big" skips the last phase, growing to 50,000 objects);
+## bench: the benchmarks against a control plane of their own (an hour and a half or more on
+## 2 cores; BENCH_ARGS="--no-big" skips the last phase, growing to 50,000 objects: 58 minutes
+## with BENCH_NO_PEER=1 on 2026-12-07);
 ## BENCH_ARGS="--sizes 1000 --no-peer" for a shorter run (see target/release/bench --help;
 ## the benchmark is the crate bench/)
 bench:
