@@ -463,10 +463,7 @@ impl Rotations {
             let rotation = format!("{token}-{k}");
             t.spec.rotation = Some(rotation.clone());
             let expected = Version::of(&t.spec, &t.name)?.secret_name;
-            self.watch.pending.lock().expect("pending lock").insert(
-                (t.ns.clone(), t.name.clone()),
-                (expected, workload::Sent::now()),
-            );
+            workload::mark_sent(&self.watch.pending, &t.ns, &t.name, expected);
             let (client, ns, name) = (client.clone(), t.ns.clone(), t.name.clone());
             sends.push(tokio::spawn(async move {
                 workload::rotate(&client, &ns, &name, &rotation).await
@@ -476,7 +473,7 @@ impl Rotations {
         for s in sends {
             s.await??;
         }
-        let l = workload::seen_all(&self.watch.pending, &self.watch.latencies).await?;
+        let l = self.watch.seen_all().await?;
         Ok(Timed(
             l.into_iter()
                 .map(|d| (d.sent.at.saturating_duration_since(start), d.took))

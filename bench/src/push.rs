@@ -84,10 +84,7 @@ where
         tokio::time::sleep_until((start + interval * i as u32).into()).await;
         let (ns, name) = workload::place(NAMESPACE, NAMESPACES, i);
         let expected = Version::of(&spec, &name)?.secret_name;
-        pending.lock().expect("pending lock").insert(
-            (ns.clone(), name.clone()),
-            (expected, workload::Sent::now()),
-        );
+        workload::mark_sent(&pending, &ns, &name, expected);
         sends.push(tokio::spawn(send(ns, name)));
     }
     for s in sends {

@@ -144,10 +144,7 @@ impl Stream {
             tokio::time::sleep_until((start + self.interval * k as u32).into()).await;
             let (ns, name) = place(&self.pre, self.namespaces, i);
             let expected = Version::of(&self.spec, &name)?.secret_name;
-            self.watch.pending.lock().expect("pending lock").insert(
-                (ns.clone(), name.clone()),
-                (expected, workload::Sent::now()),
-            );
+            workload::mark_sent(&self.watch.pending, &ns, &name, expected);
             let sent = (self.send)(i);
             sends.push(tokio::spawn(async move {
                 sent.await?;
@@ -159,7 +156,7 @@ impl Stream {
             let (object, at) = s.await??;
             answered.insert(object, at);
         }
-        let mut done = workload::seen_all(&self.watch.pending, &self.watch.latencies).await?;
+        let mut done = self.watch.seen_all().await?;
         for d in &mut done {
             d.answered = answered.get(&d.object).copied();
         }

@@ -474,6 +474,15 @@ impl Sent {
 /// Expected `status.secretName` per RandomSecret, with when the change was sent.
 pub type Pending = Arc<Mutex<HashMap<(String, String), (String, Sent)>>>;
 
+/// Puts the change of `ns/name` in `pending`, sent now: done once the
+/// watch sees `expected`.
+pub fn mark_sent(pending: &Pending, ns: &str, name: &str, expected: String) {
+    pending
+        .lock()
+        .expect("pending lock")
+        .insert((ns.to_string(), name.to_string()), (expected, Sent::now()));
+}
+
 /// A change seen done: its object (namespace, name), when it was sent, how
 /// long it took; when its request was answered, where the sender recorded it.
 #[derive(Clone, Debug)]
@@ -537,6 +546,13 @@ pub struct RotationWatch {
     pub latencies: Latencies,
     /// Held only: the watch stops when this is dropped.
     _watch: PendingWatch,
+}
+
+impl RotationWatch {
+    /// Once every change is sent and answered: each seen done ([`seen_all`]).
+    pub async fn seen_all(&self) -> Result<Vec<Done>> {
+        seen_all(&self.pending, &self.latencies).await
+    }
 }
 
 /// Starts a [`RotationWatch`] and waits for its first list.
