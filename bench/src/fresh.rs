@@ -1,5 +1,6 @@
-//! Each convergence run (a floor, ours, the peer, the kinds' pair) starts on
-//! a control plane in the same state: kwok, the scheduler, the
+//! Each convergence run (a floor, ours, the peer, the kinds' pair), and
+//! each phase after them (the webhook, the push, the shards, the scale
+//! phase), starts on a control plane in the same state: kwok, the scheduler, the
 //! controller-manager and kube-apiserver stopped, etcd compacted and
 //! defragmented (`etcd::reset`) while nothing writes, the four started
 //! again, and the machine quiet before the run begins.
