@@ -1,9 +1,9 @@
 //! Each convergence run (a floor, ours, the peer, the kinds' pair), and
 //! each phase after them (the webhook, the push, the shards, the scale
-//! phase), starts on a control plane in the same state: kwok, the scheduler, the
-//! controller-manager and kube-apiserver stopped, etcd compacted and
-//! defragmented (`etcd::reset`) while nothing writes, the four started
-//! again, and the machine quiet before the run begins.
+//! phase), starts on a control plane in the same state: kwok, the
+//! scheduler, the controller-manager and kube-apiserver stopped, etcd
+//! compacted and defragmented (`etcd::reset`) while nothing writes, the
+//! four started again, and the machine quiet before the run begins.
 //!
 //! Why the restart (2026-12-07, issue 33): with only etcd reset, the
 //! floor alone took 69.8 to 83.5 s at 10,000 within one run, in no order

@@ -201,46 +201,9 @@ async fn main() -> Result<()> {
         }
         workload::delete_namespaces(&client, &phases::prefix("ours", n), args.namespaces).await?;
     }
-    // Each later phase starts, as each convergence run does, on a control
-    // plane restarted over a compacted etcd (`fresh`): not on the heap and
-    // history the phases before it left (on 2026-12-06 the scale phase's
-    // steps of 10,000 took 8 minutes each on an apiserver grown to 6.5 GB,
-    // about one on 2026-12-02). The kinds phase's floor and pair do so
-    // themselves.
-    if !args.no_kinds {
-        eprintln!("bench: kinds");
-        // The largest set is still there when the scale phase is to grow it.
-        let kept = big.map(|_| kinds::PlainSet {
-            prefix: phases::prefix("ours", largest),
-            run: format!("ours-{largest}"),
-        });
-        kinds::phase(&client, &args, kept, &mut report).await;
-    }
-    if !args.no_webhook {
-        eprintln!("bench: webhook");
-        fresh::start(&client, &args, "webhook").await?;
-        webhook(&client, &args, &mut report).await;
-    }
-    if !args.no_push {
-        eprintln!("bench: push");
-        fresh::start(&client, &args, "push").await?;
-        let result = if std::env::var_os("BAO_DIR").is_none() {
-            Err(anyhow::anyhow!("BAO_DIR is not set (e2e/build-openbao.sh)"))
-        } else {
-            push::phase(&client, &args, args.pushes, args.push_rate, &mut report).await
-        };
-        if let Err(e) = result {
-            report.note(&format!("push phase failed: {e:#}"));
-        }
-    }
-    if !args.no_shards {
-        eprintln!("bench: shards");
-        fresh::start(&client, &args, "shards").await?;
-        shards(&client, &args, &mut report).await;
-    }
-    if let Some(target) = big {
-        fresh::start(&client, &args, "scale").await?;
-        phases::scale(&client, &args, largest, target, &mut report).await?;
+    if let Err(e) = later_phases(&client, &args, largest, big, &mut report).await {
+        // The results so far are still written.
+        report.note(&format!("the later phases stopped: {e:#}"));
     }
     match cachechecks::over_run(&client).await {
         Ok(run) => report.cache_checks(&run),
@@ -249,6 +212,61 @@ async fn main() -> Result<()> {
         )),
     }
     report.finish(&args.out, &args.charts)
+}
+
+/// The phases after convergence: kinds, webhook, push, shards, and the
+/// scale phase growing the `largest` set to `big`. Each but the kinds
+/// phase (whose floor and pair do so themselves) starts, as each
+/// convergence run does, on a control plane restarted over a compacted
+/// etcd (`fresh`), not on the heap and history the phases before it left:
+/// on 2026-12-06 the scale phase's steps of 10,000 took 8 minutes each on
+/// an apiserver grown to 6.5 GB, about a minute on 2026-12-02. A phase's
+/// failure is a note in the report; a failed restart (which leaves no
+/// control plane for the phases after it) or the scale phase's ends them
+/// with an error, which the caller notes before it writes the results.
+async fn later_phases(
+    client: &Client,
+    args: &Args,
+    largest: usize,
+    big: Option<usize>,
+    report: &mut Report,
+) -> Result<()> {
+    if !args.no_kinds {
+        eprintln!("bench: kinds");
+        // The largest set is still there when the scale phase is to grow it.
+        let kept = big.map(|_| kinds::PlainSet {
+            prefix: phases::prefix("ours", largest),
+            run: format!("ours-{largest}"),
+        });
+        kinds::phase(client, args, kept, report).await;
+    }
+    if !args.no_webhook {
+        eprintln!("bench: webhook");
+        fresh::start(client, args, "webhook").await?;
+        webhook(client, args, report).await;
+    }
+    if !args.no_push {
+        eprintln!("bench: push");
+        fresh::start(client, args, "push").await?;
+        let result = if std::env::var_os("BAO_DIR").is_none() {
+            Err(anyhow::anyhow!("BAO_DIR is not set (e2e/build-openbao.sh)"))
+        } else {
+            push::phase(client, args, args.pushes, args.push_rate, report).await
+        };
+        if let Err(e) = result {
+            report.note(&format!("push phase failed: {e:#}"));
+        }
+    }
+    if !args.no_shards {
+        eprintln!("bench: shards");
+        fresh::start(client, args, "shards").await?;
+        shards(client, args, report).await;
+    }
+    if let Some(target) = big {
+        fresh::start(client, args, "scale").await?;
+        phases::scale(client, args, largest, target, report).await?;
+    }
+    Ok(())
 }
 
 /// The shards phase; a failure is a note in the report, not the run's end.
