@@ -234,12 +234,21 @@ pub fn consumer_template(
     Ok(json!({"metadata": pod["metadata"], "spec": pod["spec"]}))
 }
 
+/// The kubelet's own cache of a newly referenced Secret gets one second to
+/// sync before it retries ("failed to sync secret cache: timed out waiting
+/// for the condition", seen on a loaded node with every Secret present, in
+/// Events and in a waiting container's message alike): not a missing Secret.
+/// A Secret that never arrives still shows, as the retry's own error.
+pub fn kubelet_cache_sync_retried(message: &str) -> bool {
+    message.contains("failed to sync secret cache")
+}
+
 /// Watches a namespace for the whole of a test for pods that cannot start for
 /// want of a Secret: a container waiting in `CreateContainerConfigError` (or
 /// `CreateContainerError`), seen by polling the pods every 200 ms, and, at
 /// `finish`, every Event of the namespace with reason `FailedMount` or
 /// `Failed` about a Secret (Events outlive the pods), but for the kubelet's
-/// one-second cache sync that it retries.
+/// one-second cache sync that it retries ([`kubelet_cache_sync_retried`]).
 pub struct PodTrouble {
     namespace: String,
     client: kube::Client,
@@ -264,14 +273,13 @@ impl PodTrouble {
                     for cs in status.container_statuses.iter().flatten() {
                         if let Some(w) = cs.state.as_ref().and_then(|s| s.waiting.as_ref()) {
                             let reason = w.reason.as_deref().unwrap_or_default();
+                            let message = w.message.as_deref().unwrap_or_default();
                             if matches!(
                                 reason,
                                 "CreateContainerConfigError" | "CreateContainerError"
-                            ) {
-                                let line = format!(
-                                    "pod {name}: {reason}: {}",
-                                    w.message.as_deref().unwrap_or_default()
-                                );
+                            ) && !kubelet_cache_sync_retried(message)
+                            {
+                                let line = format!("pod {name}: {reason}: {message}");
                                 if !seen.contains(&line) {
                                     seen.push(line);
                                 }
@@ -309,13 +317,9 @@ impl PodTrouble {
             if !matches!(reason, "FailedMount" | "Failed") || !about_a_secret {
                 continue;
             }
-            // The kubelet's own cache of a newly referenced Secret gets one
-            // second to sync before a mount is retried ("failed to sync
-            // secret cache: timed out waiting for the condition", seen on a
-            // loaded node with every Secret present): not a missing Secret. A
-            // mount that never succeeds still fails the test, whose pods
+            // A mount that never succeeds still fails the test, whose pods
             // must read their versions.
-            if message.contains("failed to sync secret cache") {
+            if kubelet_cache_sync_retried(message) {
                 eprintln!(
                     "a kubelet cache sync retried (not a missing Secret): {reason} on {obj}: {message}"
                 );

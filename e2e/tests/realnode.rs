@@ -1311,6 +1311,12 @@ async fn kubelet_caches_immutable_secrets_and_the_pod_watch_sees_missing_ones() 
         &reader_pod("orphan-volume", &["absent"])?,
     )
     .await?;
+    // Until the kubelet names the missing Secret in both: its first word
+    // on either may be a cache sync it retries (`kubelet_cache_sync_retried`).
+    let names_it = |message: &str| {
+        message.contains("\"absent\"")
+            && !randomsecret_e2e::realnode::kubelet_cache_sync_retried(message)
+    };
     let deadline = Instant::now() + randomsecret_e2e::WAIT;
     loop {
         let waiting = pods
@@ -1320,15 +1326,21 @@ async fn kubelet_caches_immutable_secrets_and_the_pod_watch_sees_missing_ones() 
             .and_then(|s| s.container_statuses)
             .and_then(|c| c.first().and_then(|c| c.state.clone()))
             .and_then(|s| s.waiting)
-            .and_then(|w| w.reason);
+            .map(|w| (w.reason.unwrap_or_default(), w.message.unwrap_or_default()));
+        let env_failed = waiting
+            .as_ref()
+            .is_some_and(|(r, m)| r == "CreateContainerConfigError" && names_it(m));
         let events: Api<k8s_openapi::api::core::v1::Event> = ns.api();
         let mount_failed = events
             .list(&Default::default())
             .await?
             .items
             .iter()
-            .any(|e| e.reason.as_deref() == Some("FailedMount"));
-        if waiting.as_deref() == Some("CreateContainerConfigError") && mount_failed {
+            .any(|e| {
+                e.reason.as_deref() == Some("FailedMount")
+                    && names_it(e.message.as_deref().unwrap_or_default())
+            });
+        if env_failed && mount_failed {
             break;
         }
         ensure!(
