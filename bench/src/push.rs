@@ -90,19 +90,10 @@ where
     for s in sends {
         s.await??;
     }
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let left = pending.lock().expect("pending lock").len();
-        if left == 0 {
-            break;
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "push: {left} of {count} not synced after 5 minutes"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Ok(workload::sorted(&latencies))
+    let done = workload::seen_all(&pending, &latencies, Duration::from_secs(300))
+        .await
+        .with_context(|| format!("push: of {count}, not all synced"))?;
+    Ok(workload::times(&done))
 }
 
 /// The sum of a counter's series with `labels` in a metrics text.

@@ -497,24 +497,27 @@ pub struct Done {
 pub type Latencies = Arc<Mutex<Vec<Done>>>;
 
 /// Once every change is sent and answered: waits until the watch has seen
-/// each pending one done (2 minutes at most), and takes what it recorded.
-pub async fn seen_all(pending: &Pending, latencies: &Latencies) -> Result<Vec<Done>> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !pending.lock().expect("pending lock").is_empty() {
+/// each pending one done (`limit` at most), and takes what it recorded.
+pub async fn seen_all(
+    pending: &Pending,
+    latencies: &Latencies,
+    limit: Duration,
+) -> Result<Vec<Done>> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = pending.lock().expect("pending lock").len();
+        if left == 0 {
+            break;
+        }
         ensure!(
             Instant::now() < deadline,
-            "changes still pending 2 minutes after the last was sent"
+            "{left} changes still pending {limit:?} after the last was sent"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(std::mem::take(
         &mut *latencies.lock().expect("latency lock"),
     ))
-}
-
-/// The times alone, sorted.
-pub fn sorted(latencies: &Latencies) -> Vec<Duration> {
-    times(&latencies.lock().expect("latency lock"))
 }
 
 /// The times of `done`, sorted.
@@ -549,9 +552,10 @@ pub struct RotationWatch {
 }
 
 impl RotationWatch {
-    /// Once every change is sent and answered: each seen done ([`seen_all`]).
+    /// Once every change is sent and answered: each seen done within 2
+    /// minutes ([`seen_all`]).
     pub async fn seen_all(&self) -> Result<Vec<Done>> {
-        seen_all(&self.pending, &self.latencies).await
+        seen_all(&self.pending, &self.latencies, Duration::from_secs(120)).await
     }
 }
 
