@@ -152,20 +152,27 @@ impl Leadership {
 
 /// Calls `on_takeover` each time this replica starts leading (false -> true),
 /// and keeps `gauge` at 1 while it leads.
+///
+/// Leading already at the first look counts as a take-over too: the elector
+/// runs on its own task and may win the lease before this one is first
+/// polled, after a reconcile had already skipped a key as standby; without
+/// the take-over nothing would bring that key back.
 pub async fn follow(
     mut leader: watch::Receiver<bool>,
     gauge: prometheus_client::metrics::gauge::Gauge,
     on_takeover: impl Fn(),
 ) {
-    let mut was = *leader.borrow_and_update();
-    gauge.set(i64::from(was));
-    while leader.changed().await.is_ok() {
+    let mut was = false;
+    loop {
         let leading = *leader.borrow_and_update();
         gauge.set(i64::from(leading));
         if leading && !was {
             on_takeover();
         }
         was = leading;
+        if leader.changed().await.is_err() {
+            return;
+        }
     }
 }
 
@@ -408,6 +415,36 @@ mod tests {
         assert_eq!(l.standby(), Some(Next::AwaitChange));
         assert!(Leadership::always().leading());
         assert!(!Leadership::following(watch::channel(false).1).leading());
+    }
+
+    /// Counts `follow`'s take-overs while `flag` goes through `steps`.
+    async fn takeovers(initial: bool, steps: &[bool]) -> (usize, i64) {
+        let (tx, rx) = watch::channel(initial);
+        let gauge = prometheus_client::metrics::gauge::Gauge::default();
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = count.clone();
+        let task = tokio::spawn(follow(rx, gauge.clone(), move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+        tokio::task::yield_now().await;
+        for &step in steps {
+            tx.send_replace(step);
+            tokio::task::yield_now().await;
+        }
+        drop(tx);
+        task.await.expect("follow ends with the elector");
+        (count.load(std::sync::atomic::Ordering::SeqCst), gauge.get())
+    }
+
+    #[tokio::test]
+    async fn a_lease_won_before_the_first_look_is_a_takeover() {
+        // The elector won before `follow` first ran: the standby's skipped
+        // keys must still be looked at again.
+        assert_eq!(takeovers(true, &[]).await, (1, 1));
+        assert_eq!(takeovers(false, &[]).await, (0, 0));
+        // Each false -> true is one take-over; renewals (true -> true) are not.
+        assert_eq!(takeovers(false, &[true, true, false, true]).await, (2, 1));
+        assert_eq!(takeovers(true, &[false]).await, (1, 0));
     }
 
     #[test]
