@@ -13,6 +13,8 @@ pub struct ControllerProcess {
     pub health_port: u16,
     /// Its log file (appended to: the same name's earlier processes are in it).
     pub log: std::path::PathBuf,
+    /// Where its own lines begin in `log`.
+    log_from: u64,
 }
 
 impl ControllerProcess {
@@ -60,6 +62,7 @@ impl ControllerProcess {
             .create(true)
             .append(true)
             .open(&log)?;
+        let log_from = file.metadata()?.len();
         let mut cmd = Command::new(randomsecret_bin());
         cmd.arg("controller")
             .arg(format!("--metrics-bind-address=127.0.0.1:{port}"))
@@ -78,7 +81,33 @@ impl ControllerProcess {
             metrics_port: port,
             health_port: port + 1,
             log,
+            log_from,
         })
+    }
+
+    /// The last `n` lines at INFO and above of the log since this process
+    /// started, for a failing test's message: the CI output keeps a test's
+    /// message, not the log files. Other processes writing to the same file
+    /// meanwhile (a standby) are among them.
+    pub fn log_tail(&self, n: usize) -> String {
+        use std::io::{Read, Seek};
+        let mut text = String::new();
+        let read = std::fs::File::open(&self.log).and_then(|mut f| {
+            f.seek(std::io::SeekFrom::Start(self.log_from))?;
+            f.read_to_string(&mut text)
+        });
+        if let Err(e) = read {
+            return format!("(its log {} could not be read: {e})", self.log.display());
+        }
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| matches!(l.split_whitespace().nth(1), Some("INFO" | "WARN" | "ERROR")))
+            .collect();
+        format!(
+            "the last lines at INFO and above of {} since this controller started:\n{}",
+            self.log.display(),
+            lines[lines.len().saturating_sub(n)..].join("\n")
+        )
     }
 
     /// Waits until `/readyz` answers 200; fails when the process exits or `timeout` passes.
@@ -88,8 +117,9 @@ impl ControllerProcess {
         loop {
             if let Some(status) = self.child.try_wait()? {
                 bail!(
-                    "the controller exited ({status}): see its log in {}",
-                    log.display()
+                    "the controller exited ({status}): see its log in {}; {}",
+                    log.display(),
+                    self.log_tail(20)
                 );
             }
             // Still running once ready: another process on the port must not pass for it.
@@ -98,8 +128,9 @@ impl ControllerProcess {
             }
             if std::time::Instant::now() > deadline {
                 bail!(
-                    "the controller did not become ready: see its log in {}",
-                    log.display()
+                    "the controller did not become ready: see its log in {}; {}",
+                    log.display(),
+                    self.log_tail(20)
                 );
             }
             std::thread::sleep(Duration::from_millis(20));

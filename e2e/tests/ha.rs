@@ -106,7 +106,9 @@ async fn only_the_leader_works_and_a_standby_takes_over() -> Result<()> {
 
     // SIGKILL the leader: the standby takes over once the lease expires.
     drop(lead);
-    let killed = time_to_ready(&api, "after-kill").await?;
+    let killed = time_to_ready(&api, "after-kill")
+        .await
+        .with_context(|| standby.log_tail(40))?;
     ensure!(standby.is_leader(), "the standby did not take over");
     ensure!(
         killed <= Duration::from_secs(LEASE_SECONDS + 8),
@@ -118,7 +120,9 @@ async fn only_the_leader_works_and_a_standby_takes_over() -> Result<()> {
     tokio::time::sleep(Duration::from_secs(2)).await;
     ensure!(!c.is_leader() && standby.is_leader());
     standby.terminate()?;
-    let released = time_to_ready(&api, "after-term").await?;
+    let released = time_to_ready(&api, "after-term")
+        .await
+        .with_context(|| c.log_tail(40))?;
     ensure!(c.is_leader(), "the new replica did not take over");
     ensure!(
         released < Duration::from_secs(LEASE_SECONDS),
@@ -174,7 +178,12 @@ async fn failovers_during_bursts_never_duplicate_or_change_versions() -> Result<
         }
         replicas.push(replica(5 + round)?);
         for rs in api.list(&ListParams::default()).await?.items {
-            wait_for(&api, &rs.name_any(), "Ready after failover", is_ready).await?;
+            wait_for(&api, &rs.name_any(), "Ready after failover", is_ready)
+                .await
+                .with_context(|| {
+                    let tails: Vec<String> = replicas.iter().map(|r| r.log_tail(20)).collect();
+                    tails.join("\n")
+                })?;
         }
         for s in secrets
             .list(&ListParams::default().labels("app.kubernetes.io/managed-by=randomsecret"))
@@ -291,8 +300,14 @@ async fn check_fails_without_a_controller_and_waits_for_one() -> Result<()> {
     // Back: --wait passes once it leads and has reconciled the waiting one.
     let b = replica(1)?;
     let (ok, out) = check(&[&["--max-lag", "2s", "--wait", "60s"][..], &webhook_ns[..]].concat())?;
-    ensure!(ok, "a controller again: check passes: {out}");
-    wait_for(&api, "waiting", "Ready", is_ready).await?;
+    ensure!(
+        ok,
+        "a controller again: check passes: {out}\n{}",
+        b.log_tail(40)
+    );
+    wait_for(&api, "waiting", "Ready", is_ready)
+        .await
+        .with_context(|| b.log_tail(40))?;
     b.terminate()?;
     ns.delete().await
 }
