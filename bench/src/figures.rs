@@ -152,6 +152,12 @@ pub struct RsaLoad {
     pub after: Vec<Duration>,
     /// Those during sent after the first `burst` of the load (a diagnostic).
     pub during_later: Vec<Duration>,
+    /// As many rotations again beside the load's floor (`kinds::load_floor`:
+    /// the same keys, made by the benchmark), sorted; those sent after its
+    /// first `burst`; and how long its keys took.
+    pub floor: Vec<Duration>,
+    pub floor_later: Vec<Duration>,
+    pub floor_load: Duration,
     pub burst: Duration,
     pub renewals_alone: Renewals,
     pub renewals_during: Renewals,

@@ -24,7 +24,9 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
 use randomsecret::api::{RandomSecret, RandomSecretSpec};
-use randomsecret::version::Version;
+use randomsecret::runtime::keygen::KeyGeneration;
+use randomsecret::version::{Kind, Version};
+
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -121,17 +123,22 @@ fn permits(args: &Args) -> usize {
     )
 }
 
-/// The mean time of one RSA-4096 key, generated here as the controller
-/// generates it (one thread), before anything else runs.
-async fn one_rsa_key() -> Result<Duration> {
+/// The key kind of [`rsa_spec`]'s key.
+fn rsa_kind() -> Result<Kind> {
     let spec: RandomSecretSpec = serde_json::from_value(rsa_spec())?;
-    let kind = Version::of(&spec, "sample")?
+    Ok(Version::of(&spec, "sample")?
         .spec
         .generated
         .get("tls")
         .context("the RSA spec has no key tls")?
         .kind
-        .clone();
+        .clone())
+}
+
+/// The mean time of one RSA-4096 key, generated here as the controller
+/// generates it (one thread), before anything else runs.
+async fn one_rsa_key() -> Result<Duration> {
+    let kind = rsa_kind()?;
     tokio::task::spawn_blocking(move || -> Result<Duration> {
         let start = Instant::now();
         for _ in 0..SAMPLE_KEYS {
@@ -298,6 +305,17 @@ async fn rsa(
         .await?
         .sorted();
     let phase_times_after = phasetimes::delta(&phases_after, &phasetimes::scrape(&ctl)?);
+    eprintln!(
+        "bench: kinds: {} rotations at {}/s beside the load's floor ({m} RSA-4096 keys made here)",
+        during.len(),
+        args.rotation_rate
+    );
+    let (floor, floor_load) = tokio::join!(
+        rotations.run(client, args, &mut targets, "kf", during.len(), None),
+        load_floor(args, m)
+    );
+    let floor = floor?;
+    let floor_load = floor_load.context("the load's floor")?;
     rotations.stop();
     let (leader_samples, not_leading, metrics_max_ms) = leader.stop();
     let renewals = lease.stop();
@@ -323,6 +341,9 @@ async fn rsa(
         during_later,
         burst: BURST,
         after,
+        floor: floor.sorted(),
+        floor_later: floor.sorted_from(BURST),
+        floor_load,
         renewals_alone: gaps(&renewals, t0, t1, period, deadline),
         renewals_during: gaps(&renewals, t2, t3, period, deadline),
         period,
@@ -347,6 +368,32 @@ async fn rsa(
         workload::delete_namespaces(client, &plain.prefix, args.namespaces).await?;
     }
     Ok(())
+}
+
+/// The load's floor: the CPU the RSA load puts on this machine, without
+/// the controller: `m` RSA-4096 keys generated here in a lane like the
+/// controller's (`KeyGeneration`: `SCHED_IDLE` threads, as many as the
+/// controller's permits). Returns how long they took. Rotations that slow
+/// as much beside this as beside the controller's RSA load were slowed by
+/// the machine (its cores shared by the apiserver, etcd and a busy key
+/// generator), not by the controller's handling. The load's creates are
+/// left out: plain ones would be reconciled at once, a burst the RSA ones
+/// (each waiting for its key) do not make.
+async fn load_floor(args: &Args, m: usize) -> Result<Duration> {
+    let lane = Arc::new(KeyGeneration::new(Some(permits(args)))?);
+    let kind = rsa_kind()?;
+    let start = Instant::now();
+    let keys = futures::future::try_join_all((0..m).map(|_| {
+        let (lane, kind) = (lane.clone(), kind.clone());
+        async move {
+            lane.run(move || randomsecret::generate::key_value(&kind).map(|_| ()))
+                .await
+        }
+    }))
+    .await?;
+    let took = start.elapsed();
+    keys.into_iter().collect::<Result<Vec<()>, _>>()?;
+    Ok(took)
 }
 
 /// A plain RandomSecret to rotate, with its spec as it is now.
