@@ -26,7 +26,6 @@ use kube::{Api, Client, ResourceExt};
 use randomsecret::api::{RandomSecret, RandomSecretSpec};
 use randomsecret::runtime::keygen::KeyGeneration;
 use randomsecret::version::{Kind, Version};
-
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
