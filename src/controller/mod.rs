@@ -82,7 +82,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         }
     }
     tokio::spawn(leader::follow(
-        shared.leader.flag(),
+        shared.leader.clone(),
         shared.metrics.leader.clone(),
         queues.on_takeover(&shared.caches, &push_index, &tracked, &stamps),
     ));

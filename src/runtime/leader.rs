@@ -148,21 +148,29 @@ impl Leadership {
     pub fn flag(&self) -> watch::Receiver<bool> {
         self.flag.clone()
     }
+
+    /// Whether a lease decides (`--leader-elect`): only then can work have
+    /// been skipped as standby.
+    pub fn elected(&self) -> bool {
+        self.until.is_some()
+    }
 }
 
 /// Calls `on_takeover` each time this replica starts leading (false -> true),
 /// and keeps `gauge` at 1 while it leads.
 ///
-/// Leading already at the first look counts as a take-over too: the elector
-/// runs on its own task and may win the lease before this one is first
-/// polled, after a reconcile had already skipped a key as standby; without
-/// the take-over nothing would bring that key back.
+/// Under an election, leading already at the first look counts as a
+/// take-over too: the elector runs on its own task and may win the lease
+/// before this one is first polled, after a reconcile had already skipped a
+/// key as standby; without the take-over nothing would bring that key back.
+/// Without one, nothing was ever skipped.
 pub async fn follow(
-    mut leader: watch::Receiver<bool>,
+    leadership: Leadership,
     gauge: prometheus_client::metrics::gauge::Gauge,
     on_takeover: impl Fn(),
 ) {
-    let mut was = false;
+    let mut leader = leadership.flag();
+    let mut was = !leadership.elected();
     loop {
         let leading = *leader.borrow_and_update();
         gauge.set(i64::from(leading));
@@ -417,13 +425,26 @@ mod tests {
         assert!(!Leadership::following(watch::channel(false).1).leading());
     }
 
-    /// Counts `follow`'s take-overs while `flag` goes through `steps`.
+    /// Counts `follow`'s take-overs under an election while its flag goes
+    /// through `steps`.
     async fn takeovers(initial: bool, steps: &[bool]) -> (usize, i64) {
         let (tx, rx) = watch::channel(initial);
+        let elected = Leadership {
+            flag: rx,
+            until: Some(Arc::default()),
+        };
+        followed(elected, tx, steps).await
+    }
+
+    async fn followed(
+        leadership: Leadership,
+        tx: watch::Sender<bool>,
+        steps: &[bool],
+    ) -> (usize, i64) {
         let gauge = prometheus_client::metrics::gauge::Gauge::default();
         let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = count.clone();
-        let task = tokio::spawn(follow(rx, gauge.clone(), move || {
+        let task = tokio::spawn(follow(leadership, gauge.clone(), move || {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }));
         tokio::task::yield_now().await;
@@ -445,6 +466,10 @@ mod tests {
         // Each false -> true is one take-over; renewals (true -> true) are not.
         assert_eq!(takeovers(false, &[true, true, false, true]).await, (2, 1));
         assert_eq!(takeovers(true, &[false]).await, (1, 0));
+        // Without an election (always leading) nothing was skipped: no take-over.
+        let (tx, rx) = watch::channel(true);
+        assert!(!Leadership::following(rx.clone()).elected());
+        assert_eq!(followed(Leadership::following(rx), tx, &[]).await, (0, 1));
     }
 
     #[test]
